@@ -1,0 +1,153 @@
+/**
+ * The sandbox cluster's shared vocabulary: objects, resource types, the schema topology that
+ * server-side apply needs, and the in-process request interface that the HTTP layer and the
+ * simulated controllers both use.
+ */
+
+/** A JSON value as stored by the API server. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+export type JsonObject = { [key: string]: Json }
+
+export interface OwnerReference {
+  apiVersion: string
+  kind: string
+  name: string
+  uid: string
+  controller?: boolean
+  blockOwnerDeletion?: boolean
+}
+
+export interface ManagedFieldsEntry {
+  manager: string
+  operation: 'Apply' | 'Update'
+  apiVersion: string
+  time: string
+  fieldsType: 'FieldsV1'
+  fieldsV1: JsonObject
+  subresource?: string
+}
+
+export interface ObjectMeta {
+  name?: string
+  generateName?: string
+  namespace?: string
+  uid?: string
+  resourceVersion?: string
+  generation?: number
+  creationTimestamp?: string
+  deletionTimestamp?: string
+  deletionGracePeriodSeconds?: number
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+  ownerReferences?: OwnerReference[]
+  finalizers?: string[]
+  managedFields?: ManagedFieldsEntry[]
+}
+
+/** Any object the sandbox stores: plain JSON with typed metadata. */
+export interface KubeObject {
+  apiVersion: string
+  kind: string
+  metadata: ObjectMeta
+  [field: string]: unknown
+}
+
+/**
+ * How server-side apply sees one node of an object's schema (structured-merge-diff's view).
+ * - `struct`: known fields, merged field by field;
+ * - `map`: free-form string keys (labels, nodeSelector, CR maps), granular unless `atomic`;
+ * - `list`: `atomic` (replaced whole, the default for unmarked lists), `set` (of scalars),
+ *   or `map` keyed by `keys` (items merged by key);
+ * - `scalar`: a leaf;
+ * - `any`: unknown shape (x-kubernetes-preserve-unknown-fields, int-or-string); maps granular, lists atomic.
+ */
+export type Topology =
+  | { type: 'struct'; fields: Record<string, Topology>; atomic?: boolean; preserveUnknown?: boolean }
+  | { type: 'map'; values: Topology; atomic?: boolean }
+  | { type: 'list'; items: Topology; listType: 'atomic' | 'set' | 'map'; keys?: string[]; keyDefaults?: Record<string, Json> }
+  | { type: 'scalar' }
+  | { type: 'any' }
+
+/** One field-level validation failure, rendered the way the API server renders it. */
+export interface FieldCause {
+  /** `FieldValueInvalid`, `FieldValueRequired`, `FieldValueNotSupported`, `FieldValueForbidden`, … */
+  reason: string
+  /** e.g. `Invalid value: -1: spec.size in body should be greater than or equal to 0` */
+  message: string
+  /** e.g. `spec.size` */
+  field: string
+}
+
+export interface ScaleSubresource {
+  specReplicasPath: string
+  statusReplicasPath: string
+  labelSelectorPath?: string
+}
+
+export interface PrinterColumn {
+  name: string
+  type: string
+  jsonPath: string
+  description?: string
+  format?: string
+  priority?: number
+}
+
+/** A resource the sandbox serves: built-in or from an Established CRD. */
+export interface ResourceType {
+  group: string // '' for core
+  version: string
+  resource: string // plural
+  singular: string
+  kind: string
+  listKind: string
+  namespaced: boolean
+  verbs: string[]
+  shortNames?: string[]
+  categories?: string[]
+  subresources: { status?: boolean; scale?: ScaleSubresource }
+  /** Schema topology for apply/strategic merge; `{type:'any'}` where unknown. */
+  topology: Topology
+  /** True for custom resources (no strategic merge patch, resourceVersion required on update, …). */
+  custom: boolean
+  /** Whether the object has a spec-driven generation (Deployment, PDB, CRs). */
+  generation: 'spec' | 'none' | 'all-but-metadata'
+  /** Server-side defaulting, applied in place (built-ins: the reference's defaults; CRs: schema `default`s). */
+  default?(obj: KubeObject): void
+  /** Pruning of unknown fields (CRs), in place; returns the pruned paths for the Warning header. */
+  prune?(obj: KubeObject): string[]
+  /** Validation; an empty list means valid. */
+  validate?(obj: KubeObject): FieldCause[]
+  /** Extra printer columns for `Table` responses (CRDs' additionalPrinterColumns). */
+  printerColumns?: PrinterColumn[]
+}
+
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection'
+
+/** A request to the sandbox, after URL parsing; the HTTP layer and in-process controllers both build these. */
+export interface ApiRequest {
+  verb: Verb
+  group: string
+  version: string
+  resource: string
+  subresource?: string
+  namespace?: string
+  name?: string
+  /** Parsed JSON body, or raw text for apply patches in YAML. */
+  body?: unknown
+  contentType?: string
+  query: URLSearchParams
+  userAgent?: string
+  accept?: string
+}
+
+export interface ApiResponse {
+  status: number
+  body: unknown
+  headers?: Record<string, string>
+}
+
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR'
+  object: unknown
+}
