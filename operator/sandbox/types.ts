@@ -151,3 +151,14 @@ export interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR'
   object: unknown
 }
+
+/**
+ * In-process access to the sandbox's API with exactly the semantics of its HTTP endpoints
+ * (validation, defaulting, managedFields, accounting, faults where the caller asks for them).
+ * The simulated kube-controller-manager and kubelet use it instead of a socket.
+ */
+export interface ClusterAccess {
+  handle(req: ApiRequest): Promise<ApiResponse>
+  /** Starts a watch described by a `watch` request; returns a function that stops it. */
+  watch(req: ApiRequest, onEvent: (event: WatchEvent) => void): () => void
+}
