@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+/** The `memcached-operator` executable. */
+import module from 'node:module'
+
+// Cache compiled (and type-stripped) modules between runs: most of a short command's time is start-up.
+module.enableCompileCache?.()
+// `yaml` reads process.env.LOG_TOKENS for every token it lexes, and each read of the real
+// environment is a getenv() call; a plain copy makes parsing a manifest about 1.5x faster.
+process.env = { ...process.env }
+
+const { runCli } = await import('./program.ts')
+const { processIO } = await import('./io.ts')
+process.exitCode = await runCli(process.argv.slice(2), processIO())

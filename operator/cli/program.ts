@@ -1,0 +1,92 @@
+/**
+ * The command line: flags people know from kubectl and helm (`-f`, `--values`, `--set`, `-o`,
+ * `-n`). Each command's implementation is imported only when it runs, so `render` never loads
+ * the Kubernetes client.
+ */
+import { Command, CommanderError, Option } from 'commander'
+import { readFileSync } from 'node:fs'
+import { RenderError } from '../render/errors.ts'
+import { UsageError, type CliIO } from './io.ts'
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value]
+
+/** The package version, for `--version`. */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  return pkg.version
+}
+
+/** Commands register here; each returns its exit code. */
+function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
+  const program = new Command('memcached-operator')
+    .description('Renders Memcached resources through a chart and keeps the cluster equal to the render')
+    .version(packageVersion(), '--version')
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .showHelpAfterError('(add --help for usage)')
+
+  program
+    .command('render')
+    .description('print the manifests Memcached resources become (like helm template), ready for kubectl apply -f -')
+    .option('-f, --filename <file>', 'a file of Memcached resources, or - for standard input (repeatable)', collect, [])
+    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+    .option('--values <file>', 'a YAML file of values over each spec (repeatable)', collect, [])
+    .option('--set <key=value>', 'a value over each spec, e.g. size=5,image.tag=1.6.39 (repeatable)', collect, [])
+    .option('--set-string <key=value>', 'like --set, but the value is always a string (repeatable)', collect, [])
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .option('-n, --namespace <namespace>', 'namespace for resources that do not set one')
+    .action(async (opts) => {
+      const { runRender } = await import('./render.ts')
+      setCode(await runRender(opts, io))
+    })
+
+  program
+    .command('lint')
+    .description('check the chart: schema, templates, and that minimal values and the samples render')
+    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+    .option('-f, --filename <file>', 'Memcached resources to render as well (default: the bundled samples)', collect, [])
+    .action(async (opts) => {
+      const { runLint } = await import('./lint.ts')
+      setCode(await runLint(opts, io))
+    })
+
+  program
+    .command('crd')
+    .description('print the CustomResourceDefinition of memcacheds.cache.example.com')
+    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+    .action(async (opts) => {
+      const { runCrd } = await import('./crd.ts')
+      setCode(runCrd(opts, io))
+    })
+
+  return program
+}
+
+/**
+ * Runs the CLI with `argv` (without `node` and the script); returns the exit code:
+ * 0 success, 1 invalid input (reason on stderr), 2 usage error.
+ */
+export async function runCli(argv: string[], io: CliIO): Promise<number> {
+  let code = 0
+  const program = buildProgram(io, (c) => {
+    code = c
+  })
+  try {
+    await program.parseAsync(argv, { from: 'user' })
+    return code
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit 0; every other parse failure is a usage error.
+      return err.exitCode === 0 ? 0 : 2
+    }
+    if (err instanceof UsageError) {
+      io.stderr(`error: ${err.message}\n(add --help for usage)\n`)
+      return 2
+    }
+    if (err instanceof RenderError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 1
+    }
+    throw err
+  }
+}

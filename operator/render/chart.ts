@@ -1,0 +1,208 @@
+/**
+ * A chart on disk: Chart.yaml, values.yaml, values.schema.json and templates/*.ejs (files whose
+ * name starts with `_` are partials). Loading compiles every template once; the loaded chart is
+ * cached by directory, so rendering many CRs compiles nothing again.
+ */
+import ejs from 'ejs'
+import { readFileSync, readdirSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Script } from 'node:vm'
+import YAML from 'yaml'
+import { RenderError } from './errors.ts'
+import { yamlScalar } from './scalar.ts'
+import { compileValuesSchema, type SchemaNode, type ValuesValidator } from './schema.ts'
+import { cloneData, isPlainMap, type Values } from './values.ts'
+
+/** The chart shipped with the operator. */
+export const DEFAULT_CHART_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'memcached')
+
+/** Names every template sees as local variables (helpers are added by the engine). */
+export const TEMPLATE_LOCALS = ['values', 'release', 'chart', 'h', 'toYaml', 'include', 'required', 'quote', 'fullname', 'labels', 'selectorLabels', 'sha256', 'fail'] as const
+
+/** A compiled template: `file` is relative to the chart directory, e.g. `templates/deployment.ejs`. */
+export interface Template {
+  file: string
+  render(locals: Record<string, unknown>): string
+}
+
+/** A loaded chart. */
+export interface Chart {
+  dir: string
+  name: string
+  version: string
+  appVersion: string
+  description: string
+  /** values.yaml, parsed (null-prototype maps). */
+  defaults: Values
+  /** values.schema.json as written. */
+  schema: SchemaNode
+  validate: ValuesValidator
+  /** Templates that produce manifests, sorted by file name. */
+  templates: Template[]
+  /** Partials by name (`_helpers.ejs` → `helpers`). */
+  partials: Map<string, Template>
+}
+
+const cache = new Map<string, Chart>()
+
+/** Loads (or returns the cached) chart in `dir`; `reload` forces a fresh read, e.g. after a file changed. */
+export function loadChart(dir: string = DEFAULT_CHART_DIR, reload = false): Chart {
+  const key = resolve(dir)
+  const cached = cache.get(key)
+  if (cached && !reload) return cached
+  const chart = readChart(key)
+  cache.set(key, chart)
+  return chart
+}
+
+function readText(dir: string, file: string): string {
+  try {
+    return readFileSync(join(dir, file), 'utf8')
+  } catch (err) {
+    throw new RenderError('input', [`chart ${dir}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`])
+  }
+}
+
+function parseYamlFile(dir: string, file: string): unknown {
+  const doc = YAML.parseDocument(readText(dir, file), { version: '1.1', uniqueKeys: true })
+  if (doc.errors.length > 0) {
+    throw new RenderError('input', doc.errors.map((e) => `${join(dir, file)}:${e.linePos?.[0].line ?? '?'}: ${e.message.split('\n')[0]}`))
+  }
+  return doc.toJS({ maxAliasCount: 100 })
+}
+
+function readChart(dir: string): Chart {
+  const meta = parseYamlFile(dir, 'Chart.yaml')
+  if (!isPlainMap(meta) || typeof meta.name !== 'string' || typeof meta.version !== 'string') {
+    throw new RenderError('input', [`${join(dir, 'Chart.yaml')}: name and version are required`])
+  }
+  const defaults = parseYamlFile(dir, 'values.yaml') ?? {}
+  if (!isPlainMap(defaults)) throw new RenderError('input', [`${join(dir, 'values.yaml')}: must be a map`])
+  let schema: SchemaNode
+  try {
+    schema = JSON.parse(readText(dir, 'values.schema.json')) as SchemaNode
+  } catch (err) {
+    if (err instanceof RenderError) throw err
+    throw new RenderError('input', [`${join(dir, 'values.schema.json')}: ${(err as Error).message}`])
+  }
+  let validate: ValuesValidator
+  try {
+    validate = compileValuesSchema(schema)
+  } catch (err) {
+    throw new RenderError('input', [`${join(dir, 'values.schema.json')}: invalid schema: ${(err as Error).message}`])
+  }
+  const templateDir = join(dir, 'templates')
+  let files: string[]
+  try {
+    files = readdirSync(templateDir).filter((f) => f.endsWith('.ejs')).sort()
+  } catch {
+    throw new RenderError('input', [`chart ${dir}: no templates/ directory`])
+  }
+  const templates: Template[] = []
+  const partials = new Map<string, Template>()
+  const problems: string[] = []
+  for (const f of files) {
+    const file = relative(dir, join(templateDir, f))
+    try {
+      const t = compileTemplate(file, readText(dir, file))
+      if (f.startsWith('_')) partials.set(f.slice(1, -'.ejs'.length), t)
+      else templates.push(t)
+    } catch (err) {
+      problems.push((err as Error).message)
+    }
+  }
+  if (problems.length > 0) throw new RenderError('template', problems)
+  return {
+    dir,
+    name: meta.name,
+    version: meta.version,
+    appVersion: String(meta.appVersion ?? meta.version),
+    description: String(meta.description ?? ''),
+    defaults: cloneData(defaults) as Values,
+    schema,
+    validate,
+    templates,
+    partials,
+  }
+}
+
+/**
+ * Compiles one EJS template: strict mode (no `with`), every `<%= %>` through {@link yamlScalar}.
+ * `<%-` (raw output) is refused: raw text enters only through helpers that return `Raw`.
+ */
+export function compileTemplate(file: string, source: string): Template {
+  const raw = /<%(?!%)-/.exec(source)
+  if (raw) {
+    throw new Error(`${file}:${lineOf(source, raw.index)}: raw output "<%-" is not allowed; write "<%= %>" (values become YAML-safe scalars) or a helper such as toYaml()`)
+  }
+  const options = {
+    strict: true,
+    _with: false,
+    localsName: 'locals',
+    destructuredLocals: [...TEMPLATE_LOCALS],
+    escape: yamlScalar,
+    filename: file,
+    compileDebug: true,
+    client: false,
+  }
+  let fn: (locals: Record<string, unknown>) => string
+  try {
+    fn = ejs.compile(source, options as ejs.Options) as unknown as (locals: Record<string, unknown>) => string
+  } catch (err) {
+    throw new Error(`${file}:${syntaxErrorLine(source, options) ?? '?'}: ${firstLine((err as Error).message)}`)
+  }
+  return {
+    file,
+    render(locals) {
+      try {
+        return fn(locals)
+      } catch (err) {
+        if (err instanceof RenderError) throw err
+        throw new RenderError('template', [templateErrorMessage(file, err)])
+      }
+    },
+  }
+}
+
+function lineOf(source: string, index: number): number {
+  let line = 1
+  for (let i = 0; i < index; i++) if (source.charCodeAt(i) === 10) line++
+  return line
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0] ?? s
+}
+
+/** EJS reports a syntax error without a line: compile its generated source to find one. */
+function syntaxErrorLine(source: string, options: object): number | undefined {
+  try {
+    const template = new (ejs as unknown as { Template: new (s: string, o: object) => { generateSource(): void; source: string } }).Template(source, options)
+    template.generateSource()
+    const generated = template.source
+    try {
+      new Script(`(function(){${generated}\n})`)
+    } catch (err) {
+      const m = /<anonymous>:(\d+)|evalmachine\.<anonymous>:(\d+)/.exec((err as Error).stack ?? '')
+      const genLine = Number(m?.[1] ?? m?.[2])
+      if (!genLine) return undefined
+      const before = generated.split('\n').slice(0, genLine).join('\n')
+      const marks = [...before.matchAll(/__line = (\d+)/g)]
+      const last = marks.at(-1)
+      return last ? Number(last[1]) : undefined
+    }
+  } catch {
+    // No line to add: the caller reports the file alone.
+  }
+  return undefined
+}
+
+/** `templates/x.ejs:12: message` from an error EJS rethrew with its own context block. */
+function templateErrorMessage(file: string, err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err)
+  const m = /^.*?:(\d+)\n([\s\S]*?)\n\n([\s\S]*)$/.exec(message)
+  if (!m) return `${file}: ${message}`
+  const context = (m[2] ?? '').split('\n').filter((l) => l.trim() !== '').map((l) => `      ${l}`).join('\n')
+  return `${file}:${m[1]}: ${m[3]}\n${context}`
+}

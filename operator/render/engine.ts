@@ -1,0 +1,142 @@
+/**
+ * The render engine: one Memcached instance (name, namespace, spec) through a chart into the
+ * objects it should have. Pure: no cluster, no I/O beyond the cached chart.
+ */
+import YAML from 'yaml'
+import type { Chart, Template } from './chart.ts'
+import { RenderError } from './errors.ts'
+import { guardObjects } from './guard.ts'
+import { parseManifests, sortObjects, stamp, type RenderedObject } from './manifest.ts'
+import { dnsLabel, labelValue, sha256 } from './names.ts'
+import { Raw, quoteString, yamlScalar } from './scalar.ts'
+import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
+
+/** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
+export interface RenderInput {
+  name: string
+  namespace: string
+  spec: unknown
+  /** Overrides applied over the spec, lowest precedence first (`--values` files, then `--set`). */
+  overrides?: Values[]
+}
+
+/** The objects an instance should have, in apply order, with the template each came from. */
+export interface RenderResult {
+  objects: RenderedObject[]
+  /** `sources[i]` is the chart-relative template file of `objects[i]`. */
+  sources: string[]
+  values: Values
+}
+
+/** Label values that identify the instance's objects; the operator selects its objects by them. */
+export function selectorLabelsFor(chart: Pick<Chart, 'name'>, instance: string): Record<string, string> {
+  return { 'app.kubernetes.io/name': chart.name, 'app.kubernetes.io/instance': labelValue(instance) }
+}
+
+/** The six standard labels every rendered object carries. */
+export function standardLabels(chart: Pick<Chart, 'name' | 'appVersion'>, instance: string): Record<string, string> {
+  return {
+    ...selectorLabelsFor(chart, instance),
+    'app.kubernetes.io/version': labelValue(chart.appVersion),
+    'app.kubernetes.io/component': 'cache',
+    'app.kubernetes.io/part-of': chart.name,
+    'app.kubernetes.io/managed-by': 'memcached-operator',
+  }
+}
+
+/** Merges chart defaults, the spec and the overrides, and validates the result (every problem, by path). */
+export function resolveValues(chart: Chart, input: RenderInput): Values {
+  const spec = input.spec ?? {}
+  if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
+  const values = mergeAll([chart.defaults, cloneData(spec) as Values, ...(input.overrides ?? [])])
+  const problems = chart.validate(values)
+  if (problems.length > 0) throw new RenderError('values', problems)
+  return values
+}
+
+/** Renders an instance; throws {@link RenderError} listing every problem found. */
+export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
+  const values = resolveValues(chart, input)
+  const labels = standardLabels(chart, input.name)
+  const locals = templateLocals(chart, input, values, labels)
+  const items: { source: string; object: RenderedObject }[] = []
+  const problems: string[] = []
+  let kind: RenderError['kind'] = 'template'
+  for (const t of chart.templates) {
+    try {
+      for (const object of parseManifests(t.file, t.render(locals))) items.push({ source: t.file, object: stamp(object, input.namespace, labels) })
+    } catch (err) {
+      if (!(err instanceof RenderError)) throw err
+      kind = err.kind
+      problems.push(...err.problems)
+    }
+  }
+  if (problems.length > 0) throw new RenderError(kind, problems)
+  const refused = guardObjects(items.map((i) => i.object), input.namespace)
+  if (refused.length > 0) throw new RenderError('guard', refused)
+  const order = new Map(items.map((item) => [item.object, item.source]))
+  const objects = sortObjects(items.map((i) => i.object))
+  return { objects, sources: objects.map((o) => order.get(o) ?? ''), values }
+}
+
+/** The variables and helpers a template sees. */
+function templateLocals(chart: Chart, input: RenderInput, values: Values, labels: Record<string, string>): Record<string, unknown> {
+  const selector = selectorLabelsFor(chart, input.name)
+  const locals: Record<string, unknown> = {}
+  const helpers = {
+    /** YAML block text of a value, every line indented by `indent` spaces (after a newline); scalars and empty collections stay inline. */
+    toYaml(value: unknown, indent = 0): Raw {
+      if (value === null || typeof value !== 'object' || Object.keys(value).length === 0) return new Raw(yamlScalar(value))
+      const pad = ' '.repeat(indent)
+      const text = YAML.stringify(value, { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()
+      return new Raw(`\n${text.split('\n').map((l) => pad + l).join('\n')}`)
+    },
+    /** Renders a partial (`templates/_name.ejs`) with `ctx` (default: the same locals), optionally indented. */
+    include(name: string, ctx?: Record<string, unknown>, indent = 0): Raw {
+      const partial: Template | undefined = chart.partials.get(name)
+      if (!partial) throw new Error(`include: no partial "${name}" (expected templates/_${name}.ejs)`)
+      const text = partial.render(ctx ? { ...locals, ...ctx } : locals).replace(/\n+$/, '')
+      return new Raw(indent > 0 ? text.split('\n').map((l) => (l === '' ? l : ' '.repeat(indent) + l)).join('\n') : text)
+    },
+    /** The value, or a template error with `message` when it is undefined, null or empty. */
+    required<T>(value: T, message: string): T {
+      if (value === undefined || value === null || value === '') throw new Error(message)
+      return value
+    },
+    /** The value, or `fallback` when it is undefined, null or empty ('' only; unlike Helm, false and 0 are values). */
+    default<T, F>(value: T, fallback: F): T | F {
+      return value === undefined || value === null || value === '' ? fallback : value
+    },
+    /** A double-quoted string of any value (numbers and booleans become strings). */
+    quote(value: unknown): Raw {
+      return new Raw(quoteString(typeof value === 'string' ? value : JSON.stringify(value) ?? ''))
+    },
+    /** The instance's object name (a DNS-1035 label, shortened with a hash when needed), with an optional suffix. */
+    fullname(suffix?: string): string {
+      return dnsLabel(suffix ? `${input.name}-${suffix}` : input.name)
+    },
+    /** The standard labels (a fresh map). */
+    labels(): Record<string, string> {
+      return { ...labels }
+    },
+    /** The labels that select the instance's pods (name and instance only: a selector is immutable). */
+    selectorLabels(): Record<string, string> {
+      return { ...selector }
+    },
+    /** Hex SHA-256 of a string, or of the JSON of any other value. */
+    sha256(value: unknown): string {
+      return sha256(typeof value === 'string' ? value : JSON.stringify(value) ?? '')
+    },
+    /** Stops rendering with a template error. */
+    fail(message: string): never {
+      throw new Error(message)
+    },
+  }
+  Object.assign(locals, helpers, {
+    values,
+    release: { name: input.name, namespace: input.namespace },
+    chart: { name: chart.name, version: chart.version, appVersion: chart.appVersion },
+    h: helpers,
+  })
+  return locals
+}

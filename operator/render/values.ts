@@ -1,0 +1,152 @@
+/**
+ * Values: chart defaults ← CR spec ← values files ← --set pairs. Maps merge deeply, arrays
+ * replace, null deletes a key. Every map the merge builds has a null prototype, so that keys such
+ * as `__proto__`, `constructor` or `prototype` coming from user data are ordinary, inert keys.
+ */
+import { RenderError } from './errors.ts'
+
+/** A map of values as the templates see it (null-prototype). */
+export type Values = { [key: string]: unknown }
+
+/** True for maps that come from parsed data (plain or null-prototype objects), not arrays or class instances. */
+export function isPlainMap(v: unknown): v is Values {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false
+  const proto: unknown = Object.getPrototypeOf(v)
+  return proto === Object.prototype || proto === null
+}
+
+/** A deep copy of parsed data with null-prototype maps and without null values inside maps. */
+export function cloneData(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(cloneData)
+  if (isPlainMap(v)) {
+    const out: Values = Object.create(null)
+    for (const key of Object.keys(v)) {
+      const item = v[key]
+      if (item !== null && item !== undefined) out[key] = cloneData(item)
+    }
+    return out
+  }
+  return v
+}
+
+/** Merges `overlay` over `base` without mutating either: maps deeply, arrays and scalars replace, null deletes. */
+export function mergeValues(base: Values, overlay: Values): Values {
+  const out: Values = Object.create(null)
+  for (const key of Object.keys(base)) out[key] = base[key]
+  for (const key of Object.keys(overlay)) {
+    const next = overlay[key]
+    if (next === null) {
+      delete out[key]
+      continue
+    }
+    if (next === undefined) continue
+    const prev = Object.hasOwn(out, key) ? out[key] : undefined
+    out[key] = isPlainMap(prev) && isPlainMap(next) ? mergeValues(prev, next) : cloneData(next)
+  }
+  return out
+}
+
+/** Merges a chain of value sources, lowest precedence first. */
+export function mergeAll(sources: Values[]): Values {
+  let out: Values = Object.create(null)
+  for (const s of sources) out = mergeValues(out, s)
+  return out
+}
+
+const INDEX = /^(.*)\[(\d+)\]$/
+
+/**
+ * Parses one `--set` argument the way Helm does: `a.b=1,c[0]=x,d={x,y}`, `\.` and `\,` escape,
+ * `true`/`false`/`null` and integers are typed unless `asString` (`--set-string`).
+ */
+export function parseSet(arg: string, asString = false): Values {
+  const out: Values = Object.create(null)
+  for (const pair of splitUnescaped(arg, ',', true)) {
+    const eq = indexOfUnescaped(pair, '=')
+    if (eq <= 0) throw new RenderError('input', [`--set ${JSON.stringify(pair)}: expected key=value`])
+    const path = splitUnescaped(pair.slice(0, eq), '.', false).map(unescape)
+    const raw = pair.slice(eq + 1)
+    const value = raw.startsWith('{') && raw.endsWith('}')
+      ? (raw.length === 2 ? [] : splitUnescaped(raw.slice(1, -1), ',', false).map((s) => typed(unescape(s), asString)))
+      : typed(unescape(raw), asString)
+    assignPath(out, path, value, pair)
+  }
+  return out
+}
+
+function typed(s: string, asString: boolean): unknown {
+  if (asString) return s
+  if (s === 'true') return true
+  if (s === 'false') return false
+  if (s === 'null') return null
+  if (/^[-+]?(0|[1-9][0-9]*)$/.test(s)) {
+    const n = Number(s)
+    if (Number.isSafeInteger(n)) return n
+  }
+  return s
+}
+
+function assignPath(root: Values, path: string[], value: unknown, pair: string): void {
+  let node: Values | unknown[] = root
+  for (let i = 0; i < path.length; i++) {
+    const last = i === path.length - 1
+    const m = INDEX.exec(path[i] ?? '')
+    const key = m ? (m[1] ?? '') : (path[i] ?? '')
+    if (key === '') throw new RenderError('input', [`--set ${JSON.stringify(pair)}: empty key`])
+    if (Array.isArray(node)) throw new RenderError('input', [`--set ${JSON.stringify(pair)}: cannot index a list by ${JSON.stringify(key)}`])
+    const map: Values = node
+    if (m) {
+      const index = Number(m[2])
+      if (index > 10000) throw new RenderError('input', [`--set ${JSON.stringify(pair)}: index ${index} is too large`])
+      const existing = Object.hasOwn(map, key) ? map[key] : undefined
+      const list: unknown[] = Array.isArray(existing) ? existing : []
+      map[key] = list
+      while (list.length <= index) list.push(null)
+      if (last) list[index] = value
+      else {
+        const child = list[index]
+        const next = isPlainMap(child) ? child : Object.create(null)
+        list[index] = next
+        node = next as Values
+      }
+    } else if (last) {
+      map[key] = value
+    } else {
+      const existing = Object.hasOwn(map, key) ? map[key] : undefined
+      const next: Values = isPlainMap(existing) ? existing : Object.create(null)
+      map[key] = next
+      node = next
+    }
+  }
+}
+
+function indexOfUnescaped(s: string, ch: string): number {
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === '\\') i++
+    else if (s[i] === ch) return i
+  }
+  return -1
+}
+
+/** Splits on `sep` unless escaped; with `braces`, separators inside `{…}` do not split. */
+function splitUnescaped(s: string, sep: string, braces: boolean): string[] {
+  const parts: string[] = []
+  let depth = 0
+  let start = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]
+    if (c === '\\') i++
+    else if (braces && c === '{') depth++
+    else if (braces && c === '}') depth = Math.max(0, depth - 1)
+    else if (c === sep && depth === 0) {
+      parts.push(s.slice(start, i))
+      start = i + 1
+    }
+  }
+  parts.push(s.slice(start))
+  return parts
+}
+
+function unescape(s: string): string {
+  return s.replace(/\\(.)/g, '$1')
+}
