@@ -1,0 +1,362 @@
+/**
+ * The schema-aware operations of structured-merge-diff over plain JSON: the field set of an
+ * applied configuration, merging a configuration into a live object, comparing two objects
+ * (added / modified / removed paths) and removing a set of paths from an object.
+ */
+import type { Json, JsonObject, Topology } from '../types.ts'
+import { builder, build, insert, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
+import { clone, cloneDropNull, deepEqual, isObject } from './json.ts'
+import { childTopology, isImplicit, ItemKeyError, itemElement, itemTopology, kindOf, LEAF_KIND, LIST_KIND, MAP_KIND, STRUCT_KIND } from './walk.ts'
+
+/**
+ * An applied configuration the schema cannot type: duplicate keys in an associative list, an item
+ * without its key fields. The API server answers these with HTTP 500 and the message
+ * `failed to create typed patch object (<gvk>): <path>: <detail>`.
+ */
+export class ApplyTypeError extends Error {
+  /** Path of the offending list, e.g. `.spec.template.spec.containers`. */
+  readonly path: string
+  /** What is wrong, e.g. `duplicate entries for key [name="app"]`. */
+  readonly detail: string
+  /** The HTTP status the real server uses. */
+  readonly status = 500
+  constructor(gvk: string, path: string, detail: string) {
+    super(`failed to create typed patch object (${gvk}): ${path}: ${detail}`)
+    this.name = 'ApplyTypeError'
+    this.path = path
+    this.detail = detail
+  }
+}
+
+/** Go's spelling of a group/version/kind: `apps/v1, Kind=Deployment`, `/v1, Kind=Pod`. */
+export function gvkString(apiVersion: string, kind: string): string {
+  return `${apiVersion.includes('/') ? apiVersion : '/' + apiVersion}, Kind=${kind}`
+}
+
+const EMPTY_OBJECT: JsonObject = Object.freeze({}) as JsonObject
+
+// ---------------------------------------------------------------------------------------------
+// Field set of an applied configuration
+
+/**
+ * The set of fields an applied configuration manages: scalars and atomic nodes are leaves, every
+ * associative-list item and every free-form map entry is a member, struct fields are not.
+ * Throws {@link ApplyTypeError} for lists whose items cannot be identified or repeat a key.
+ */
+export function toFieldSet(obj: JsonObject, topology: Topology, gvk: string): FieldSet {
+  const root = builder()
+  const trail: string[] = []
+  try {
+    addChildren(root, obj, topology, trail)
+  } catch (e) {
+    if (e instanceof ItemKeyError) throw new ApplyTypeError(gvk, pathString(trail), e.detail)
+    throw e
+  }
+  return build(root)
+}
+
+function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): void {
+  const kind = kindOf(t, v)
+  if (kind === STRUCT_KIND || kind === MAP_KIND) {
+    const o = v as JsonObject
+    for (const k of Object.keys(o)) {
+      const cv = o[k]
+      if (cv === undefined) continue
+      const ct = childTopology(t, k)
+      const pe = 'f:' + k
+      const c = builder()
+      if (kindOf(ct, cv) === LEAF_KIND) c.member = true
+      else {
+        trail.push(pe)
+        addChildren(c, cv, ct, trail)
+        trail.pop()
+        if (kind === MAP_KIND) c.member = true
+      }
+      if (c.member || c.children !== null) (n.children ??= new Map()).set(pe, c)
+    }
+  } else if (kind === LIST_KIND) {
+    const items = v as Json[]
+    const it = itemTopology(t)
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as Json
+      const pe = itemElement(t, item, i)
+      const ch = (n.children ??= new Map())
+      if (ch.has(pe)) throw new ItemKeyError(`duplicate entries for key ${pathString([pe])}`)
+      const c = builder()
+      c.member = true
+      if (kindOf(it, item) !== LEAF_KIND) {
+        trail.push(pe)
+        addChildren(c, item, it, trail)
+        trail.pop()
+      }
+      ch.set(pe, c)
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merge
+
+/**
+ * Merges an applied configuration into a live object: the configuration wins on scalars and atomic
+ * nodes; structs and maps merge member by member; associative lists merge item by item with the
+ * configuration's order and live-only items kept in place. The result is a fresh tree (nothing is
+ * shared with either input), so callers may mutate it. Nulls in the configuration remove the field.
+ */
+export function mergeObjects(live: JsonObject | undefined, config: JsonObject, topology: Topology, gvk: string): JsonObject {
+  const trail: string[] = []
+  try {
+    return (merge(live, config, topology, trail) ?? {}) as JsonObject
+  } catch (e) {
+    if (e instanceof ItemKeyError) throw new ApplyTypeError(gvk, pathString(trail), e.detail)
+    throw e
+  }
+}
+
+function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[]): Json | undefined {
+  if (r === undefined) return l === undefined || l === null ? undefined : clone(l)
+  if (r === null) return undefined
+  if (l === undefined || l === null) return cloneDropNull(r)
+  const kind = kindOf(t, r)
+  if (kind === LEAF_KIND || kindOf(t, l) !== kind) return cloneDropNull(r)
+  if (kind === LIST_KIND) return mergeList(l as Json[], r as Json[], t, trail)
+  const lo = l as JsonObject
+  const ro = r as JsonObject
+  const out: JsonObject = {}
+  for (const k of Object.keys(lo)) {
+    const lv = lo[k]
+    let v: Json | undefined
+    if (k in ro) {
+      trail.push('f:' + k)
+      v = merge(lv, ro[k], childTopology(t, k), trail)
+      trail.pop()
+    } else v = lv === undefined || lv === null ? undefined : clone(lv)
+    if (v !== undefined) out[k] = v
+  }
+  for (const k of Object.keys(ro)) {
+    if (k in lo) continue
+    const rv = ro[k]
+    if (rv !== undefined && rv !== null) out[k] = cloneDropNull(rv)
+  }
+  return out
+}
+
+/** structured-merge-diff's list merge (typed/merge.go visitListItems), keyed by path element. */
+function mergeList(l: Json[], r: Json[], t: Topology, trail: string[]): Json[] {
+  const it = itemTopology(t)
+  const rPEs: string[] = new Array(r.length)
+  const rItems = new Map<string, Json>()
+  for (let i = 0; i < r.length; i++) {
+    const pe = itemElement(t, r[i], i)
+    if (rItems.has(pe)) throw new ItemKeyError(`duplicate entries for key ${pathString([pe])}`)
+    rItems.set(pe, r[i] as Json)
+    rPEs[i] = pe
+  }
+  const lPEs: string[] = new Array(l.length)
+  const lItems = new Map<string, Json>()
+  for (let i = 0; i < l.length; i++) {
+    const pe = itemElement(t, l[i], i)
+    if (!lItems.has(pe)) lItems.set(pe, l[i] as Json)
+    lPEs[i] = pe
+  }
+  const shared: string[] = []
+  for (const pe of rPEs) if (lItems.has(pe)) shared.push(pe)
+  let si = 0
+  let nextShared: string | undefined = shared[si++]
+  const merged = new Set<string>()
+  const out: Json[] = []
+  const item = (pe: string, lv: Json | undefined, rv: Json | undefined): void => {
+    trail.push(pe)
+    const m = merge(lv, rv, it, trail)
+    trail.pop()
+    if (m !== undefined) out.push(m)
+  }
+  let lI = 0
+  let rI = 0
+  while (lI < lPEs.length || rI < rPEs.length) {
+    if (lI < lPEs.length && rI < rPEs.length) {
+      const pe = lPEs[lI] as string
+      if (pe === rPEs[rI]) {
+        merged.add(pe)
+        item(pe, lItems.get(pe), rItems.get(pe))
+        lI++
+        rI++
+        nextShared = shared[si++]
+        continue
+      }
+      if (rItems.has(pe) && nextShared !== undefined && nextShared !== pe) {
+        lI++
+        continue
+      }
+    }
+    if (lI < lPEs.length) {
+      const pe = lPEs[lI] as string
+      if (!rItems.has(pe)) {
+        item(pe, l[lI], undefined)
+        lI++
+        continue
+      } else if (merged.has(pe)) {
+        lI++
+        continue
+      }
+    }
+    if (rI < rPEs.length) {
+      const pe = rPEs[rI] as string
+      merged.add(pe)
+      item(pe, lItems.get(pe), rItems.get(pe))
+      rI++
+      if (nextShared === pe) nextShared = shared[si++]
+    }
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compare
+
+/** The paths that differ between two objects. */
+export interface Comparison {
+  added: FieldSet
+  modified: FieldSet
+  removed: FieldSet
+}
+
+/**
+ * Compares two objects the way structured-merge-diff does: leaves are added, removed or
+ * modified; a struct, map or list item that appears (or disappears) is itself added (removed).
+ */
+export function compareObjects(lhs: JsonObject, rhs: JsonObject, topology: Topology): Comparison {
+  const acc = { added: builder(), modified: builder(), removed: builder() }
+  compare(lhs, rhs, topology, [], acc)
+  return { added: build(acc.added), modified: build(acc.modified), removed: build(acc.removed) }
+}
+
+interface CompareAcc {
+  added: SetBuilder
+  modified: SetBuilder
+  removed: SetBuilder
+}
+
+function isEmptyContainer(v: unknown): boolean {
+  if (v === undefined) return true
+  if (Array.isArray(v)) return v.length === 0
+  if (isObject(v)) {
+    for (const k in v) if (v[k] !== undefined) return false
+    return true
+  }
+  return false
+}
+
+function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[], acc: CompareAcc): void {
+  if (l === null) l = undefined
+  if (r === null) r = undefined
+  if (isImplicit(t)) {
+    l ??= EMPTY_OBJECT
+    r ??= EMPTY_OBJECT
+  }
+  if (l === undefined && r === undefined) return
+  let kind = kindOf(t, r ?? l)
+  if (kind !== LEAF_KIND && l !== undefined && r !== undefined && kindOf(t, l) !== kind) kind = LEAF_KIND
+  if (kind !== LEAF_KIND && isEmptyContainer(l) && isEmptyContainer(r)) kind = LEAF_KIND
+  if (kind === LEAF_KIND) {
+    if (l === undefined) insert(acc.added, trail)
+    else if (r === undefined) insert(acc.removed, trail)
+    else if (!deepEqual(l, r)) insert(acc.modified, trail)
+    return
+  }
+  if (kind === LIST_KIND) {
+    const it = itemTopology(t)
+    const la = (l ?? []) as Json[]
+    const ra = (r ?? []) as Json[]
+    const rItems = new Map<string, Json>()
+    for (let i = 0; i < ra.length; i++) {
+      const pe = itemElement(t, ra[i], i)
+      if (!rItems.has(pe)) rItems.set(pe, ra[i] as Json)
+    }
+    const seen = new Set<string>()
+    for (let i = 0; i < la.length; i++) {
+      const pe = itemElement(t, la[i], i)
+      if (seen.has(pe)) continue
+      seen.add(pe)
+      trail.push(pe)
+      compare(la[i], rItems.get(pe), it, trail, acc)
+      trail.pop()
+    }
+    for (const [pe, rv] of rItems) {
+      if (seen.has(pe)) continue
+      trail.push(pe)
+      compare(undefined, rv, it, trail, acc)
+      trail.pop()
+    }
+  } else {
+    const lo = (l ?? EMPTY_OBJECT) as JsonObject
+    const ro = (r ?? EMPTY_OBJECT) as JsonObject
+    for (const k of Object.keys(lo)) {
+      trail.push('f:' + k)
+      compare(lo[k], ro[k], childTopology(t, k), trail, acc)
+      trail.pop()
+    }
+    for (const k of Object.keys(ro)) {
+      if (lo[k] !== undefined) continue
+      trail.push('f:' + k)
+      compare(undefined, ro[k], childTopology(t, k), trail, acc)
+      trail.pop()
+    }
+  }
+  if (l === undefined) insert(acc.added, trail)
+  else if (r === undefined) insert(acc.removed, trail)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Removal
+
+/**
+ * Removes the members of `set` from `obj` in place. A map, struct or list that removal leaves empty
+ * is removed too (the server's typed conversion drops the nil it becomes), except implicit structs,
+ * which stay as `{}`.
+ */
+export function removePaths(obj: JsonObject, set: FieldSet, topology: Topology): void {
+  remove(obj, set, topology)
+}
+
+/** Returns true when the value was non-empty and removal emptied it. */
+function remove(v: Json, set: FieldSet, t: Topology): boolean {
+  if (set.children === null) return false
+  const kind = kindOf(t, v)
+  if (kind === STRUCT_KIND || kind === MAP_KIND) {
+    const o = v as JsonObject
+    let removed = false
+    for (const [pe, c] of set.children) {
+      if (!pe.startsWith('f:')) continue
+      const k = pe.slice(2)
+      const cv = o[k]
+      if (cv === undefined) continue
+      const ct = childTopology(t, k)
+      if (c.member || remove(cv, c, ct)) {
+        if (isImplicit(ct)) o[k] = {}
+        else delete o[k]
+        removed = true
+      }
+    }
+    return removed && isEmptyContainer(o)
+  }
+  if (kind === LIST_KIND) {
+    const a = v as Json[]
+    const it = itemTopology(t)
+    let w = 0
+    const n = a.length
+    for (let i = 0; i < n; i++) {
+      const item = a[i] as Json
+      const c = set.children.get(itemElement(t, item, i))
+      if (c !== undefined) {
+        if (c.member) continue
+        // An item emptied below keeps its place: its key fields normally survive anyway.
+        remove(item, c, it)
+      }
+      a[w++] = item
+    }
+    a.length = w
+    return w === 0 && n > 0
+  }
+  return false
+}

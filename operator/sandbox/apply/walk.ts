@@ -1,0 +1,106 @@
+/**
+ * How a value is seen through its topology: which nodes are leaves, which are merged field by
+ * field, how list items are identified. Shared by merge, compare, removal and field-set building.
+ */
+import type { Json, Topology } from '../types.ts'
+import { isObject, sortedJson } from './json.ts'
+
+/**
+ * A struct field the schema does not name. For built-in kinds this stands for the many Go struct
+ * fields the sandbox does not model: objects merge field by field, lists are atomic, and (unlike
+ * `any`) the field itself is not a member of an apply set — exactly what a Go struct field does.
+ */
+export const OPEN: Topology = Object.freeze({ type: 'struct', fields: Object.freeze({}) }) as Topology
+/** Deduced type (x-kubernetes-preserve-unknown-fields, int-or-string). */
+export const ANY: Topology = Object.freeze({ type: 'any' }) as Topology
+/** A scalar leaf. */
+export const SCALAR: Topology = Object.freeze({ type: 'scalar' }) as Topology
+
+/**
+ * Extension the sandbox puts on struct topologies: `implicit` marks a struct that a Go zero value
+ * always carries (`spec`, `spec.template`, `spec.strategy`…). Comparisons treat it as `{}` when
+ * absent, so a create's Update manager owns `f:spec.f:replicas` but not `f:spec` itself, as on a
+ * real server.
+ */
+export interface ImplicitFlag {
+  implicit?: boolean
+}
+
+/** Whether a topology node is an implicit struct. */
+export function isImplicit(t: Topology): boolean {
+  return (t as ImplicitFlag).implicit === true
+}
+
+/** The node kinds walkers distinguish. */
+export const LEAF_KIND = 0
+/** Struct: children are named fields, not members themselves. */
+export const STRUCT_KIND = 1
+/** Granular map (or a deduced object): every entry is a member. */
+export const MAP_KIND = 2
+/** Associative list (set or map). */
+export const LIST_KIND = 3
+export type Kind = 0 | 1 | 2 | 3
+
+/** How `v` is walked under `t`. A value whose JSON type does not fit is a leaf. */
+export function kindOf(t: Topology, v: unknown): Kind {
+  switch (t.type) {
+    case 'struct':
+      return !t.atomic && isObject(v) ? STRUCT_KIND : LEAF_KIND
+    case 'map':
+      return !t.atomic && isObject(v) ? MAP_KIND : LEAF_KIND
+    case 'any':
+      return isObject(v) ? MAP_KIND : LEAF_KIND
+    case 'list':
+      return t.listType !== 'atomic' && Array.isArray(v) ? LIST_KIND : LEAF_KIND
+    default:
+      return LEAF_KIND
+  }
+}
+
+/** The topology of member `k` of an object walked under `t` (struct, map or any). */
+export function childTopology(t: Topology, k: string): Topology {
+  if (t.type === 'struct') return t.fields[k] ?? (t.preserveUnknown ? ANY : OPEN)
+  if (t.type === 'map') return t.values
+  return ANY
+}
+
+/** The topology of a list's items. */
+export function itemTopology(t: Topology): Topology {
+  return t.type === 'list' ? t.items : ANY
+}
+
+/** An item of an associative list that cannot be identified (a missing key without default). */
+export class ItemKeyError extends Error {
+  readonly detail: string
+  constructor(detail: string) {
+    super(detail)
+    this.name = 'ItemKeyError'
+    this.detail = detail
+  }
+}
+
+/** The path element (fieldsV1 spelling) of item `i` of an associative list. */
+export function itemElement(t: Topology, item: unknown, i: number): string {
+  if (t.type !== 'list' || t.listType !== 'map') return 'v:' + JSON.stringify(item)
+  const keys = t.keys ?? []
+  if (!isObject(item)) throw new ItemKeyError(`element ${i}: expected a map, got ${JSON.stringify(item)}`)
+  if (keys.length === 1) {
+    const k = keys[0] as string
+    let v = item[k]
+    if (v === undefined || v === null) v = t.keyDefaults?.[k]
+    if (v === undefined || v === null) throw missingKey(i, k)
+    return 'k:{' + JSON.stringify(k) + ':' + JSON.stringify(v) + '}'
+  }
+  const o: Record<string, Json> = {}
+  for (const k of keys) {
+    let v = item[k]
+    if (v === undefined || v === null) v = t.keyDefaults?.[k]
+    if (v === undefined || v === null) throw missingKey(i, k)
+    o[k] = v
+  }
+  return 'k:' + sortedJson(o)
+}
+
+function missingKey(i: number, k: string): ItemKeyError {
+  return new ItemKeyError(`element ${i}: associative list with keys has an element that omits key field ${JSON.stringify(k)} (and doesn't have default value)`)
+}
