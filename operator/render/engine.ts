@@ -91,11 +91,11 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
       const text = YAML.stringify(value, { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()
       return new Raw(`\n${text.split('\n').map((l) => pad + l).join('\n')}`)
     },
-    /** Renders a partial (`templates/_name.ejs`) with `ctx` (default: the same locals), optionally indented. */
-    include(name: string, ctx?: Record<string, unknown>, indent = 0): Raw {
+    /** Renders a partial (`templates/_name.ejs`), which sees the same locals plus `ctx`; optionally indented. */
+    include(name: string, ctx: Record<string, unknown> = {}, indent = 0): Raw {
       const partial: Template | undefined = chart.partials.get(name)
       if (!partial) throw new Error(`include: no partial "${name}" (expected templates/_${name}.ejs)`)
-      const text = partial.render(ctx ? { ...locals, ...ctx } : locals).replace(/\n+$/, '')
+      const text = partial.render({ ...locals, ctx }).replace(/\n+$/, '')
       return new Raw(indent > 0 ? text.split('\n').map((l) => (l === '' ? l : ' '.repeat(indent) + l)).join('\n') : text)
     },
     /** The value, or a template error with `message` when it is undefined, null or empty. */
@@ -135,6 +135,7 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
   Object.assign(locals, helpers, {
     values,
     release: { name: input.name, namespace: input.namespace },
+    ctx: {},
     chart: { name: chart.name, version: chart.version, appVersion: chart.appVersion },
     h: helpers,
   })

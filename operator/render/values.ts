@@ -15,14 +15,15 @@ export function isPlainMap(v: unknown): v is Values {
   return proto === Object.prototype || proto === null
 }
 
-/** A deep copy of parsed data with null-prototype maps and without null values inside maps. */
-export function cloneData(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(cloneData)
+/** A deep copy of parsed data with null-prototype maps; `dropNulls` leaves out null values of maps. */
+export function cloneData(v: unknown, dropNulls = false): unknown {
+  if (Array.isArray(v)) return v.map((item) => cloneData(item, dropNulls))
   if (isPlainMap(v)) {
     const out: Values = Object.create(null)
     for (const key of Object.keys(v)) {
       const item = v[key]
-      if (item !== null && item !== undefined) out[key] = cloneData(item)
+      if (item === undefined || (dropNulls && item === null)) continue
+      out[key] = cloneData(item, dropNulls)
     }
     return out
   }
@@ -41,7 +42,7 @@ export function mergeValues(base: Values, overlay: Values): Values {
     }
     if (next === undefined) continue
     const prev = Object.hasOwn(out, key) ? out[key] : undefined
-    out[key] = isPlainMap(prev) && isPlainMap(next) ? mergeValues(prev, next) : cloneData(next)
+    out[key] = isPlainMap(prev) && isPlainMap(next) ? mergeValues(prev, next) : cloneData(next, true)
   }
   return out
 }
@@ -87,14 +88,13 @@ function typed(s: string, asString: boolean): unknown {
 }
 
 function assignPath(root: Values, path: string[], value: unknown, pair: string): void {
-  let node: Values | unknown[] = root
+  let node: Values = root
   for (let i = 0; i < path.length; i++) {
     const last = i === path.length - 1
     const m = INDEX.exec(path[i] ?? '')
     const key = m ? (m[1] ?? '') : (path[i] ?? '')
     if (key === '') throw new RenderError('input', [`--set ${JSON.stringify(pair)}: empty key`])
-    if (Array.isArray(node)) throw new RenderError('input', [`--set ${JSON.stringify(pair)}: cannot index a list by ${JSON.stringify(key)}`])
-    const map: Values = node
+    const map = node
     if (m) {
       const index = Number(m[2])
       if (index > 10000) throw new RenderError('input', [`--set ${JSON.stringify(pair)}: index ${index} is too large`])
@@ -107,7 +107,7 @@ function assignPath(root: Values, path: string[], value: unknown, pair: string):
         const child = list[index]
         const next = isPlainMap(child) ? child : Object.create(null)
         list[index] = next
-        node = next as Values
+        node = next
       }
     } else if (last) {
       map[key] = value
