@@ -139,6 +139,10 @@ export interface ApiRequest {
   query: URLSearchParams
   userAgent?: string
   accept?: string
+  /** In-process callers only: run the request through the fault injector (HTTP requests always are). */
+  injectFaults?: boolean
+  /** In-process callers only: count the request in the accounting (HTTP requests always are). */
+  account?: boolean
 }
 
 export interface ApiResponse {
@@ -159,6 +163,9 @@ export interface WatchEvent {
  */
 export interface ClusterAccess {
   handle(req: ApiRequest): Promise<ApiResponse>
-  /** Starts a watch described by a `watch` request; returns a function that stops it. */
-  watch(req: ApiRequest, onEvent: (event: WatchEvent) => void): () => void
+  /**
+   * Starts a watch described by a `watch` request; returns a function that stops it.
+   * `onClose`, if given, is called when the server ends the watch (timeoutSeconds, 410 Expired).
+   */
+  watch(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void
 }

@@ -1,0 +1,1257 @@
+/**
+ * The request handler core of the sandbox API server: one synchronous pipeline per verb
+ * (create, update, patch, apply, delete, get, list, watch) over the {@link Store}, with the
+ * semantics of kube-apiserver described in the reference (resourceVersion, generation,
+ * status/scale subresources, finalizers, managedFields, defaulting, CRD registration).
+ *
+ * Writes are synchronous from request to store, so two requests can never interleave between
+ * the optimistic-concurrency check and the write — as etcd's compare-and-swap guarantees.
+ */
+import { randomUUID } from 'node:crypto'
+import jsonpatch from 'fast-json-patch'
+import type { Operation } from 'fast-json-patch'
+import { parse as parseYaml } from 'yaml'
+import { Accounting } from './accounting.ts'
+import {
+  StatusError,
+  alreadyExists,
+  badRequest,
+  conflict,
+  deleteSuccess,
+  failure,
+  forbidden,
+  internalError,
+  invalid,
+  invalidObject,
+  invalidOptions,
+  methodNotAllowed,
+  namespaceNotFound,
+  notFound,
+  resourceNotFound,
+  unsupportedMediaType,
+  expired,
+  type StatusBody,
+} from './errors.ts'
+import { Faults, type FaultTarget } from './faults.ts'
+import { everything, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
+import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
+import { Store, StoredObject, type StoreEvent } from './store.ts'
+import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
+
+/** One field that an apply could not take from its other owner. */
+export interface ApplyConflict {
+  manager: string
+  apiVersion: string
+  /** `.spec.replicas`, `.spec.template.spec.containers[name="app"].image` */
+  field: string
+}
+
+/** Options of one server-side apply. */
+export interface ApplyCall {
+  manager: string
+  force: boolean
+  topology: Topology
+  apiVersion: string
+  subresource?: string
+  /** Top-level fields the endpoint ignores (`status` for the main resource, `spec` etc. for `/status`). */
+  resetFields: string[][]
+  defaulter: (obj: KubeObject) => void
+}
+
+/** The structured-merge-diff operations the handler needs (provided by the apply engine). */
+export interface WriteEngine {
+  apply(live: KubeObject | undefined, config: KubeObject, call: ApplyCall): { ok: true; object: KubeObject; changed: boolean } | { ok: false; conflicts: ApplyConflict[]; message: string }
+  /** managedFields of a non-apply write by `manager`. */
+  track(old: KubeObject | undefined, updated: KubeObject, call: { manager: string; topology: Topology; apiVersion: string; subresource?: string; resetFields: string[][] }): KubeObject
+  strategicMergePatch(live: KubeObject, patch: JsonObject, topology: Topology): KubeObject
+}
+
+/** How CustomResourceDefinitions become served types (provided by the CRD module). */
+export interface CrdAdapter {
+  /** One type per served version. @throws when the CRD cannot be served */
+  resourceTypes(crd: KubeObject): ResourceType[]
+  /** The CRD's `status` given the name conflicts found (empty: NamesAccepted, Established). */
+  status(crd: KubeObject, conflicts: string[]): JsonObject
+  /** Server-side defaults of a CRD object. */
+  default?(crd: KubeObject): void
+  /** Validation of a CRD object. */
+  validate?(crd: KubeObject): FieldCause[]
+}
+
+/** Renders objects as a `meta.k8s.io/v1` Table for `kubectl get`. */
+export type TableRenderer = (type: ResourceType, objects: KubeObject[], opts: { includeObject: 'None' | 'Metadata' | 'Object'; resourceVersion: string; continue?: string }) => unknown
+
+/** Construction options of a {@link Cluster}. */
+export interface ClusterOptions {
+  engine: WriteEngine
+  topologyFor: TopologyFor
+  /** Server-side defaulting of built-in objects (in place). */
+  defaultBuiltin?: (obj: KubeObject) => void
+  crd?: CrdAdapter
+  table?: TableRenderer
+  /** Events retained for watch resumption (default 10,000). */
+  historyWindow?: number
+  /** Interval of BOOKMARK events for watches that allow them (default 60 s). */
+  bookmarkIntervalMs?: number
+  faults?: Faults
+  accounting?: Accounting
+}
+
+/** An answer of the handler: the body either as an object or already serialised. */
+export interface Reply {
+  status: number
+  headers?: Record<string, string>
+  body?: unknown
+  json?: string
+}
+
+/** Where a watch delivers its events; `json` is the serialised object. */
+export interface WatchSink {
+  event(type: WatchEvent['type'], json: string): void
+  /** The server ended the watch (timeout, expiry); not called after the caller's own stop. */
+  close(): void
+}
+
+const jsonPatchType = 'application/json-patch+json'
+const mergePatchType = 'application/merge-patch+json'
+const strategicPatchType = 'application/strategic-merge-patch+json'
+const applyPatchType = 'application/apply-patch+yaml'
+const applyPatchCbor = 'application/apply-patch+cbor'
+
+/** Patch type name used in accounting. */
+export function patchTypeOf(contentType: string | undefined): string | undefined {
+  const ct = (contentType ?? '').split(';')[0]?.trim()
+  if (ct === jsonPatchType) return 'json'
+  if (ct === mergePatchType) return 'merge'
+  if (ct === strategicPatchType) return 'strategic'
+  if (ct === applyPatchType || ct === applyPatchCbor) return 'apply'
+  return undefined
+}
+
+/** RFC 3339 with seconds, as metav1.Time serialises. */
+export function rfc3339(d: Date = new Date()): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z')
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+}
+
+/** Structural equality of JSON values; object key order does not matter. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false
+    return true
+  }
+  if (Array.isArray(b)) return false
+  const ao = a as Record<string, unknown>
+  const bo = b as Record<string, unknown>
+  let na = 0
+  for (const k in ao) {
+    if (ao[k] === undefined) continue
+    na++
+    if (!deepEqual(ao[k], bo[k])) return false
+  }
+  let nb = 0
+  for (const k in bo) if (bo[k] !== undefined) nb++
+  return na === nb
+}
+
+/** Equality of two objects ignoring metadata.resourceVersion (and managedFields unless asked). */
+function sameObject(a: KubeObject, b: KubeObject, withManagedFields: boolean): boolean {
+  const { metadata: ma, ...ra } = a
+  const { metadata: mb, ...rb } = b
+  if (!deepEqual(ra, rb)) return false
+  const { resourceVersion: _ra, managedFields: fa, ...xa } = ma
+  const { resourceVersion: _rb, managedFields: fb, ...xb } = mb
+  if (!deepEqual(xa, xb)) return false
+  return !withManagedFields || deepEqual(fa ?? [], fb ?? [])
+}
+
+/** RFC 7386 JSON merge patch. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch
+  const out: Record<string, unknown> = isObject(target) ? { ...target } : {}
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k]
+    else out[k] = mergePatch(out[k], v)
+  }
+  return out
+}
+
+function getPath(obj: unknown, path: string): unknown {
+  let cur = obj
+  for (const part of path.split('.').filter((p) => p !== '')) cur = isObject(cur) ? cur[part] : undefined
+  return cur
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.').filter((p) => p !== '')
+  let cur = obj
+  for (const part of parts.slice(0, -1)) {
+    if (!isObject(cur[part])) cur[part] = {}
+    cur = cur[part] as Record<string, unknown>
+  }
+  const last = parts[parts.length - 1]
+  if (last !== undefined) cur[last] = value
+}
+
+const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
+const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/
+
+/** The real validation message for an object name, or undefined when valid. */
+function nameProblem(type: ResourceType, name: string): string | undefined {
+  if (type.kind === 'Namespace' && type.group === '') {
+    if (name.length > 63) return 'must be no more than 63 characters'
+    if (!dns1123Label.test(name))
+      return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    return undefined
+  }
+  if (type.kind === 'Service' && type.group === '') {
+    if (name.length > 63) return 'must be no more than 63 characters'
+    if (!dns1035Label.test(name))
+      return "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    return undefined
+  }
+  if (name.length > 253) return 'must be no more than 253 characters'
+  if (!dns1123Subdomain.test(name))
+    return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+  return undefined
+}
+
+const generateAlphabet = 'bcdfghjklmnpqrstvwxz2456789'
+
+/** A pod's QoS class from its containers' resources (simplified: Guaranteed needs equal cpu and memory). */
+function qosClass(pod: KubeObject): string {
+  const containers = (getPath(pod, 'spec.containers') as { resources?: { requests?: Record<string, unknown>; limits?: Record<string, unknown> } }[] | undefined) ?? []
+  let any = false
+  let guaranteed = containers.length > 0
+  for (const c of containers) {
+    const req = c.resources?.requests ?? {}
+    const lim = c.resources?.limits ?? {}
+    if (Object.keys(req).length > 0 || Object.keys(lim).length > 0) any = true
+    for (const r of ['cpu', 'memory']) {
+      if (lim[r] === undefined || (req[r] !== undefined && req[r] !== lim[r])) guaranteed = false
+    }
+  }
+  return guaranteed ? 'Guaranteed' : any ? 'Burstable' : 'BestEffort'
+}
+
+interface WatchFilter {
+  namespace: string | undefined
+  labels: Selector
+  fields: Selector & { fields: string[] }
+}
+
+function matchesFilter(f: WatchFilter, obj: KubeObject): boolean {
+  if (f.namespace && obj.metadata.namespace !== f.namespace) return false
+  if (!f.labels.empty && !f.labels.matches(obj.metadata.labels)) return false
+  if (!f.fields.empty && !f.fields.matches(fieldsOf(obj, f.fields.fields))) return false
+  return true
+}
+
+function headerMap(headers: Record<string, string> | undefined, warnings: string[]): Record<string, string> | undefined {
+  if (warnings.length === 0) return headers
+  return { ...headers, Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`).join(', ') }
+}
+
+/** The in-process API server; implements {@link ClusterAccess}. */
+export class Cluster implements ClusterAccess {
+  readonly store: Store
+  readonly registry: Registry
+  readonly faults: Faults
+  readonly accounting: Accounting
+  #engine: WriteEngine
+  #crd: CrdAdapter | undefined
+  #table: TableRenderer | undefined
+  #bookmarkIntervalMs: number
+  #serviceIPs = new Set<string>(['10.96.0.1'])
+  #nextServiceIP = 10
+  #generatedNames = 0
+
+  constructor(opts: ClusterOptions) {
+    this.#engine = opts.engine
+    this.#crd = opts.crd
+    this.#table = opts.table
+    this.#bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000
+    this.store = new Store(opts.historyWindow)
+    this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
+    this.faults = opts.faults ?? new Faults()
+    this.accounting = opts.accounting ?? new Accounting()
+    const crdType = this.registry.lookup('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')
+    const adapter = opts.crd
+    if (crdType && adapter) {
+      const builtinDefault = crdType.default
+      crdType.default = (o) => {
+        builtinDefault?.(o)
+        adapter.default?.(o)
+      }
+      if (adapter.validate) crdType.validate = (o) => adapter.validate?.(o) ?? []
+    }
+    for (const ns of ['default', 'kube-system']) {
+      const reply = this.respond({ verb: 'create', group: '', version: 'v1', resource: 'namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, query: new URLSearchParams(), userAgent: 'kube-apiserver' })
+      if (reply.status !== 201) throw new Error(`cannot create namespace ${ns}: ${reply.json ?? JSON.stringify(reply.body)}`)
+    }
+  }
+
+  // ---------------------------------------------------------------- entry points
+
+  /** In-process request: no faults, no accounting unless asked; the body is a private copy. */
+  async handle(req: ApiRequest): Promise<ApiResponse> {
+    const reply = await this.dispatch(req, { faults: req.injectFaults === true, account: req.account === true })
+    const res: ApiResponse = { status: reply.status, body: reply.json !== undefined ? JSON.parse(reply.json) : reply.body }
+    if (reply.headers) res.headers = reply.headers
+    return res
+  }
+
+  /** Runs a request through faults (pause, latency, injected errors) and accounting. */
+  async dispatch(req: ApiRequest, mode: { faults: boolean; account: boolean }): Promise<Reply> {
+    const target: FaultTarget = { verb: req.verb, group: req.group, resource: req.resource, subresource: req.subresource, namespace: req.namespace, name: req.name }
+    let reply: Reply | undefined
+    if (mode.faults) {
+      await this.faults.whenUnpaused()
+      const ms = this.faults.latencyFor(target)
+      if (ms > 0) await new Promise((r) => setTimeout(r, ms))
+      const err = this.faults.errorFor(target)
+      if (err) reply = errorReply(err)
+    }
+    reply ??= this.respond(req)
+    if (mode.account) this.account(req, reply.status)
+    return reply
+  }
+
+  /** Records a request in the accounting. */
+  account(req: ApiRequest, code: number): void {
+    const rec: Parameters<Accounting['record']>[0] = { time: new Date().toISOString(), verb: req.verb, group: req.group, resource: req.resource, code }
+    if (req.subresource) rec.subresource = req.subresource
+    if (req.namespace) rec.namespace = req.namespace
+    if (req.name) rec.name = req.name
+    const pt = req.verb === 'patch' ? patchTypeOf(req.contentType) : undefined
+    if (pt) rec.patchType = pt
+    const isWrite = req.verb === 'create' || req.verb === 'update' || req.verb === 'patch'
+    if (isWrite) rec.fieldManager = managerOf(req)
+    if (req.userAgent) rec.userAgent = req.userAgent
+    this.accounting.record(rec)
+  }
+
+  /** The synchronous handler: every verb but watch. Never throws. */
+  respond(req: ApiRequest): Reply {
+    try {
+      return this.#respond(req)
+    } catch (e) {
+      if (e instanceof StatusError) return errorReply(e)
+      if (e instanceof SelectorError) return errorReply(badRequest(e.message))
+      return errorReply(internalError(e instanceof Error ? e.message : String(e)))
+    }
+  }
+
+  #respond(req: ApiRequest): Reply {
+    const type = this.#typeOf(req)
+    const q = req.query
+    switch (req.verb) {
+      case 'get':
+        if (req.subresource === 'scale') return this.#getScale(type, req)
+        return this.#get(type, req)
+      case 'list':
+        return this.#list(type, req)
+      case 'create':
+        if (req.name || req.subresource) throw methodNotAllowed()
+        return this.#create(type, req)
+      case 'update':
+        if (req.subresource === 'scale') return this.#updateScale(type, req, req.body)
+        return this.#update(type, req)
+      case 'patch':
+        if (q.has('force') && patchTypeOf(req.contentType) !== 'apply')
+          throw invalidOptions('PatchOptions', [{ reason: 'FieldValueForbidden', field: 'force', message: 'Forbidden: may not be specified for non-apply patch' }])
+        if (req.subresource === 'scale') return this.#patchScale(type, req)
+        return this.#patch(type, req)
+      case 'delete':
+        if (req.subresource) throw methodNotAllowed()
+        return this.#deleteOne(type, req)
+      case 'deletecollection':
+        return this.#deleteCollection(type, req)
+      case 'watch':
+        throw badRequest('watch requests are served by watch()')
+    }
+  }
+
+  #typeOf(req: ApiRequest): ResourceType {
+    const type = this.registry.lookup(req.group, req.version, req.resource)
+    if (!type) throw resourceNotFound()
+    if (req.namespace && !type.namespaced) throw resourceNotFound()
+    if (req.subresource !== undefined) {
+      if (req.subresource === 'status' && !type.subresources.status) throw resourceNotFound()
+      if (req.subresource === 'scale' && !type.subresources.scale) throw resourceNotFound()
+      if (req.subresource !== 'status' && req.subresource !== 'scale') throw resourceNotFound()
+      if (!req.name) throw resourceNotFound()
+    }
+    if (!type.verbs.includes(req.verb === 'watch' ? 'watch' : req.verb)) throw methodNotAllowed()
+    return type
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  #live(type: ResourceType, namespace: string | undefined, name: string): StoredObject | undefined {
+    return this.store.get(tableOf(type), type.namespaced ? (namespace ?? '') : '', name)
+  }
+
+  #mustLive(type: ResourceType, req: ApiRequest): StoredObject {
+    const name = req.name ?? ''
+    const live = this.#live(type, req.namespace, name)
+    if (!live) throw notFound(type.group, type.resource, name)
+    return live
+  }
+
+  /** The object's bytes at the version the client asked for (CR versions share storage). */
+  #jsonFor(type: ResourceType, stored: StoredObject): string {
+    const gv = groupVersion(type.group, type.version)
+    return stored.obj.apiVersion === gv ? stored.json : JSON.stringify({ ...stored.obj, apiVersion: gv })
+  }
+
+  #objectReply(type: ResourceType, status: number, stored: StoredObject, headers?: Record<string, string>): Reply {
+    const r: Reply = { status, json: this.#jsonFor(type, stored) }
+    if (headers) r.headers = headers
+    return r
+  }
+
+  #wantsTable(req: ApiRequest): boolean {
+    return this.#table !== undefined && (req.accept ?? '').includes('as=Table')
+  }
+
+  #tableReply(type: ResourceType, req: ApiRequest, objects: KubeObject[], cont?: string): Reply {
+    const includeObject = (req.query.get('includeObject') ?? 'Metadata') as 'None' | 'Metadata' | 'Object'
+    const opts: Parameters<TableRenderer>[2] = { includeObject, resourceVersion: String(this.store.resourceVersion) }
+    if (cont) opts.continue = cont
+    return { status: 200, body: this.#table?.(type, objects, opts), headers: { 'Content-Type': 'application/json;as=Table;v=v1;g=meta.k8s.io' } }
+  }
+
+  /** For a watch that asked for Tables: turns each event's object into a one-row Table. */
+  tableRendererFor(req: ApiRequest): ((json: string) => string) | undefined {
+    const render = this.#table
+    const type = this.registry.lookup(req.group, req.version, req.resource)
+    if (!render || !type) return undefined
+    const includeObject = (req.query.get('includeObject') ?? 'Metadata') as 'None' | 'Metadata' | 'Object'
+    return (json) => JSON.stringify(render(type, [JSON.parse(json) as KubeObject], { includeObject, resourceVersion: String(this.store.resourceVersion) }))
+  }
+
+  #get(type: ResourceType, req: ApiRequest): Reply {
+    const live = this.#mustLive(type, req)
+    if (this.#wantsTable(req)) return this.#tableReply(type, req, [live.obj])
+    return this.#objectReply(type, 200, live)
+  }
+
+  #filterOf(type: ResourceType, req: ApiRequest): WatchFilter {
+    const fields = parseFieldSelector(req.query.get('fieldSelector'))
+    return { namespace: type.namespaced ? req.namespace : undefined, labels: parseLabelSelector(req.query.get('labelSelector')), fields }
+  }
+
+  #list(type: ResourceType, req: ApiRequest): Reply {
+    const filter = this.#filterOf(type, req)
+    let items = this.store.list(tableOf(type), filter.namespace)
+    if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => matchesFilter(filter, o.obj))
+    const rv = String(this.store.resourceVersion)
+    // limit/continue: the token is the key of the last item served; later pages see later writes.
+    const cont = req.query.get('continue')
+    if (cont) {
+      let after: { k: string } | undefined
+      try {
+        after = JSON.parse(Buffer.from(cont, 'base64url').toString('utf8')) as { k: string }
+      } catch {
+        throw badRequest('continue key is not valid: illegal base64 data')
+      }
+      const k = after?.k ?? ''
+      items = items.filter((o) => `${o.namespace}/${o.name}` > k)
+    }
+    const limit = Number(req.query.get('limit') ?? '0')
+    let next: string | undefined
+    let remaining = 0
+    if (limit > 0 && items.length > limit) {
+      remaining = items.length - limit
+      items = items.slice(0, limit)
+      const last = items[items.length - 1]
+      if (last) next = Buffer.from(JSON.stringify({ k: `${last.namespace}/${last.name}`, rv })).toString('base64url')
+    }
+    if (this.#wantsTable(req)) return this.#tableReply(type, req, items.map((o) => o.obj), next)
+    const gv = groupVersion(type.group, type.version)
+    let meta = `{"resourceVersion":${JSON.stringify(rv)}`
+    if (next) meta += `,"continue":${JSON.stringify(next)},"remainingItemCount":${remaining}`
+    meta += '}'
+    const parts = type.custom ? items.map((o) => this.#jsonFor(type, o)) : items.map((o) => o.itemJson)
+    return { status: 200, json: `{"kind":${JSON.stringify(type.listKind)},"apiVersion":${JSON.stringify(gv)},"metadata":${meta},"items":[${parts.join(',')}]}` }
+  }
+
+  // ---------------------------------------------------------------- body helpers
+
+  #bodyObject(req: ApiRequest): KubeObject {
+    const body = req.body
+    if (!isObject(body)) throw badRequest('the body of the request is not a JSON object')
+    const obj = body as KubeObject
+    if (!isObject(obj.metadata)) obj.metadata = {}
+    return obj
+  }
+
+  /** Puts apiVersion and kind first and checks that they match the endpoint. */
+  #stamp(type: ResourceType, obj: KubeObject): KubeObject {
+    const gv = groupVersion(type.group, type.version)
+    if (obj.apiVersion !== undefined && obj.apiVersion !== '' && obj.apiVersion !== gv)
+      throw badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`)
+    if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== type.kind) throw badRequest(`the kind in the data (${String(obj.kind)}) does not match the expected kind (${type.kind})`)
+    const { apiVersion: _a, kind: _k, metadata, ...rest } = obj
+    return { apiVersion: gv, kind: type.kind, metadata, ...rest }
+  }
+
+  #checkNamespace(type: ResourceType, obj: KubeObject, req: ApiRequest): string {
+    if (!type.namespaced) {
+      delete obj.metadata.namespace
+      return ''
+    }
+    const ns = req.namespace
+    if (!ns) throw methodNotAllowed()
+    if (obj.metadata.namespace && obj.metadata.namespace !== ns) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+    obj.metadata.namespace = ns
+    return ns
+  }
+
+  #now(): string {
+    return rfc3339()
+  }
+
+  // ---------------------------------------------------------------- admission (defaulting, kind rules, validation)
+
+  /** Kind-specific server behaviour plus defaulting, shared by every write. */
+  #default(type: ResourceType, obj: KubeObject, old: KubeObject | undefined): void {
+    if (!type.custom && type.group === '') {
+      if (type.kind === 'Secret' && isObject(obj.stringData)) {
+        const data = isObject(obj.data) ? { ...obj.data } : {}
+        for (const [k, v] of Object.entries(obj.stringData)) data[k] = Buffer.from(String(v)).toString('base64')
+        obj.data = data
+        delete obj.stringData
+      }
+      if (type.kind === 'Namespace') {
+        const name = obj.metadata.name ?? ''
+        obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': name }
+        if (!isObject(obj.spec)) obj.spec = {}
+        const spec = obj.spec as Record<string, unknown>
+        if (!Array.isArray(spec.finalizers)) spec.finalizers = ['kubernetes']
+      }
+    }
+    type.default?.(obj)
+    if (!type.custom && type.group === '' && type.kind === 'Service') this.#allocateClusterIP(obj, old)
+  }
+
+  /** Service clusterIP: kept when given ("None" for headless), copied from the old object, else allocated. */
+  #allocateClusterIP(svc: KubeObject, old: KubeObject | undefined): void {
+    if (!isObject(svc.spec)) svc.spec = {}
+    const spec = svc.spec as Record<string, unknown>
+    const oldSpec = old && isObject(old.spec) ? old.spec : undefined
+    if (spec.type === 'ExternalName') return
+    if ((spec.clusterIP === undefined || spec.clusterIP === '') && oldSpec?.clusterIP) spec.clusterIP = oldSpec.clusterIP
+    if (spec.clusterIP === undefined || spec.clusterIP === '') {
+      const first = Array.isArray(spec.clusterIPs) ? spec.clusterIPs[0] : undefined
+      if (typeof first === 'string' && first !== '') spec.clusterIP = first
+      else {
+        let ip: string
+        do {
+          const n = this.#nextServiceIP++
+          ip = `10.96.${(n >> 8) & 255}.${n & 255}`
+        } while (this.#serviceIPs.has(ip) || ip.endsWith('.0') || ip.endsWith('.255'))
+        spec.clusterIP = ip
+      }
+    }
+    if (typeof spec.clusterIP === 'string') this.#serviceIPs.add(spec.clusterIP)
+    spec.clusterIPs = [spec.clusterIP as Json]
+  }
+
+  /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
+  #admit(type: ResourceType, obj: KubeObject, req: ApiRequest): string[] {
+    const warnings: string[] = []
+    if (type.prune) {
+      const pruned = type.prune(obj)
+      const mode = req.query.get('fieldValidation') ?? 'Warn'
+      if (pruned.length > 0) {
+        if (mode === 'Strict') throw badRequest(`strict decoding error: ${pruned.map((p) => `unknown field "${p}"`).join(', ')}`)
+        if (mode !== 'Ignore') for (const p of pruned) warnings.push(`unknown field "${p}"`)
+      }
+    }
+    const causes = type.validate?.(obj) ?? []
+    if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)
+    return warnings
+  }
+
+  /** Fields a new object gets from the server (identity, timestamps, initial status). */
+  #initialise(type: ResourceType, obj: KubeObject): void {
+    const m = obj.metadata
+    delete m.resourceVersion
+    delete m.deletionTimestamp
+    delete m.deletionGracePeriodSeconds
+    delete (m as Record<string, unknown>).selfLink
+    m.uid = randomUUID()
+    m.creationTimestamp = this.#now()
+    if (type.generation === 'none') delete m.generation
+    else m.generation = 1
+    if (type.subresources.status) {
+      if (type.custom) delete obj.status
+      else obj.status = initialStatus(type, obj)
+    }
+  }
+
+  #checkName(type: ResourceType, obj: KubeObject): string {
+    const m = obj.metadata
+    if (!m.name) {
+      if (m.generateName) {
+        // Random suffix from the same alphabet as kube's rand.String; retried on collision.
+        const prefix = m.generateName.length > 58 ? m.generateName.slice(0, 58) : m.generateName
+        for (let attempt = 0; attempt < 10; attempt++) {
+          let suffix = ''
+          for (let i = 0; i < 5; i++) suffix += generateAlphabet[Math.floor(Math.random() * generateAlphabet.length)]
+          const name = prefix + suffix
+          this.#generatedNames++
+          if (!this.#live(type, m.namespace, name)) {
+            m.name = name
+            break
+          }
+        }
+      } else {
+        throw invalidObject(type, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }])
+      }
+    }
+    const name = m.name ?? ''
+    const problem = nameProblem(type, name)
+    if (problem) throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: ${problem}` }])
+    return name
+  }
+
+  // ---------------------------------------------------------------- create
+
+  #create(type: ResourceType, req: ApiRequest): Reply {
+    const obj = this.#stamp(type, this.#bodyObject(req))
+    const ns = this.#checkNamespace(type, obj, req)
+    const name = this.#checkName(type, obj)
+    if (type.namespaced && !this.store.get('/namespaces', '', ns)) throw namespaceNotFound(ns)
+    if (this.#live(type, ns, name)) throw alreadyExists(type.group, type.resource, name)
+    this.#initialise(type, obj)
+    this.#default(type, obj, undefined)
+    const warnings = this.#admit(type, obj, req)
+    const managed = this.#engine.track(undefined, obj, { manager: managerOf(req), topology: type.topology, apiVersion: obj.apiVersion, resetFields: resetFieldsOf(type, undefined) })
+    if (isDryRun(req)) return { status: 201, body: managed, headers: headerMap(undefined, warnings) ?? {} }
+    const stored = this.#commitNew(type, managed)
+    return this.#objectReply(type, 201, stored, headerMap(undefined, warnings))
+  }
+
+  #commitNew(type: ResourceType, obj: KubeObject): StoredObject {
+    const stored = this.store.put(tableOf(type), obj)
+    if (isCRD(type)) return this.#crdChanged(stored)
+    return stored
+  }
+
+  // ---------------------------------------------------------------- update
+
+  #update(type: ResourceType, req: ApiRequest): Reply {
+    const live = this.#mustLive(type, req)
+    const next = this.#stamp(type, this.#bodyObject(req))
+    return this.#writeUpdate(type, req, live, next, { patch: false, subresource: req.subresource })
+  }
+
+  /**
+   * The update pipeline shared by PUT, non-apply patches and scale: preconditions, identity,
+   * subresource rules, finalizers, defaulting, validation, generation, managedFields, no-op skip.
+   */
+  #writeUpdate(type: ResourceType, req: ApiRequest, live: StoredObject, next: KubeObject, o: { patch: boolean; subresource: string | undefined }): Reply {
+    const old = live.obj
+    const name = live.name
+    const m = next.metadata
+    if (m.name !== undefined && m.name !== name) throw badRequest(`the name of the object (${m.name}) does not match the name on the URL (${name})`)
+    if (type.namespaced && m.namespace !== undefined && m.namespace !== live.namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+    const rv = m.resourceVersion
+    if (rv !== undefined && rv !== '' && rv !== old.metadata.resourceVersion) throw conflict(type.group, type.resource, name)
+    if ((rv === undefined || rv === '') && type.custom && !o.patch)
+      throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0: must be specified for an update' }])
+    let obj: KubeObject
+    if (o.subresource === 'status') {
+      // /status takes only status from the request.
+      obj = live.copy()
+      if (next.status === undefined) delete obj.status
+      else obj.status = next.status
+      if (m.managedFields !== undefined) obj.metadata.managedFields = m.managedFields
+    } else {
+      obj = next
+      m.name = name
+      if (type.namespaced) m.namespace = live.namespace
+      else delete m.namespace
+      m.uid = old.metadata.uid ?? ''
+      m.creationTimestamp = old.metadata.creationTimestamp ?? ''
+      if (old.metadata.deletionTimestamp) m.deletionTimestamp = old.metadata.deletionTimestamp
+      else delete m.deletionTimestamp
+      if (old.metadata.deletionGracePeriodSeconds !== undefined) m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds
+      else delete m.deletionGracePeriodSeconds
+      if (m.managedFields === undefined && old.metadata.managedFields !== undefined) m.managedFields = old.metadata.managedFields
+      if (type.subresources.status && o.subresource !== 'scale') {
+        if (old.status === undefined) delete obj.status
+        else obj.status = old.status
+      }
+      if (old.metadata.deletionTimestamp) {
+        const had = new Set(old.metadata.finalizers ?? [])
+        const added = (m.finalizers ?? []).filter((f) => !had.has(f))
+        if (added.length > 0)
+          throw invalidObject(type, name, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: 'Forbidden: no new finalizers can be added if the object is being deleted' }])
+      }
+      this.#default(type, obj, old)
+    }
+    obj.metadata.resourceVersion = old.metadata.resourceVersion ?? ''
+    const warnings = this.#admit(type, obj, req)
+    setGeneration(type, old, obj, o.subresource)
+    if (sameObject(obj, old, false)) return this.#objectReply(type, 200, live)
+    const subresource = o.subresource === 'status' || o.subresource === 'scale' ? o.subresource : undefined
+    const call: Parameters<WriteEngine['track']>[2] = { manager: managerOf(req), topology: type.topology, apiVersion: groupVersion(type.group, type.version), resetFields: resetFieldsOf(type, subresource) }
+    if (subresource) call.subresource = subresource
+    const managed = this.#engine.track(old, obj, call)
+    return this.#commitUpdate(type, req, live, managed, warnings)
+  }
+
+  /** Stores an updated object, or removes it when it is deleting and has no finalizers left. */
+  #commitUpdate(type: ResourceType, req: ApiRequest, live: StoredObject, obj: KubeObject, warnings: string[]): Reply {
+    const headers = headerMap(undefined, warnings)
+    if (isDryRun(req)) return { status: 200, body: obj, ...(headers ? { headers } : {}) }
+    if (obj.metadata.deletionTimestamp && (obj.metadata.finalizers ?? []).length === 0) {
+      this.store.put(tableOf(type), obj)
+      const removed = this.#removeNow(type, live.namespace, live.name)
+      return this.#objectReply(type, 200, removed ?? live, headers)
+    }
+    const stored = this.store.put(tableOf(type), obj)
+    const final = isCRD(type) ? this.#crdChanged(stored) : stored
+    return this.#objectReply(type, 200, final, headers)
+  }
+
+  // ---------------------------------------------------------------- patch
+
+  #patch(type: ResourceType, req: ApiRequest): Reply {
+    const pt = patchTypeOf(req.contentType)
+    if (pt === 'apply') return this.#apply(type, req)
+    const accepted = type.custom ? [jsonPatchType, mergePatchType, applyPatchType, applyPatchCbor] : [jsonPatchType, mergePatchType, strategicPatchType, applyPatchType, applyPatchCbor]
+    if (pt === undefined || (pt === 'strategic' && type.custom)) throw unsupportedMediaType(accepted)
+    const live = this.#mustLive(type, req)
+    const patched = this.#patchObject(type, live.copy(), req, pt)
+    const next = this.#stamp(type, patched)
+    return this.#writeUpdate(type, req, live, next, { patch: true, subresource: req.subresource })
+  }
+
+  #patchObject(type: ResourceType, target: KubeObject, req: ApiRequest, pt: string): KubeObject {
+    // Custom resource versions share storage: patch the object as served at this endpoint's version.
+    target.apiVersion = groupVersion(type.group, type.version)
+    const body = typeof req.body === 'string' ? parseJson(req.body) : req.body
+    let out: unknown
+    if (pt === 'json') {
+      if (!Array.isArray(body)) throw badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch')
+      try {
+        out = jsonpatch.applyPatch(target, body as Operation[], true, true, true).newDocument
+      } catch (e) {
+        throw new StatusError(422, 'Invalid', 'the server rejected our request due to an error in our request', {
+          causes: [{ reason: 'UnexpectedServerResponse', message: e instanceof Error ? e.message.split('\n')[0] ?? '' : String(e) }],
+        })
+      }
+    } else {
+      if (!isObject(body)) throw badRequest('the body of the request is not a JSON object')
+      out = pt === 'merge' ? mergePatch(target, body) : this.#engine.strategicMergePatch(target, body as JsonObject, type.topology)
+    }
+    if (!isObject(out)) throw badRequest('the patched object is not a JSON object')
+    const obj = out as KubeObject
+    if (!isObject(obj.metadata)) obj.metadata = {}
+    return obj
+  }
+
+  // ---------------------------------------------------------------- server-side apply
+
+  #apply(type: ResourceType, req: ApiRequest): Reply {
+    const manager = req.query.get('fieldManager')
+    if (!manager) throw invalidOptions('PatchOptions', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }])
+    if (manager.length > 128) throw invalidOptions('PatchOptions', [{ reason: 'FieldValueTooLong', field: 'fieldManager', message: `Too long: may not be more than 128 bytes` }])
+    const force = req.query.get('force') === 'true'
+    const cfg = parseApplyBody(req.body)
+    const gv = groupVersion(type.group, type.version)
+    if (cfg.apiVersion !== gv) throw badRequest(`Incorrect version specified in apply patch. Specified patch version: ${String(cfg.apiVersion ?? '')}, expected: ${gv}`)
+    if (cfg.kind !== type.kind) throw badRequest(`Incorrect kind specified in apply patch. Specified patch kind: ${String(cfg.kind ?? '')}, expected: ${type.kind}`)
+    if (!isObject(cfg.metadata)) cfg.metadata = {}
+    if (cfg.metadata.managedFields !== undefined && cfg.metadata.managedFields !== null) throw badRequest('metadata.managedFields must be nil')
+    delete cfg.metadata.managedFields
+    const name = req.name ?? ''
+    if (cfg.metadata.name !== undefined && cfg.metadata.name !== name) throw badRequest(`the name of the object (${cfg.metadata.name}) does not match the name on the URL (${name})`)
+    cfg.metadata.name = name
+    if (type.namespaced) {
+      if (cfg.metadata.namespace !== undefined && cfg.metadata.namespace !== req.namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+      cfg.metadata.namespace = req.namespace ?? ''
+    }
+    const subresource = req.subresource === 'status' ? 'status' : undefined
+    const live = this.#live(type, req.namespace, name)
+    if (!live) {
+      if (subresource) throw notFound(type.group, type.resource, name)
+      const ns = type.namespaced ? (req.namespace ?? '') : ''
+      const nameIssue = nameProblem(type, name)
+      if (nameIssue) throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: ${nameIssue}` }])
+      if (type.namespaced && !this.store.get('/namespaces', '', ns)) throw namespaceNotFound(ns)
+    }
+    const call: ApplyCall = { manager, force, topology: type.topology, apiVersion: gv, resetFields: resetFieldsOf(type, subresource), defaulter: (o) => this.#default(type, o, live?.obj) }
+    if (subresource) call.subresource = subresource
+    let result: ReturnType<WriteEngine['apply']>
+    try {
+      result = this.#engine.apply(live?.copy(), cfg, call)
+    } catch (e) {
+      if (e instanceof StatusError) throw e
+      const msg = e instanceof Error ? e.message : String(e)
+      // The engine's typing errors already carry the server's `failed to create typed patch object …` text.
+      throw new StatusError(500, 'InternalError', msg.startsWith('failed to create typed patch object') ? msg : `failed to create typed patch object (${gv}, Kind=${type.kind}): ${msg}`)
+    }
+    if (!result.ok) throw applyConflict(result.conflicts, result.message)
+    const obj = this.#stamp(type, result.object)
+    if (!live) {
+      this.#initialise(type, obj)
+      this.#default(type, obj, undefined)
+      const warnings = this.#admit(type, obj, req)
+      if (isDryRun(req)) return { status: 201, body: obj, headers: headerMap(undefined, warnings) ?? {} }
+      return this.#objectReply(type, 201, this.#commitNew(type, obj), headerMap(undefined, warnings))
+    }
+    if (!result.changed) return this.#objectReply(type, 200, live)
+    const old = live.obj
+    let next: KubeObject
+    if (subresource === 'status') {
+      next = live.copy()
+      if (obj.status === undefined) delete next.status
+      else next.status = obj.status
+      if (obj.metadata.managedFields) next.metadata.managedFields = obj.metadata.managedFields
+    } else {
+      next = obj
+      const m = next.metadata
+      m.uid = old.metadata.uid ?? ''
+      m.creationTimestamp = old.metadata.creationTimestamp ?? ''
+      if (old.metadata.deletionTimestamp) m.deletionTimestamp = old.metadata.deletionTimestamp
+      if (old.metadata.deletionGracePeriodSeconds !== undefined) m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds
+      if (type.subresources.status) {
+        if (old.status === undefined) delete next.status
+        else next.status = old.status
+      }
+      if (old.metadata.deletionTimestamp) {
+        const had = new Set(old.metadata.finalizers ?? [])
+        if ((m.finalizers ?? []).some((f) => !had.has(f)))
+          throw invalidObject(type, name, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: 'Forbidden: no new finalizers can be added if the object is being deleted' }])
+      }
+    }
+    next.metadata.resourceVersion = old.metadata.resourceVersion ?? ''
+    const warnings = this.#admit(type, next, req)
+    setGeneration(type, old, next, subresource)
+    if (sameObject(next, old, true)) return this.#objectReply(type, 200, live)
+    return this.#commitUpdate(type, req, live, next, warnings)
+  }
+
+  // ---------------------------------------------------------------- scale subresource
+
+  #scaleOf(type: ResourceType, stored: StoredObject): Record<string, unknown> {
+    const scale = type.subresources.scale
+    const obj = stored.obj
+    const specReplicas = scale ? getPath(obj, scale.specReplicasPath) : undefined
+    const statusReplicas = scale ? getPath(obj, scale.statusReplicasPath) : undefined
+    const status: Record<string, unknown> = { replicas: typeof statusReplicas === 'number' ? statusReplicas : 0 }
+    if (scale?.labelSelectorPath) {
+      const sel = getPath(obj, scale.labelSelectorPath)
+      const text = typeof sel === 'string' ? sel : type.custom ? '' : formatLabelSelector(sel)
+      if (text !== '') status.selector = text
+    }
+    const meta: Record<string, unknown> = { name: obj.metadata.name }
+    if (obj.metadata.namespace) meta.namespace = obj.metadata.namespace
+    meta.uid = obj.metadata.uid
+    meta.resourceVersion = obj.metadata.resourceVersion
+    meta.creationTimestamp = obj.metadata.creationTimestamp
+    return { kind: 'Scale', apiVersion: 'autoscaling/v1', metadata: meta, spec: { replicas: typeof specReplicas === 'number' ? specReplicas : 0 }, status }
+  }
+
+  #getScale(type: ResourceType, req: ApiRequest): Reply {
+    return { status: 200, body: this.#scaleOf(type, this.#mustLive(type, req)) }
+  }
+
+  #updateScale(type: ResourceType, req: ApiRequest, body: unknown): Reply {
+    const live = this.#mustLive(type, req)
+    const scale = type.subresources.scale
+    if (!isObject(body) || !scale) throw badRequest('the body of the request is not a Scale object')
+    const replicas = getPath(body, 'spec.replicas')
+    const name = live.name
+    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
+      throw invalid('autoscaling', 'Scale', name, [{ reason: 'FieldValueInvalid', field: 'spec.replicas', message: `Invalid value: ${JSON.stringify(replicas ?? null)}: must be greater than or equal to 0` }])
+    }
+    const rv = getPath(body, 'metadata.resourceVersion')
+    if (typeof rv === 'string' && rv !== '' && rv !== live.obj.metadata.resourceVersion) throw conflict(type.group, type.resource, name)
+    const next = live.copy()
+    setPath(next as unknown as Record<string, unknown>, scale.specReplicasPath, replicas)
+    const reply = this.#writeUpdate(type, req, live, next, { patch: true, subresource: 'scale' })
+    if (reply.status !== 200) return reply
+    const after = this.#live(type, req.namespace, name)
+    if (isDryRun(req) || !after) {
+      const obj = reply.body as KubeObject
+      return { status: 200, body: this.#scaleOf(type, new StoredObject(obj, 0)) }
+    }
+    return { status: 200, body: this.#scaleOf(type, after) }
+  }
+
+  #patchScale(type: ResourceType, req: ApiRequest): Reply {
+    const pt = patchTypeOf(req.contentType)
+    if (pt === undefined || pt === 'apply') throw unsupportedMediaType([jsonPatchType, mergePatchType, strategicPatchType])
+    const live = this.#mustLive(type, req)
+    const current = this.#scaleOf(type, live) as unknown as KubeObject
+    const body = typeof req.body === 'string' ? parseJson(req.body) : req.body
+    let patched: unknown
+    if (pt === 'json') {
+      if (!Array.isArray(body)) throw badRequest('json: cannot unmarshal object into Go value of type jsonpatch.Patch')
+      try {
+        patched = jsonpatch.applyPatch(current, body as Operation[], true, true, true).newDocument
+      } catch (e) {
+        throw new StatusError(422, 'Invalid', 'the server rejected our request due to an error in our request', { causes: [{ reason: 'UnexpectedServerResponse', message: e instanceof Error ? e.message.split('\n')[0] ?? '' : String(e) }] })
+      }
+    } else patched = mergePatch(current, body)
+    return this.#updateScale(type, req, patched)
+  }
+
+  // ---------------------------------------------------------------- delete
+
+  #deleteOne(type: ResourceType, req: ApiRequest): Reply {
+    const live = this.#mustLive(type, req)
+    const opts = isObject(req.body) ? req.body : {}
+    const pre = isObject(opts.preconditions) ? opts.preconditions : {}
+    if (typeof pre.uid === 'string' && pre.uid !== live.obj.metadata.uid)
+      throw conflict(type.group, type.resource, live.name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${live.obj.metadata.uid ?? ''}`)
+    if (typeof pre.resourceVersion === 'string' && pre.resourceVersion !== live.obj.metadata.resourceVersion)
+      throw conflict(type.group, type.resource, live.name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${live.obj.metadata.resourceVersion ?? ''}`)
+    if (type.group === '' && type.kind === 'Namespace' && (live.name === 'default' || live.name === 'kube-system'))
+      throw forbidden('', 'namespaces', live.name, 'this namespace may not be deleted')
+    const policy = req.query.get('propagationPolicy') ?? (typeof opts.propagationPolicy === 'string' ? opts.propagationPolicy : undefined) ?? (opts.orphanDependents === true ? 'Orphan' : undefined)
+    if (policy !== undefined && policy !== 'Background' && policy !== 'Foreground' && policy !== 'Orphan')
+      throw invalidOptions('DeleteOptions', [{ reason: 'FieldValueNotSupported', field: 'propagationPolicy', message: `Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"` }])
+    return this.#delete(type, req, live, policy)
+  }
+
+  #delete(type: ResourceType, req: ApiRequest, live: StoredObject, policy: string | undefined): Reply {
+    const old = live.obj
+    let finalizers = [...(old.metadata.finalizers ?? [])]
+    if (policy === 'Foreground') finalizers = [...finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion'), 'foregroundDeletion']
+    else if (policy === 'Orphan') finalizers = [...finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion'), 'orphan']
+    else if (policy === 'Background') finalizers = finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion')
+    const dry = isDryRun(req)
+    if (finalizers.length === 0 && !old.metadata.deletionTimestamp) {
+      if (dry) return this.#deletedReply(type, live)
+      const removed = this.#removeNow(type, live.namespace, live.name)
+      return this.#deletedReply(type, removed ?? live)
+    }
+    if (finalizers.length === 0) {
+      // Already deleting and the policy dropped the last finalizer.
+      if (dry) return this.#deletedReply(type, live)
+      const removed = this.#removeNow(type, live.namespace, live.name)
+      return this.#deletedReply(type, removed ?? live)
+    }
+    const next = live.copy()
+    const first = !old.metadata.deletionTimestamp
+    if (first) {
+      next.metadata.deletionTimestamp = this.#now()
+      next.metadata.deletionGracePeriodSeconds = 0
+      if (type.generation !== 'none') next.metadata.generation = (old.metadata.generation ?? 0) + 1
+    }
+    next.metadata.finalizers = finalizers
+    if (!first && sameObject(next, old, true)) return this.#objectReply(type, 200, live)
+    if (dry) return { status: 200, body: next }
+    return this.#objectReply(type, 200, this.store.put(tableOf(type), next))
+  }
+
+  #deletedReply(type: ResourceType, removed: StoredObject): Reply {
+    // Pods and ServiceAccounts answer with the deleted object; everything else with a Status.
+    if (type.group === '' && (type.resource === 'pods' || type.resource === 'serviceaccounts')) return this.#objectReply(type, 200, removed)
+    return { status: 200, body: deleteSuccess(type.group, type.resource, removed.name, removed.obj.metadata.uid ?? '') }
+  }
+
+  /** Removes an object now, with what the server does around it (namespace contents, CRD types). */
+  #removeNow(type: ResourceType, namespace: string, name: string): StoredObject | undefined {
+    if (type.group === '' && type.kind === 'Namespace') {
+      // The namespace controller's job, done synchronously: delete everything inside first.
+      for (const t of this.registry.all()) {
+        if (!t.namespaced || t.version !== this.#storageVersionOf(t)) continue
+        for (const o of [...this.store.list(tableOf(t), name)]) this.#delete(t, internalRequest(), o, undefined)
+      }
+    }
+    if (isCRD(type)) {
+      for (const t of this.registry.unregisterCRD(name)) {
+        for (const o of [...this.store.list(tableOf(t))]) this.store.remove(tableOf(t), o.namespace, o.name)
+      }
+    }
+    return this.store.remove(tableOf(type), namespace, name)
+  }
+
+  /** The first registered version of a resource: used to visit each table once. */
+  #storageVersionOf(t: ResourceType): string {
+    return this.registry.all().find((x) => x.group === t.group && x.resource === t.resource)?.version ?? t.version
+  }
+
+  #deleteCollection(type: ResourceType, req: ApiRequest): Reply {
+    const filter = this.#filterOf(type, req)
+    const items = this.store.list(tableOf(type), filter.namespace).filter((o) => matchesFilter(filter, o.obj))
+    const opts = isObject(req.body) ? req.body : {}
+    const policy = req.query.get('propagationPolicy') ?? (typeof opts.propagationPolicy === 'string' ? opts.propagationPolicy : undefined)
+    const out: string[] = []
+    for (const o of [...items]) {
+      const reply = this.#delete(type, req, o, policy)
+      const after = this.#live(type, o.namespace, o.name)
+      out.push(after ? this.#jsonFor(type, after) : reply.json ?? o.json)
+    }
+    const gv = groupVersion(type.group, type.version)
+    return { status: 200, json: `{"kind":${JSON.stringify(type.listKind)},"apiVersion":${JSON.stringify(gv)},"metadata":{"resourceVersion":"${this.store.resourceVersion}"},"items":[${out.join(',')}]}` }
+  }
+
+  // ---------------------------------------------------------------- CRDs
+
+  /** Registers (or re-registers) a CRD's types and writes its status conditions. */
+  #crdChanged(stored: StoredObject): StoredObject {
+    const adapter = this.#crd
+    if (!adapter) return stored
+    const crd = stored.obj
+    const name = crd.metadata.name ?? ''
+    if (crd.metadata.deletionTimestamp) return stored
+    let types: ResourceType[] = []
+    let conflicts: string[] = []
+    try {
+      types = adapter.resourceTypes(crd)
+    } catch (e) {
+      conflicts = [e instanceof Error ? e.message : String(e)]
+    }
+    const first = types[0]
+    if (first) conflicts = this.registry.nameConflicts(name, first.group, first.resource, first.kind)
+    if (conflicts.length === 0 && types.length > 0) this.registry.registerCRD(name, types)
+    else this.registry.unregisterCRD(name)
+    const status = adapter.status(crd, conflicts)
+    if (deepEqual(status, crd.status)) return stored
+    const next = stored.copy()
+    next.status = status
+    const crdType = this.registry.lookup('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')
+    const tracked = crdType
+      ? this.#engine.track(crd, next, { manager: 'kube-apiserver', topology: crdType.topology, apiVersion: 'apiextensions.k8s.io/v1', subresource: 'status', resetFields: resetFieldsOf(crdType, 'status') })
+      : next
+    return this.store.put('apiextensions.k8s.io/customresourcedefinitions', tracked)
+  }
+
+  // ---------------------------------------------------------------- watch
+
+  /**
+   * In-process watch with the semantics of the HTTP one. Objects are private copies. `onClose`
+   * is called when the server ends the watch (timeout, 410); not after `stop()`.
+   */
+  watch(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void {
+    try {
+      return this.watchRaw(req, { event: (type, json) => onEvent({ type, object: JSON.parse(json) }), close: () => onClose?.() })
+    } catch (e) {
+      const err = e instanceof StatusError ? e : internalError(String(e))
+      onEvent({ type: 'ERROR', object: err.status })
+      onClose?.()
+      return () => {}
+    }
+  }
+
+  /**
+   * Starts a watch, delivering serialised events to `sink`. Throws a {@link StatusError} before
+   * any event when the request itself is wrong (unknown resource, bad selector, bad resourceVersion).
+   */
+  watchRaw(req: ApiRequest, sink: WatchSink, opts: { forceExpire?: boolean } = {}): () => void {
+    let type: ResourceType
+    let filter: WatchFilter
+    try {
+      type = this.#typeOf({ ...req, verb: 'watch', name: undefined })
+      filter = this.#filterOf(type, req)
+    } catch (e) {
+      if (e instanceof SelectorError) throw badRequest(e.message)
+      throw e
+    }
+    if (req.name) {
+      const byName = parseFieldSelector(`metadata.name=${req.name}`)
+      const fields = filter.fields
+      filter = { ...filter, fields: { empty: false, fields: [...fields.fields, 'metadata.name'], matches: (f) => byName.matches(f) && fields.matches(f) } }
+    }
+    const table = tableOf(type)
+    const rvParam = req.query.get('resourceVersion') ?? ''
+    const bookmarks = req.query.get('allowWatchBookmarks') === 'true'
+    const sendInitial = req.query.get('sendInitialEvents') === 'true'
+    let stopped = false
+    let unsubscribe: () => void = () => {}
+    const timers: NodeJS.Timeout[] = []
+    const stop = (): void => {
+      stopped = true
+      unsubscribe()
+      for (const t of timers) clearTimeout(t)
+    }
+    const end = (): void => {
+      if (stopped) return
+      stop()
+      sink.close()
+    }
+    const send = (type_: WatchEvent['type'], stored: StoredObject): void => {
+      if (!stopped) sink.event(type_, this.#jsonFor(type, stored))
+    }
+    const bookmark = (annotations?: Record<string, string>): void => {
+      if (stopped) return
+      const meta: Record<string, unknown> = { resourceVersion: String(this.store.resourceVersion) }
+      if (annotations) meta.annotations = annotations
+      sink.event('BOOKMARK', JSON.stringify({ kind: type.kind, apiVersion: groupVersion(type.group, type.version), metadata: meta }))
+    }
+    const deliver = (e: StoreEvent): void => {
+      const now = matchesFilter(filter, e.current.obj)
+      if (e.type === 'ADDED') {
+        if (now) send('ADDED', e.current)
+      } else if (e.type === 'DELETED') {
+        if (now) send('DELETED', e.current)
+      } else {
+        const before = e.previous ? matchesFilter(filter, e.previous.obj) : now
+        if (now && before) send('MODIFIED', e.current)
+        else if (now) send('ADDED', e.current)
+        else if (before) send('DELETED', e.current)
+      }
+    }
+    if (rvParam === '' || rvParam === '0' || sendInitial) {
+      for (const o of this.store.list(table, filter.namespace)) if (matchesFilter(filter, o.obj)) send('ADDED', o)
+      if (sendInitial && bookmarks) bookmark({ 'k8s.io/initial-events-end': 'true' })
+    } else {
+      const since = Number(rvParam)
+      if (!Number.isInteger(since) || since < 0) throw badRequest(`invalid resource version "${rvParam}"`)
+      const events = opts.forceExpire ? undefined : this.store.since(table, since)
+      if (!events) {
+        const err = expired(since, this.store.compactedResourceVersion + 1)
+        sink.event('ERROR', JSON.stringify(err.status))
+        // The stream ends right after the ERROR event, as the real server does.
+        queueMicrotask(end)
+        return stop
+      }
+      for (const e of events) deliver(e)
+    }
+    unsubscribe = this.store.subscribe(table, deliver)
+    if (bookmarks) {
+      const tick = (): void => {
+        if (stopped) return
+        bookmark()
+        const t = setTimeout(tick, this.#bookmarkIntervalMs)
+        t.unref()
+        timers.push(t)
+      }
+      const t = setTimeout(tick, this.#bookmarkIntervalMs)
+      t.unref()
+      timers.push(t)
+    }
+    const timeout = Number(req.query.get('timeoutSeconds') ?? '0')
+    if (timeout > 0) {
+      const t = setTimeout(end, timeout * 1000)
+      t.unref()
+      timers.push(t)
+    }
+    return stop
+  }
+}
+
+// ---------------------------------------------------------------- module helpers
+
+function errorReply(e: StatusError): Reply {
+  const r: Reply = { status: e.code, body: e.status }
+  if (Object.keys(e.headers).length > 0) r.headers = e.headers
+  return r
+}
+
+function isDryRun(req: ApiRequest): boolean {
+  return req.query.getAll('dryRun').includes('All')
+}
+
+function isCRD(type: ResourceType): boolean {
+  return type.group === 'apiextensions.k8s.io' && type.resource === 'customresourcedefinitions'
+}
+
+/** The field manager of a non-apply write: `?fieldManager=`, else the User-Agent's prefix before `/`. */
+export function managerOf(req: ApiRequest): string {
+  const q = req.query.get('fieldManager')
+  if (q) return q
+  const ua = req.userAgent ?? ''
+  const prefix = ua.split('/')[0] ?? ''
+  return prefix === '' ? 'unknown' : prefix
+}
+
+/** Fields the endpoint ignores: `status` on the main resource, everything but status on `/status`. */
+function resetFieldsOf(type: ResourceType, subresource: string | undefined): string[][] {
+  if (!type.subresources.status) return []
+  if (subresource === 'status') return type.custom ? [['spec'], ['metadata']] : [['spec']]
+  return [['status']]
+}
+
+function initialStatus(type: ResourceType, obj: KubeObject): Json {
+  switch (type.kind) {
+    case 'Pod':
+      return { phase: 'Pending', qosClass: qosClass(obj) }
+    case 'Service':
+      return { loadBalancer: {} }
+    case 'Namespace':
+      return { phase: 'Active' }
+    case 'ReplicaSet':
+      return { replicas: 0 }
+    case 'PodDisruptionBudget':
+      return { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 }
+    default:
+      return {}
+  }
+}
+
+/** Generation rules of the reference (§2). */
+function setGeneration(type: ResourceType, old: KubeObject, next: KubeObject, subresource: string | undefined): void {
+  if (type.generation === 'none') {
+    delete next.metadata.generation
+    return
+  }
+  let g = old.metadata.generation ?? 1
+  if (subresource !== 'status') {
+    let changed: boolean
+    if (type.generation === 'spec') {
+      changed = !deepEqual(old.spec, next.spec)
+      if (!changed && type.kind === 'Deployment' && type.group === 'apps') changed = !deepEqual(old.metadata.annotations ?? {}, next.metadata.annotations ?? {})
+    } else {
+      const { metadata: _a, ...ra } = old
+      const { metadata: _b, ...rb } = next
+      changed = !deepEqual(ra, rb)
+    }
+    if (changed) g++
+  }
+  next.metadata.generation = g
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (e) {
+    throw badRequest(`error decoding patch: ${e instanceof Error ? e.message : String(e)}`)
+  }
+}
+
+/** The apply body: YAML (or JSON, which is YAML) text, or an already parsed object. */
+function parseApplyBody(body: unknown): KubeObject {
+  let value: unknown = body
+  if (typeof body === 'string') {
+    try {
+      value = parseYaml(body, { version: '1.1', uniqueKeys: true })
+    } catch (e) {
+      throw badRequest(`error decoding YAML: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  } else if (body instanceof Uint8Array) {
+    throw unsupportedMediaType([applyPatchType])
+  }
+  if (!isObject(value)) throw badRequest('error decoding YAML: the apply patch is not an object')
+  return structuredCloneJson(value) as KubeObject
+}
+
+function structuredCloneJson(v: unknown): unknown {
+  return JSON.parse(JSON.stringify(v))
+}
+
+function applyConflict(conflicts: ApplyConflict[], message: string): StatusError {
+  const causes = conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}" using ${c.apiVersion}`, field: c.field }))
+  return new StatusError(409, 'Conflict', message, { causes })
+}
+
+function internalRequest(): ApiRequest {
+  return { verb: 'delete', group: '', version: 'v1', resource: '', query: new URLSearchParams(), userAgent: 'kube-controller-manager' }
+}

@@ -1,0 +1,140 @@
+/**
+ * Legacy (non-aggregated) discovery documents: `/version`, `/api`, `/api/v1`, `/apis`,
+ * `/apis/<group>`, `/apis/<group>/<version>`. Clients that ask for aggregated discovery
+ * (kubectl ≥ 1.26) read the `Content-Type` of the answer and fall back to these.
+ */
+import type { Registry } from './registry.ts'
+import { groupVersion } from './registry.ts'
+import type { ResourceType } from './types.ts'
+
+/** `/version`. */
+export function versionInfo(): Record<string, string> {
+  return {
+    major: '1',
+    minor: '34',
+    emulationMajor: '1',
+    emulationMinor: '34',
+    minCompatibilityMajor: '1',
+    minCompatibilityMinor: '33',
+    gitVersion: 'v1.34.0-sandbox',
+    gitCommit: '0000000000000000000000000000000000000000',
+    gitTreeState: 'clean',
+    buildDate: '2026-01-01T00:00:00Z',
+    goVersion: 'go1.24.0',
+    compiler: 'gc',
+    platform: `${process.platform === 'win32' ? 'windows' : process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
+  }
+}
+
+/** `/api`. */
+export function apiVersions(serverAddress: string): Record<string, unknown> {
+  return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] }
+}
+
+/**
+ * Kubernetes version priority (`v1` > `v1beta2` > `v1beta1` > `v1alpha1` > other), as
+ * apimachinery's `CompareKubeAwareVersionStrings`; negative when `a` comes first.
+ */
+export function compareVersions(a: string, b: string): number {
+  const parse = (v: string): [number, number, number] | undefined => {
+    const m = /^v(\d+)(?:(alpha|beta)(\d+))?$/.exec(v)
+    if (!m) return undefined
+    const stage = m[2] === undefined ? 3 : m[2] === 'beta' ? 2 : 1
+    return [stage, Number(m[1]), Number(m[3] ?? 0)]
+  }
+  const pa = parse(a)
+  const pb = parse(b)
+  if (!pa || !pb) return pa ? -1 : pb ? 1 : a < b ? -1 : a > b ? 1 : 0
+  if (pa[0] !== pb[0]) return pb[0] - pa[0]
+  if (pa[1] !== pb[1]) return pb[1] - pa[1]
+  return pb[2] - pa[2]
+}
+
+function groupEntry(group: string, versions: string[]): Record<string, unknown> {
+  const sorted = [...versions].sort(compareVersions)
+  const list = sorted.map((v) => ({ groupVersion: groupVersion(group, v), version: v }))
+  return { name: group, versions: list, preferredVersion: list[0] }
+}
+
+/** `/apis`: every named group. */
+export function apiGroupList(registry: Registry): Record<string, unknown> {
+  const groups = registry
+    .groups()
+    .filter((g) => g.group !== '')
+    .map((g) => groupEntry(g.group, g.versions.map((v) => v.version)))
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups }
+}
+
+/** `/apis/<group>`, or undefined when the group is not served. */
+export function apiGroup(registry: Registry, group: string): Record<string, unknown> | undefined {
+  const g = registry.groups().find((x) => x.group === group && group !== '')
+  if (!g) return undefined
+  return { kind: 'APIGroup', apiVersion: 'v1', ...groupEntry(g.group, g.versions.map((v) => v.version)) }
+}
+
+function resourceEntries(t: ResourceType): Record<string, unknown>[] {
+  const main: Record<string, unknown> = { name: t.resource, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: t.verbs }
+  if (t.shortNames && t.shortNames.length > 0) main.shortNames = t.shortNames
+  if (t.categories && t.categories.length > 0) main.categories = t.categories
+  const out = [main]
+  if (t.subresources.status) out.push({ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] })
+  if (t.subresources.scale) out.push({ name: `${t.resource}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] })
+  return out
+}
+
+/** `/api/v1` or `/apis/<group>/<version>`, or undefined when not served. */
+export function apiResourceList(registry: Registry, group: string, version: string): Record<string, unknown> | undefined {
+  const g = registry.groups().find((x) => x.group === group)
+  const v = g?.versions.find((x) => x.version === version)
+  if (!v) return undefined
+  const resources = [...v.types].sort((a, b) => (a.resource < b.resource ? -1 : a.resource > b.resource ? 1 : 0)).flatMap(resourceEntries)
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion(group, version), resources }
+}
+
+/**
+ * A minimal OpenAPI v3 document for one group/version: just the PATCH operations, each tagged
+ * with its `x-kubernetes-group-version-kind` and declaring the `fieldValidation` query parameter.
+ * That is what kubectl reads to decide that the server validates fields itself (so it needs no
+ * schemas), and — since strategic merge patch is not among the request body types — kubectl's
+ * client-side apply falls back to its compiled-in patch metadata for built-in kinds and to JSON
+ * merge patch for custom resources, exactly the patch types a real server leads it to.
+ */
+export function openapiV3GroupVersion(registry: Registry, group: string, version: string): Record<string, unknown> | undefined {
+  const types = registry.all().filter((t) => t.group === group && t.version === version)
+  if (types.length === 0) return undefined
+  const prefix = group === '' ? `/api/${version}` : `/apis/${group}/${version}`
+  const paths: Record<string, unknown> = {}
+  const body = { schema: { type: 'object' } }
+  for (const t of types) {
+    const base = t.namespaced ? `${prefix}/namespaces/{namespace}/${t.resource}/{name}` : `${prefix}/${t.resource}/{name}`
+    paths[base] = {
+      patch: {
+        operationId: `patch${t.kind}`,
+        'x-kubernetes-action': 'patch',
+        'x-kubernetes-group-version-kind': { group: t.group, version: t.version, kind: t.kind },
+        parameters: [
+          { name: 'dryRun', in: 'query', schema: { type: 'string', uniqueItems: true } },
+          { name: 'fieldManager', in: 'query', schema: { type: 'string', uniqueItems: true } },
+          { name: 'fieldValidation', in: 'query', schema: { type: 'string', uniqueItems: true } },
+          { name: 'force', in: 'query', schema: { type: 'boolean', uniqueItems: true } },
+        ],
+        requestBody: { content: { 'application/json-patch+json': body, 'application/merge-patch+json': body, 'application/apply-patch+yaml': body }, required: true },
+        responses: { '200': { description: 'OK' } },
+      },
+    }
+  }
+  return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.34.0' }, paths, components: { schemas: {} } }
+}
+
+/** `/openapi/v3`: the group/versions and where their documents are (with a content hash). */
+export function openapiV3Root(registry: Registry, hash: (doc: string) => string): Record<string, unknown> {
+  const paths: Record<string, unknown> = {}
+  for (const g of registry.groups()) {
+    for (const v of g.versions) {
+      const key = g.group === '' ? `api/${v.version}` : `apis/${g.group}/${v.version}`
+      const doc = openapiV3GroupVersion(registry, g.group, v.version)
+      paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${hash(JSON.stringify(doc))}` }
+    }
+  }
+  return { paths }
+}

@@ -1,0 +1,299 @@
+/**
+ * The sandbox's HTTP face (node:http): URL routing as kube-apiserver lays it out, body decoding
+ * per content type, JSON answers, newline-delimited JSON watch streams, Table responses for
+ * kubectl, discovery, and the sandbox's own control endpoints under `/sandbox/v1/`:
+ *
+ * - `GET|PUT /sandbox/v1/faults` — read or replace the fault settings (see faults.ts);
+ * - `GET|DELETE /sandbox/v1/requests` — request counters, or reset them;
+ * - `GET /sandbox/v1/requests/log?limit=N` — the last N requests.
+ *
+ * Faults and accounting apply to API requests only, never to the control endpoints.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Cluster, Reply } from './cluster.ts'
+import { createHash } from 'node:crypto'
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, openapiV3GroupVersion, openapiV3Root, versionInfo } from './discovery.ts'
+import { StatusError, badRequest, resourceNotFound, unsupportedMediaType, methodNotAllowed } from './errors.ts'
+import { FaultSpecError } from './faults.ts'
+import type { ApiRequest, Verb } from './types.ts'
+
+/** Where a resource path points. */
+export interface ResourcePath {
+  group: string
+  version: string
+  resource: string
+  namespace?: string
+  name?: string
+  subresource?: string
+  /** The legacy `/watch/` path prefix was used. */
+  watch: boolean
+}
+
+/**
+ * Parses `/api/v1/namespaces/x/pods/y/status`, `/apis/apps/v1/deployments`, … into its parts;
+ * undefined when the path is not a resource path.
+ */
+export function parseResourcePath(pathname: string): ResourcePath | undefined {
+  let segs: string[]
+  try {
+    segs = pathname.split('/').filter((s) => s !== '').map(decodeURIComponent)
+  } catch {
+    return undefined
+  }
+  let group: string
+  let version: string
+  let rest: string[]
+  if (segs[0] === 'api' && segs.length >= 3) {
+    group = ''
+    version = segs[1] ?? ''
+    rest = segs.slice(2)
+  } else if (segs[0] === 'apis' && segs.length >= 4) {
+    group = segs[1] ?? ''
+    version = segs[2] ?? ''
+    rest = segs.slice(3)
+  } else return undefined
+  let watch = false
+  if (rest[0] === 'watch') {
+    watch = true
+    rest = rest.slice(1)
+  }
+  const out: ResourcePath = { group, version, resource: '', watch }
+  // `namespaces/<ns>/status` and `/finalize` are subresources of a Namespace, not a resource list.
+  const namespaced = rest[0] === 'namespaces' && rest.length >= 3 && !(rest.length === 3 && (rest[2] === 'status' || rest[2] === 'finalize'))
+  if (namespaced) {
+    if (rest.length > 5) return undefined
+    out.namespace = rest[1] ?? ''
+    rest = rest.slice(2)
+  } else if (rest.length > 3) return undefined
+  out.resource = rest[0] ?? ''
+  if (rest[1] !== undefined) out.name = rest[1]
+  if (rest[2] !== undefined) out.subresource = rest[2]
+  if (out.resource === '') return undefined
+  return out
+}
+
+/** The Kubernetes verb of a request, as the API server's request-info resolver classifies it. */
+export function verbOf(method: string, path: ResourcePath, query: URLSearchParams): Verb | undefined {
+  const watchParam = query.get('watch')
+  const watch = path.watch || watchParam === 'true' || watchParam === '1'
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+      if (watch) return 'watch'
+      return path.name !== undefined ? 'get' : 'list'
+    case 'POST':
+      return 'create'
+    case 'PUT':
+      return 'update'
+    case 'PATCH':
+      return 'patch'
+    case 'DELETE':
+      return path.name !== undefined ? 'delete' : 'deletecollection'
+    default:
+      return undefined
+  }
+}
+
+function send(res: ServerResponse, status: number, json: string, headers?: Record<string, string>): void {
+  const h: Record<string, string | number> = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(json), 'Cache-Control': 'no-cache, private' }
+  if (headers) Object.assign(h, headers)
+  res.writeHead(status, h)
+  res.end(json)
+}
+
+function sendReply(res: ServerResponse, reply: Reply): void {
+  send(res, reply.status, reply.json ?? JSON.stringify(reply.body ?? null), reply.headers)
+}
+
+function sendError(res: ServerResponse, e: unknown): void {
+  const err = e instanceof StatusError ? e : new StatusError(500, 'InternalError', `Internal error occurred: ${e instanceof Error ? e.message : String(e)}`)
+  send(res, err.code, JSON.stringify(err.status), err.headers)
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => resolve(chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks)))
+    req.on('error', reject)
+  })
+}
+
+const jsonTypes = new Set(['application/json', 'application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json'])
+
+/** Decodes a request body by its content type: JSON, or YAML text for apply patches. */
+function decodeBody(raw: Buffer, contentType: string | undefined, verb: Verb): unknown {
+  if (raw.length === 0) return undefined
+  const ct = (contentType ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? ''
+  if (ct === 'application/apply-patch+yaml') return raw.toString('utf8')
+  if (ct === 'application/yaml' && verb !== 'patch') return raw.toString('utf8')
+  if (!jsonTypes.has(ct) && !(verb === 'delete' || verb === 'deletecollection')) {
+    throw unsupportedMediaType(['application/json', 'application/yaml'])
+  }
+  try {
+    return JSON.parse(raw.toString('utf8'))
+  } catch (e) {
+    throw badRequest(`error decoding request body: ${e instanceof Error ? e.message : String(e)}`)
+  }
+}
+
+/** Creates the request listener for a cluster. `openWatches` tracks live watch responses for drops. */
+export function createHandler(cluster: Cluster, serverAddress: () => string): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(cluster, serverAddress, req, res).catch((e: unknown) => {
+      if (!res.headersSent) sendError(res, e)
+      else res.destroy()
+    })
+  }
+}
+
+async function handle(cluster: Cluster, serverAddress: () => string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://sandbox')
+  const path = url.pathname
+  const method = req.method ?? 'GET'
+  if (path.startsWith('/sandbox/v1/')) return control(cluster, method, path, url.searchParams, req, res)
+  const resourcePath = parseResourcePath(path)
+  if (!resourcePath) return discovery(cluster, serverAddress, method, path, req, res)
+  const verb = verbOf(method, resourcePath, url.searchParams)
+  if (!verb) throw methodNotAllowed()
+  const raw = await readBody(req)
+  const apiReq: ApiRequest = { verb, group: resourcePath.group, version: resourcePath.version, resource: resourcePath.resource, query: url.searchParams }
+  if (resourcePath.namespace !== undefined) apiReq.namespace = resourcePath.namespace
+  if (resourcePath.name !== undefined) apiReq.name = resourcePath.name
+  if (resourcePath.subresource !== undefined) apiReq.subresource = resourcePath.subresource
+  const contentType = req.headers['content-type']
+  if (contentType) apiReq.contentType = contentType
+  const ua = req.headers['user-agent']
+  if (ua) apiReq.userAgent = ua
+  const accept = req.headers['accept']
+  if (accept) apiReq.accept = accept
+  try {
+    apiReq.body = decodeBody(raw, contentType, verb)
+  } catch (e) {
+    cluster.account(apiReq, e instanceof StatusError ? e.code : 500)
+    throw e
+  }
+  if (verb === 'watch') return watch(cluster, apiReq, req, res)
+  const reply = await cluster.dispatch(apiReq, { faults: true, account: true })
+  sendReply(res, reply)
+}
+
+async function watch(cluster: Cluster, apiReq: ApiRequest, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const target = { verb: 'watch', group: apiReq.group, resource: apiReq.resource, namespace: apiReq.namespace, name: apiReq.name }
+  await cluster.faults.whenUnpaused()
+  const ms = cluster.faults.latencyFor(target)
+  if (ms > 0) await new Promise((r) => setTimeout(r, ms))
+  const injected = cluster.faults.errorFor(target)
+  if (injected) {
+    cluster.account(apiReq, injected.code)
+    throw injected
+  }
+  const rv = apiReq.query.get('resourceVersion') ?? ''
+  const forceExpire = rv !== '' && rv !== '0' && cluster.faults.expireOnResume(target)
+  const table = (apiReq.accept ?? '').includes('as=Table') ? cluster.tableRendererFor(apiReq) : undefined
+  let started = false
+  let stop: () => void = () => {}
+  const begin = (): void => {
+    if (started) return
+    started = true
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' })
+    res.flushHeaders()
+  }
+  try {
+    stop = cluster.watchRaw(
+      apiReq,
+      {
+        event(type, json) {
+          begin()
+          const body = table && type !== 'ERROR' && type !== 'BOOKMARK' ? table(json) : json
+          res.write(`{"type":"${type}","object":${body}}\n`)
+        },
+        close() {
+          begin()
+          res.end()
+        },
+      },
+      { forceExpire },
+    )
+  } catch (e) {
+    cluster.account(apiReq, e instanceof StatusError ? e.code : 500)
+    throw e
+  }
+  cluster.account(apiReq, 200)
+  begin()
+  const unregister = cluster.faults.onWatchDrop(() => res.destroy())
+  const cleanup = (): void => {
+    stop()
+    unregister()
+  }
+  res.on('close', cleanup)
+  req.on('close', cleanup)
+}
+
+async function discovery(cluster: Cluster, serverAddress: () => string, method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await readBody(req)
+  if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed()
+  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+  if (trimmed === '/healthz' || trimmed === '/livez' || trimmed === '/readyz') {
+    res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' })
+    res.end('ok')
+    return
+  }
+  await cluster.faults.whenUnpaused()
+  const ua = req.headers['user-agent']
+  const record = (code: number): void => cluster.account({ verb: 'get', group: '', version: '', resource: '', query: new URLSearchParams(), ...(ua ? { userAgent: ua } : {}) }, code)
+  let body: unknown
+  const segs = trimmed.split('/').filter((s) => s !== '')
+  if (trimmed === '/version') body = versionInfo()
+  else if (trimmed === '/api') body = apiVersions(serverAddress())
+  else if (segs[0] === 'api' && segs.length === 2) body = apiResourceList(cluster.registry, '', segs[1] ?? '')
+  else if (trimmed === '/apis') body = apiGroupList(cluster.registry)
+  else if (segs[0] === 'apis' && segs.length === 2) body = apiGroup(cluster.registry, segs[1] ?? '')
+  else if (segs[0] === 'apis' && segs.length === 3) body = apiResourceList(cluster.registry, segs[1] ?? '', segs[2] ?? '')
+  else if (trimmed === '/openapi/v3') body = openapiV3Root(cluster.registry, (doc) => createHash('sha256').update(doc).digest('hex').slice(0, 32).toUpperCase())
+  else if (segs[0] === 'openapi' && segs[1] === 'v3' && segs[2] === 'api' && segs.length === 4) body = openapiV3GroupVersion(cluster.registry, '', segs[3] ?? '')
+  else if (segs[0] === 'openapi' && segs[1] === 'v3' && segs[2] === 'apis' && segs.length === 5) body = openapiV3GroupVersion(cluster.registry, segs[3] ?? '', segs[4] ?? '')
+  if (body === undefined) {
+    record(404)
+    throw resourceNotFound()
+  }
+  record(200)
+  send(res, 200, JSON.stringify(body))
+}
+
+async function control(cluster: Cluster, method: string, path: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const raw = await readBody(req)
+  if (path === '/sandbox/v1/faults') {
+    if (method === 'GET') return send(res, 200, JSON.stringify(cluster.faults.get()))
+    if (method === 'PUT') {
+      let spec: unknown
+      try {
+        spec = raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'))
+      } catch (e) {
+        throw badRequest(`error decoding fault settings: ${e instanceof Error ? e.message : String(e)}`)
+      }
+      if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw badRequest('fault settings must be a JSON object')
+      try {
+        return send(res, 200, JSON.stringify(cluster.faults.set(spec as Record<string, unknown>)))
+      } catch (e) {
+        if (e instanceof FaultSpecError) throw badRequest(e.message)
+        throw e
+      }
+    }
+    throw methodNotAllowed()
+  }
+  if (path === '/sandbox/v1/requests') {
+    if (method === 'GET') return send(res, 200, JSON.stringify(cluster.accounting.counts()))
+    if (method === 'DELETE') {
+      cluster.accounting.reset()
+      return send(res, 200, JSON.stringify(cluster.accounting.counts()))
+    }
+    throw methodNotAllowed()
+  }
+  if (path === '/sandbox/v1/requests/log') {
+    if (method !== 'GET') throw methodNotAllowed()
+    const limit = query.get('limit')
+    return send(res, 200, JSON.stringify({ items: cluster.accounting.log(limit ? Number(limit) : undefined) }))
+  }
+  throw resourceNotFound()
+}

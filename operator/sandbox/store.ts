@@ -1,0 +1,250 @@
+/**
+ * The sandbox's etcd: objects by resource and key, one global monotonically increasing
+ * resourceVersion shared by every kind, a bounded window of past events for watch resumption,
+ * and synchronous subscribers for live watches.
+ *
+ * Stored objects are immutable by convention: every write stores a fresh object and its JSON,
+ * serialised once, so reads can hand out the bytes without cloning.
+ */
+import type { KubeObject } from './types.ts'
+
+const metaOrder = ['name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields']
+
+/**
+ * Rebuilds an object with the key order of the real server's serialisation (apiVersion, kind,
+ * metadata in ObjectMeta field order, then the body, status last), so stored bytes read naturally.
+ */
+export function canonicalOrder(obj: KubeObject): KubeObject {
+  const m = obj.metadata as Record<string, unknown>
+  const meta: Record<string, unknown> = {}
+  for (const k of metaOrder) if (m[k] !== undefined) meta[k] = m[k]
+  for (const k in m) if (!(k in meta) && m[k] !== undefined) meta[k] = m[k]
+  const out: KubeObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: meta }
+  for (const k in obj) if (k !== 'apiVersion' && k !== 'kind' && k !== 'metadata' && k !== 'status') out[k] = obj[k]
+  if (obj.status !== undefined) out.status = obj.status
+  return out
+}
+
+/** One stored object and its serialised bytes. */
+export class StoredObject {
+  readonly obj: KubeObject
+  readonly json: string
+  readonly rv: number
+  #itemJson: string | undefined
+  constructor(obj: KubeObject, rv: number) {
+    this.obj = obj
+    this.rv = rv
+    this.json = JSON.stringify(obj)
+  }
+  get namespace(): string {
+    return this.obj.metadata.namespace ?? ''
+  }
+  get name(): string {
+    return this.obj.metadata.name ?? ''
+  }
+  /**
+   * The bytes as an item of a built-in List: the real server's typed lists omit each item's
+   * `kind` and `apiVersion`.
+   */
+  get itemJson(): string {
+    if (this.#itemJson === undefined) this.#itemJson = JSON.stringify({ ...this.obj, apiVersion: undefined, kind: undefined })
+    return this.#itemJson
+  }
+  /** A private deep copy the caller may mutate. */
+  copy(): KubeObject {
+    return JSON.parse(this.json) as KubeObject
+  }
+}
+
+/** A change recorded in the history window and delivered to subscribers. */
+export interface StoreEvent {
+  rv: number
+  type: 'ADDED' | 'MODIFIED' | 'DELETED'
+  /** `group/resource` (`/pods` for core). */
+  table: string
+  current: StoredObject
+  /** The state before a MODIFIED event, for selector watches that must see objects leave. */
+  previous?: StoredObject
+}
+
+type Subscriber = (event: StoreEvent) => void
+
+function keyOf(namespace: string, name: string): string {
+  return `${namespace}/${name}`
+}
+
+/** Orders like etcd keys (`/registry/<resource>/<namespace>/<name>`): namespace, then name. */
+function byKey(a: StoredObject, b: StoredObject): number {
+  const na = a.namespace
+  const nb = b.namespace
+  if (na !== nb) return na < nb ? -1 : 1
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+}
+
+interface Table {
+  objects: Map<string, StoredObject>
+  sorted: StoredObject[] | null
+}
+
+/** The object store; see the module comment. */
+export class Store {
+  #rv: number
+  #tables = new Map<string, Table>()
+  #history: StoreEvent[] = []
+  #historyStart = 0
+  #window: number
+  #compacted: number
+  #subscribers = new Map<string, Set<Subscriber>>()
+
+  /**
+   * @param window how many events are kept for watch resumption; older resourceVersions get 410.
+   * @param startRv the resourceVersion before the first write (real clusters never start at 0).
+   */
+  constructor(window = 10_000, startRv = 1000) {
+    this.#window = Math.max(1, window)
+    this.#rv = startRv
+    this.#compacted = startRv
+  }
+
+  /** The latest resourceVersion handed out. */
+  get resourceVersion(): number {
+    return this.#rv
+  }
+
+  /** Watches from a resourceVersion below this one get 410 Expired. */
+  get compactedResourceVersion(): number {
+    return this.#compacted
+  }
+
+  /** Number of stored objects across all tables. */
+  get size(): number {
+    let n = 0
+    for (const t of this.#tables.values()) n += t.objects.size
+    return n
+  }
+
+  #table(table: string): Table {
+    let t = this.#tables.get(table)
+    if (!t) {
+      t = { objects: new Map(), sorted: null }
+      this.#tables.set(table, t)
+    }
+    return t
+  }
+
+  /** Reads one object. */
+  get(table: string, namespace: string, name: string): StoredObject | undefined {
+    return this.#tables.get(table)?.objects.get(keyOf(namespace, name))
+  }
+
+  /** Objects of a table in key order, optionally in one namespace. The array must not be mutated. */
+  list(table: string, namespace?: string): readonly StoredObject[] {
+    const t = this.#tables.get(table)
+    if (!t) return []
+    if (t.sorted === null) t.sorted = [...t.objects.values()].sort(byKey)
+    if (namespace === undefined || namespace === '') return t.sorted
+    return t.sorted.filter((o) => o.namespace === namespace)
+  }
+
+  /** Tables (`group/resource`) that hold at least one object. */
+  tables(): string[] {
+    return [...this.#tables.entries()].filter(([, t]) => t.objects.size > 0).map(([k]) => k)
+  }
+
+  /**
+   * Stores `obj` (which the store now owns) with the next resourceVersion and emits ADDED or
+   * MODIFIED. The caller has decided that the write changes something.
+   */
+  put(table: string, obj: KubeObject): StoredObject {
+    const rv = ++this.#rv
+    obj.metadata.resourceVersion = String(rv)
+    const stored = new StoredObject(canonicalOrder(obj), rv)
+    const t = this.#table(table)
+    const key = keyOf(stored.namespace, stored.name)
+    const previous = t.objects.get(key)
+    t.objects.set(key, stored)
+    if (previous === undefined) t.sorted = null
+    else if (t.sorted !== null) {
+      const i = t.sorted.indexOf(previous)
+      if (i >= 0) t.sorted[i] = stored
+      else t.sorted = null
+    }
+    const event: StoreEvent = previous === undefined ? { rv, type: 'ADDED', table, current: stored } : { rv, type: 'MODIFIED', table, current: stored, previous }
+    this.#record(event)
+    return stored
+  }
+
+  /** Removes an object; its last state is emitted as DELETED with a new resourceVersion. */
+  remove(table: string, namespace: string, name: string): StoredObject | undefined {
+    const t = this.#tables.get(table)
+    const key = keyOf(namespace, name)
+    const previous = t?.objects.get(key)
+    if (!t || !previous) return undefined
+    t.objects.delete(key)
+    t.sorted = null
+    const rv = ++this.#rv
+    const last = previous.copy()
+    last.metadata.resourceVersion = String(rv)
+    const stored = new StoredObject(last, rv)
+    this.#record({ rv, type: 'DELETED', table, current: stored, previous })
+    return stored
+  }
+
+  #record(event: StoreEvent): void {
+    this.#history.push(event)
+    if (this.#history.length - this.#historyStart > this.#window) {
+      const dropped = this.#history[this.#historyStart]
+      this.#historyStart++
+      if (dropped) this.#compacted = dropped.rv
+      // Compact the array occasionally rather than shifting on every write.
+      if (this.#historyStart > 4096 && this.#historyStart * 2 > this.#history.length) {
+        this.#history = this.#history.slice(this.#historyStart)
+        this.#historyStart = 0
+      }
+    }
+    const subs = this.#subscribers.get(event.table)
+    if (subs) for (const fn of [...subs]) fn(event)
+  }
+
+  /**
+   * Events of `table` with resourceVersion greater than `since`, or `undefined` when `since`
+   * is older than the retained window.
+   */
+  since(table: string, since: number): StoreEvent[] | undefined {
+    if (since < this.#compacted) return undefined
+    const out: StoreEvent[] = []
+    // Binary search the first event after `since`; the history is ordered by rv.
+    let lo = this.#historyStart
+    let hi = this.#history.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if ((this.#history[mid]?.rv ?? 0) <= since) lo = mid + 1
+      else hi = mid
+    }
+    for (let i = lo; i < this.#history.length; i++) {
+      const e = this.#history[i]
+      if (e && e.table === table) out.push(e)
+    }
+    return out
+  }
+
+  /** Subscribes to future events of a table; returns the unsubscribe function. */
+  subscribe(table: string, fn: Subscriber): () => void {
+    let subs = this.#subscribers.get(table)
+    if (!subs) {
+      subs = new Set()
+      this.#subscribers.set(table, subs)
+    }
+    subs.add(fn)
+    return () => {
+      subs.delete(fn)
+    }
+  }
+
+  /** Forgets every retained event, so that any resume from an older resourceVersion gets 410. */
+  compact(): void {
+    this.#history = []
+    this.#historyStart = 0
+    this.#compacted = this.#rv
+  }
+}
