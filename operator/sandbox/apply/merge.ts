@@ -247,13 +247,23 @@ function isEmptyContainer(v: unknown): boolean {
   return false
 }
 
+const EMPTY_ARRAY: Json[] = Object.freeze([]) as unknown as Json[]
+
+/**
+ * A member of a present object, where an absent implicit node reads as its Go zero value
+ * (`{}` or a null list): that is what the server's typed objects always carry.
+ */
+function member(o: JsonObject | undefined, k: string, t: Topology): Json | undefined {
+  if (o === undefined) return undefined
+  const v = o[k]
+  if (v !== undefined && v !== null) return v
+  if (!isImplicit(t)) return undefined
+  return t.type === 'list' ? EMPTY_ARRAY : EMPTY_OBJECT
+}
+
 function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[], acc: CompareAcc): void {
   if (l === null) l = undefined
   if (r === null) r = undefined
-  if (isImplicit(t)) {
-    l ??= EMPTY_OBJECT
-    r ??= EMPTY_OBJECT
-  }
   if (l === undefined && r === undefined) return
   let kind = kindOf(t, r ?? l)
   if (kind !== LEAF_KIND && l !== undefined && r !== undefined && kindOf(t, l) !== kind) kind = LEAF_KIND
@@ -266,8 +276,8 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
   }
   if (kind === LIST_KIND) {
     const it = itemTopology(t)
-    const la = (l ?? []) as Json[]
-    const ra = (r ?? []) as Json[]
+    const la = (l ?? EMPTY_ARRAY) as Json[]
+    const ra = (r ?? EMPTY_ARRAY) as Json[]
     const rItems = new Map<string, Json>()
     for (let i = 0; i < ra.length; i++) {
       const pe = itemElement(t, ra[i], i)
@@ -289,18 +299,26 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
       trail.pop()
     }
   } else {
-    const lo = (l ?? EMPTY_OBJECT) as JsonObject
-    const ro = (r ?? EMPTY_OBJECT) as JsonObject
-    for (const k of Object.keys(lo)) {
-      trail.push('f:' + k)
-      compare(lo[k], ro[k], childTopology(t, k), trail, acc)
-      trail.pop()
+    const lo = l as JsonObject | undefined
+    const ro = r as JsonObject | undefined
+    if (lo !== undefined) {
+      for (const k of Object.keys(lo)) {
+        const lv = lo[k]
+        if (lv === undefined || lv === null) continue
+        const ct = childTopology(t, k)
+        trail.push('f:' + k)
+        compare(lv, member(ro, k, ct), ct, trail, acc)
+        trail.pop()
+      }
     }
-    for (const k of Object.keys(ro)) {
-      if (lo[k] !== undefined) continue
-      trail.push('f:' + k)
-      compare(undefined, ro[k], childTopology(t, k), trail, acc)
-      trail.pop()
+    if (ro !== undefined) {
+      for (const k of Object.keys(ro)) {
+        if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
+        const ct = childTopology(t, k)
+        trail.push('f:' + k)
+        compare(member(lo, k, ct), ro[k], ct, trail, acc)
+        trail.pop()
+      }
     }
   }
   if (l === undefined) insert(acc.added, trail)

@@ -18,6 +18,10 @@ function struct(fields: Fields, implicit = false): Topology {
 function implicitStruct(fields: Fields): Topology {
   return struct(fields, true)
 }
+function implicitList(t: Topology): Topology {
+  ;(t as Topology & ImplicitFlag).implicit = true
+  return t
+}
 const ATOMIC_STRUCT: Topology = { type: 'struct', fields: {}, atomic: true }
 const ATOMIC_LIST: Topology = { type: 'list', items: ANY, listType: 'atomic' }
 const STRING_SET: Topology = { type: 'list', items: SCALAR, listType: 'set' }
@@ -66,7 +70,8 @@ const LABEL_SELECTOR = ATOMIC_STRUCT
 
 /** PodSpec. */
 export const POD_SPEC: Topology = struct({
-  containers: mapList(['name'], CONTAINER),
+  // `containers` has no omitempty: a Go zero PodSpec carries `containers: null`.
+  containers: implicitList(mapList(['name'], CONTAINER)),
   initContainers: mapList(['name'], CONTAINER),
   ephemeralContainers: mapList(['name'], CONTAINER),
   volumes: mapList(['name']),

@@ -1,0 +1,471 @@
+import t from 'tap'
+import {
+  ApplyTypeError,
+  builtinTopology,
+  serverSideApply,
+  trackUpdate,
+  type ApplyOptions,
+  type ApplyResult,
+} from '../operator/sandbox/apply/index.ts'
+import { defaultBuiltin } from '../operator/sandbox/defaults.ts'
+import type { KubeObject, ManagedFieldsEntry } from '../operator/sandbox/types.ts'
+
+const DEPLOY = builtinTopology('apps', 'v1', 'Deployment')
+const T0 = '2026-01-01T00:00:00Z'
+const T1 = '2026-01-01T00:01:00Z'
+const T2 = '2026-01-01T00:02:00Z'
+const T3 = '2026-01-01T00:03:00Z'
+
+interface Container {
+  name: string
+  image: string
+  [k: string]: unknown
+}
+
+function deployment(spec: Record<string, unknown> = {}, containers: Container[] = [{ name: 'app', image: 'memcached:1.6' }], labels?: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'x', namespace: 'default', ...(labels ? { labels } : {}) },
+    spec: {
+      selector: { matchLabels: { app: 'x' } },
+      template: { metadata: { labels: { app: 'x' } }, spec: { containers } },
+      ...spec,
+    },
+  }
+}
+
+function opts(manager: string, now: string, extra: Partial<ApplyOptions> = {}): ApplyOptions {
+  return { manager, force: false, topology: DEPLOY, now, apiVersion: 'apps/v1', resetFields: [['status']], defaulter: (o) => defaultBuiltin(o), ...extra }
+}
+
+function ok(t: { fail: (message: string) => unknown }, r: ApplyResult): KubeObject {
+  if (!r.ok) {
+    t.fail(r.message)
+    throw new Error(r.message)
+  }
+  return r.object
+}
+
+function entry(obj: KubeObject, manager: string, operation?: string): ManagedFieldsEntry | undefined {
+  return obj.metadata.managedFields?.find((e) => e.manager === manager && (operation === undefined || e.operation === operation))
+}
+
+function spec(o: KubeObject): Record<string, unknown> {
+  return o.spec as Record<string, unknown>
+}
+
+function podSpec(o: KubeObject): { containers: Container[] } & Record<string, unknown> {
+  return (spec(o).template as { spec: { containers: Container[] } & Record<string, unknown> }).spec
+}
+
+/** A Go-style edit by another client: clone, change, track the update. */
+function edit(live: KubeObject, manager: string, now: string, change: (o: KubeObject) => void, apiVersion = 'apps/v1'): KubeObject {
+  const o = structuredClone(live)
+  change(o)
+  defaultBuiltin(o)
+  return trackUpdate(live, o, { manager, topology: DEPLOY, now, apiVersion, resetFields: [['status']] })
+}
+
+
+t.test('create-on-apply: one Apply entry with the server key order and fieldsV1 of the applied config only', async (t) => {
+  const cfg = deployment({ replicas: 2 }, [{ name: 'app', image: 'memcached:1.6', ports: [{ containerPort: 11211 }], resources: { limits: { memory: '1024Mi' } } }], { app: 'x' })
+  const obj = ok(t, serverSideApply(undefined, cfg, opts('op', T0)))
+  const mf = obj.metadata.managedFields ?? []
+  t.equal(mf.length, 1)
+  t.same(Object.keys(mf[0] as object), ['manager', 'operation', 'apiVersion', 'time', 'fieldsType', 'fieldsV1'])
+  t.strictSame(mf[0], {
+    manager: 'op',
+    operation: 'Apply',
+    apiVersion: 'apps/v1',
+    time: T0,
+    fieldsType: 'FieldsV1',
+    fieldsV1: {
+      'f:metadata': { 'f:labels': { 'f:app': {} } },
+      'f:spec': {
+        'f:replicas': {},
+        'f:selector': {},
+        'f:template': {
+          'f:metadata': { 'f:labels': { 'f:app': {} } },
+          'f:spec': {
+            'f:containers': {
+              'k:{"name":"app"}': {
+                '.': {},
+                'f:image': {},
+                'f:name': {},
+                'f:ports': { 'k:{"containerPort":11211,"protocol":"TCP"}': { '.': {}, 'f:containerPort': {} } },
+                'f:resources': { 'f:limits': { 'f:memory': {} } },
+              },
+            },
+          },
+        },
+      },
+    },
+  })
+  // defaulted and canonicalised by the defaulter after the merge
+  t.equal(podSpec(obj).containers[0]?.imagePullPolicy, 'IfNotPresent')
+  t.same(podSpec(obj).containers[0]?.resources, { limits: { memory: '1Gi' } })
+  t.same(podSpec(obj).containers[0]?.ports, [{ containerPort: 11211, protocol: 'TCP' }])
+})
+
+t.test('an update on create owns the defaulted fields, with "." where a node appeared with children', async (t) => {
+  const cfg = deployment({ replicas: 1 }, [{ name: 'app', image: 'nginx', ports: [{ containerPort: 80 }], resources: { limits: { cpu: '1' } } }])
+  defaultBuiltin(cfg)
+  const obj = trackUpdate(undefined, cfg, { manager: 'kubectl-client-side-apply', topology: DEPLOY, now: T0, apiVersion: 'apps/v1' })
+  t.strictSame(obj.metadata.managedFields, [
+    {
+      manager: 'kubectl-client-side-apply',
+      operation: 'Update',
+      apiVersion: 'apps/v1',
+      time: T0,
+      fieldsType: 'FieldsV1',
+      fieldsV1: {
+        'f:spec': {
+          'f:progressDeadlineSeconds': {},
+          'f:replicas': {},
+          'f:revisionHistoryLimit': {},
+          'f:selector': {},
+          'f:strategy': { 'f:rollingUpdate': { '.': {}, 'f:maxSurge': {}, 'f:maxUnavailable': {} }, 'f:type': {} },
+          'f:template': {
+            'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
+            'f:spec': {
+              'f:containers': {
+                'k:{"name":"app"}': {
+                  '.': {},
+                  'f:image': {},
+                  'f:imagePullPolicy': {},
+                  'f:name': {},
+                  'f:ports': { '.': {}, 'k:{"containerPort":80,"protocol":"TCP"}': { '.': {}, 'f:containerPort': {}, 'f:protocol': {} } },
+                  'f:resources': { '.': {}, 'f:limits': { '.': {}, 'f:cpu': {} } },
+                  'f:terminationMessagePath': {},
+                  'f:terminationMessagePolicy': {},
+                },
+              },
+              'f:dnsPolicy': {},
+              'f:restartPolicy': {},
+              'f:schedulerName': {},
+              'f:securityContext': {},
+              'f:terminationGracePeriodSeconds': {},
+            },
+          },
+        },
+      },
+    },
+  ])
+})
+
+t.test('stripped fields are never owned', async (t) => {
+  const cfg = deployment()
+  Object.assign(cfg.metadata, { uid: 'u1', resourceVersion: '5', generation: 3, creationTimestamp: T0, selfLink: '/x' })
+  const obj = ok(t, serverSideApply(undefined, cfg, opts('op', T0)))
+  const f = entry(obj, 'op')?.fieldsV1 ?? {}
+  t.notOk('f:apiVersion' in f)
+  t.notOk('f:kind' in f)
+  t.notOk('f:metadata' in f, 'name, namespace, uid, resourceVersion, generation, creationTimestamp, selfLink stripped')
+})
+
+t.test('conflicts', async (t) => {
+  const base = ok(t, serverSideApply(undefined, deployment({ replicas: 2 }), opts('op', T0)))
+  const edited = edit(base, 'kubectl-edit', T1, (o) => {
+    spec(o).replicas = 5
+    podSpec(o).containers[0]!.image = 'memcached:1.7'
+  })
+  t.strictSame(entry(edited, 'kubectl-edit')?.fieldsV1, {
+    'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { 'f:image': {} } } } } },
+  })
+  t.strictSame(entry(edited, 'op')?.fieldsV1, {
+    'f:spec': { 'f:selector': {}, 'f:template': { 'f:metadata': { 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:name': {} } } } } },
+  }, 'the update took the fields away from the applier')
+
+  const cases: { name: string; cfg: KubeObject; message: string; fields: string[] }[] = [
+    {
+      name: 'one conflict',
+      cfg: deployment({ replicas: 2 }, [{ name: 'app', image: 'memcached:1.7' }]),
+      message: 'Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1: .spec.replicas',
+      fields: ['.spec.replicas'],
+    },
+    {
+      name: 'two conflicts',
+      cfg: deployment({ replicas: 2 }, [{ name: 'app', image: 'memcached:1.6' }]),
+      message: 'Apply failed with 2 conflicts: conflicts with "kubectl-edit" using apps/v1:\n- .spec.replicas\n- .spec.template.spec.containers[name="app"].image',
+      fields: ['.spec.replicas', '.spec.template.spec.containers[name="app"].image'],
+    },
+  ]
+  for (const c of cases) {
+    const r = serverSideApply(edited, c.cfg, opts('op', T2))
+    t.equal(r.ok, false, c.name)
+    if (r.ok) continue
+    t.equal(r.message, c.message, c.name)
+    t.same(r.conflicts.map((x) => x.field), c.fields, c.name)
+    t.same(r.conflicts.map((x) => x.message), c.fields.map(() => 'conflict with "kubectl-edit" using apps/v1'), c.name)
+    t.same(r.conflicts.map((x) => [x.manager, x.apiVersion]), c.fields.map(() => ['kubectl-edit', 'apps/v1']), c.name)
+  }
+
+  t.test('force transfers ownership', async (t) => {
+    const forced = ok(t, serverSideApply(edited, cases[1]!.cfg, opts('op', T2, { force: true })))
+    t.equal(spec(forced).replicas, 2)
+    t.equal(podSpec(forced).containers[0]?.image, 'memcached:1.6')
+    t.equal(entry(forced, 'kubectl-edit'), undefined, 'a manager whose set becomes empty is dropped')
+    t.ok(entry(forced, 'op')?.fieldsV1['f:spec'])
+  })
+
+  t.test('conflicts with an applier and a status writer print as the server does', async (t) => {
+    const applied = ok(t, serverSideApply(base, deployment({ replicas: 3 }), opts('other', T1, { force: true })))
+    const r = serverSideApply(applied, deployment({ replicas: 4 }), opts('op', T2))
+    t.equal(r.ok, false)
+    if (!r.ok) t.equal(r.message, 'Apply failed with 1 conflict: conflict with "other": .spec.replicas')
+  })
+
+  t.test('several managers are listed sorted by manager', async (t) => {
+    const a = edit(base, 'zeta', T1, (o) => {
+      spec(o).replicas = 7
+    })
+    const b = edit(a, 'alpha', T2, (o) => {
+      podSpec(o).containers[0]!.image = 'memcached:9'
+    })
+    const r = serverSideApply(b, deployment({ replicas: 2 }), opts('op', T3))
+    t.equal(r.ok, false)
+    if (!r.ok) {
+      t.equal(r.message, 'Apply failed with 2 conflicts: conflicts with "alpha" using apps/v1:\n- .spec.template.spec.containers[name="app"].image\nconflicts with "zeta" using apps/v1:\n- .spec.replicas')
+    }
+  })
+})
+
+t.test('two appliers with the same value share ownership; when one drops it the value stays', async (t) => {
+  const a = ok(t, serverSideApply(undefined, deployment({ replicas: 3 }), opts('a', T0)))
+  const ab = serverSideApply(a, deployment({ replicas: 3 }), opts('b', T1))
+  t.equal(ab.ok, true, 'no conflict for an identical value')
+  const both = ok(t, ab)
+  t.ok(ab.ok && ab.changed, 'ownership-only change is a change')
+  t.equal(entry(both, 'b')?.time, T1, 'a new entry gets a time')
+  t.equal(entry(both, 'a')?.time, T0)
+  t.ok(entry(both, 'a')?.fieldsV1['f:spec'] && entry(both, 'b')?.fieldsV1['f:spec'])
+  const dropped = ok(t, serverSideApply(both, deployment(), opts('a', T2)))
+  t.equal(spec(dropped).replicas, 3, 'b still owns replicas')
+  t.notOk((entry(dropped, 'a')?.fieldsV1['f:spec'] as Record<string, unknown>)['f:replicas'])
+})
+
+t.test('pruning', async (t) => {
+  const first = ok(t, serverSideApply(undefined, deployment({ replicas: 3, minReadySeconds: 5 }, [{ name: 'app', image: 'm:1' }, { name: 'side', image: 's:1' }], { app: 'x', tier: 'cache' }), opts('op', T0)))
+  const foreign = edit(first, 'kubectl-label', T1, (o) => {
+    o.metadata.labels = { ...o.metadata.labels, team: 'a' }
+  })
+  const second = ok(t, serverSideApply(foreign, deployment({}, [{ name: 'app', image: 'm:1' }], { app: 'x' }), opts('op', T2)))
+  t.equal(spec(second).minReadySeconds, undefined, 'a field nobody else owns is deleted')
+  t.equal(spec(second).replicas, 1, 'a removed defaulted field comes back with its default')
+  t.same(podSpec(second).containers.map((c) => c.name), ['app'], 'a list item this manager stopped applying is removed')
+  t.same(second.metadata.labels, { app: 'x', team: 'a' }, 'labels of other managers stay')
+  const third = ok(t, serverSideApply(second, deployment({}, [{ name: 'app', image: 'm:1' }]), opts('op', T3)))
+  t.same(third.metadata.labels, { team: 'a' })
+  const fourth = ok(t, serverSideApply(
+    trackUpdate(third, { ...structuredClone(third), metadata: { ...structuredClone(third.metadata), labels: {} } }, { manager: 'kubectl-label', topology: DEPLOY, now: T3, apiVersion: 'apps/v1' }),
+    deployment({}, [{ name: 'app', image: 'm:1' }]),
+    opts('op', T3),
+  ))
+  t.same(fourth.metadata.labels, {}, 'an update that empties labels leaves them empty')
+})
+
+t.test('pruning a map that becomes empty removes it', async (t) => {
+  const first = ok(t, serverSideApply(undefined, deployment({}, undefined, { a: '1' }), opts('op', T0)))
+  const second = ok(t, serverSideApply(first, deployment(), opts('op', T1)))
+  t.equal(second.metadata.labels, undefined)
+  t.equal(entry(second, 'op')?.fieldsV1['f:metadata'], undefined)
+})
+
+t.test('no-op apply: changed false, the live object itself, timestamps untouched', async (t) => {
+  const cfg = deployment({ replicas: 2 })
+  const first = ok(t, serverSideApply(undefined, cfg, opts('op', T0)))
+  const again = serverSideApply(first, structuredClone(cfg), opts('op', T1))
+  t.ok(again.ok && !again.changed)
+  t.equal(again.ok && again.object, first)
+  t.equal(entry(first, 'op')?.time, T0)
+  const changed = ok(t, serverSideApply(first, deployment({ replicas: 4 }), opts('op', T2)))
+  t.equal(entry(changed, 'op')?.time, T2, 'time moves when something changed')
+})
+
+t.test('before-first-apply takes the fields of an object without managedFields', async (t) => {
+  const live = deployment({ replicas: 2, minReadySeconds: 3 })
+  defaultBuiltin(live)
+  const r = serverSideApply(live, deployment({ replicas: 2 }), opts('op', T1))
+  const obj = ok(t, r)
+  const bfa = entry(obj, 'before-first-apply', 'Update')
+  t.ok(bfa)
+  t.equal(bfa?.apiVersion, 'apps/v1')
+  const bfaSpec = bfa?.fieldsV1['f:spec'] as Record<string, unknown>
+  t.ok('f:minReadySeconds' in bfaSpec && 'f:replicas' in bfaSpec, 'before-first-apply owns the existing fields')
+  t.equal(obj.metadata.managedFields?.[0]?.manager, 'op', 'Apply entries sort before Update entries')
+  const conflicting = serverSideApply(obj, deployment({ replicas: 9 }), opts('late', T2))
+  t.equal(conflicting.ok, false, 'shared with before-first-apply: another applier conflicts with both owners')
+  if (!conflicting.ok) t.equal(conflicting.message, 'Apply failed with 2 conflicts: conflicts with "before-first-apply" using apps/v1:\n- .spec.replicas\nconflicts with "op":\n- .spec.replicas')
+})
+
+t.test('update entries are split by apiVersion, apply entries are not', async (t) => {
+  const base = ok(t, serverSideApply(undefined, deployment(), opts('op', T0)))
+  const e1 = edit(base, 'editor', T1, (o) => {
+    spec(o).replicas = 4
+  })
+  const e2 = edit(e1, 'editor', T2, (o) => {
+    spec(o).minReadySeconds = 4
+  }, 'apps/v1beta2')
+  const editors = (e2.metadata.managedFields ?? []).filter((e) => e.manager === 'editor').map((e) => [e.apiVersion, e.time])
+  t.same(editors, [['apps/v1', T1], ['apps/v1beta2', T2]])
+  const reapplied = ok(t, serverSideApply(e2, deployment(), opts('op', T3, { apiVersion: 'apps/v1beta2' })))
+  const applies = (reapplied.metadata.managedFields ?? []).filter((e) => e.operation === 'Apply')
+  t.same(applies.map((e) => e.apiVersion), ['apps/v1beta2'], 'one Apply entry per manager, at the latest apiVersion')
+})
+
+t.test('entries sort by operation, time, manager, apiVersion, subresource', async (t) => {
+  const base = ok(t, serverSideApply(undefined, deployment(), opts('zz', T2)))
+  const b = ok(t, serverSideApply(base, deployment({ minReadySeconds: 1 }), opts('aa', T3)))
+  const c = edit(b, 'mm', T1, (o) => {
+    spec(o).paused = true
+  })
+  const d = edit(c, 'bb', T1, (o) => {
+    spec(o).revisionHistoryLimit = 2
+  })
+  t.same((d.metadata.managedFields ?? []).map((e) => `${e.operation}/${e.manager}`), ['Apply/zz', 'Apply/aa', 'Update/bb', 'Update/mm'])
+})
+
+t.test('status subresource: its own entry with subresource "status"; main resource never owns status', async (t) => {
+  const base = ok(t, serverSideApply(undefined, { ...deployment(), status: { replicas: 9 } }, opts('op', T0)))
+  t.equal(base.status, undefined, 'status in a main-resource apply is reset')
+  t.equal(entry(base, 'op')?.fieldsV1['f:status'], undefined)
+  const withStatus = structuredClone(base)
+  withStatus.status = { replicas: 1, conditions: [{ type: 'Available', status: 'True' }] }
+  const st = trackUpdate(base, withStatus, { manager: 'kube-controller-manager', topology: DEPLOY, now: T1, apiVersion: 'apps/v1', subresource: 'status', resetFields: [['spec'], ['metadata', 'labels']] })
+  const e = entry(st, 'kube-controller-manager')
+  t.equal(e?.subresource, 'status')
+  t.same(Object.keys(e ?? {}), ['manager', 'operation', 'apiVersion', 'time', 'fieldsType', 'fieldsV1', 'subresource'])
+  t.strictSame(e?.fieldsV1, { 'f:status': { 'f:conditions': { '.': {}, 'k:{"type":"Available"}': { '.': {}, 'f:status': {}, 'f:type': {} } }, 'f:replicas': {} } })
+  const applied = ok(t, serverSideApply(st, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x', namespace: 'default' }, status: { replicas: 2 } }, opts('status-applier', T2, { subresource: 'status', resetFields: [['spec'], ['metadata']], force: true })))
+  const se = entry(applied, 'status-applier')
+  t.equal(se?.subresource, 'status')
+  t.same(applied.status, { replicas: 2, conditions: [{ type: 'Available', status: 'True' }] })
+  t.same(applied.spec, base.spec, 'spec is reset on /status')
+})
+
+// structured-merge-diff's visitListItems: a live-only item is emitted when the walk over the live
+// list reaches it, between the config items around it.
+t.test('merged list order: config order, live-only items keep their relative place', async (t) => {
+  const c = (names: string[]): Container[] => names.map((name) => ({ name, image: name }))
+  const cases: { live: string[]; foreign: string[]; cfg: string[]; want: string[] }[] = [
+    { live: ['a', 'b', 'c'], foreign: [], cfg: ['c', 'b', 'a'], want: ['c', 'b', 'a'] },
+    { live: ['a', 'b'], foreign: ['x'], cfg: ['b', 'a', 'd'], want: ['b', 'x', 'a', 'd'] },
+    { live: ['a'], foreign: ['x', 'y'], cfg: ['a', 'n'], want: ['a', 'x', 'y', 'n'] },
+  ]
+  for (const tc of cases) {
+    const first = ok(t, serverSideApply(undefined, deployment({}, c(tc.live)), opts('op', T0)))
+    const withForeign = edit(first, 'other', T1, (o) => {
+      podSpec(o).containers.push(...c(tc.foreign))
+    })
+    const merged = ok(t, serverSideApply(withForeign, deployment({}, c(tc.cfg)), opts('op', T2)))
+    t.same(podSpec(merged).containers.map((x) => x.name), tc.want, `${tc.live} + ${tc.foreign} ← ${tc.cfg}`)
+  }
+})
+
+t.test('list-map items without key fields take the key defaults', async (t) => {
+  const live = ok(t, serverSideApply(undefined, deployment({}, [{ name: 'app', image: 'm', ports: [{ containerPort: 80, protocol: 'TCP', name: 'http' }] }]), opts('a', T0)))
+  const r = ok(t, serverSideApply(live, deployment({}, [{ name: 'app', image: 'm', ports: [{ containerPort: 80, name: 'http' }] }]), opts('a', T1)))
+  t.same(podSpec(r).containers[0]?.ports, [{ containerPort: 80, protocol: 'TCP', name: 'http' }], 'same item: the key default matches TCP')
+})
+
+t.test('invalid configurations throw ApplyTypeError with the server message', async (t) => {
+  const cases = [
+    {
+      cfg: deployment({}, [{ name: 'app', image: 'a' }, { name: 'app', image: 'b' }]),
+      message: 'failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: duplicate entries for key [name="app"]',
+    },
+    {
+      cfg: deployment({}, [{ name: 'app', image: 'a', ports: [{ containerPort: 1 }, { containerPort: 1, protocol: 'TCP' }] }]),
+      message: 'failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers[name="app"].ports: duplicate entries for key [containerPort=1,protocol="TCP"]',
+    },
+    {
+      cfg: deployment({}, [{ image: 'a' } as unknown as Container]),
+      message: 'failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an element that omits key field "name" (and doesn\'t have default value)',
+    },
+  ]
+  for (const c of cases) {
+    t.throws(() => serverSideApply(undefined, c.cfg, opts('op', T0)), { name: 'ApplyTypeError', message: c.message, status: 500 })
+  }
+  const err = (() => {
+    try {
+      serverSideApply(undefined, cases[0]!.cfg, opts('op', T0))
+    } catch (e) {
+      return e
+    }
+    return undefined
+  })()
+  t.ok(err instanceof ApplyTypeError)
+})
+
+t.test('trackUpdate: sets, removals, time only when the writer changed something', async (t) => {
+  const base = ok(t, serverSideApply(undefined, deployment({ replicas: 2, minReadySeconds: 1 }), opts('op', T0)))
+  const removed = edit(base, 'ed', T1, (o) => {
+    delete spec(o).minReadySeconds
+  })
+  t.equal(entry(removed, 'ed'), undefined, 'only removals: the writer gets no entry')
+  t.notOk('f:minReadySeconds' in (entry(removed, 'op')?.fieldsV1['f:spec'] as object), 'removed fields leave every owner')
+  const same = edit(removed, 'op2', T2, () => {})
+  t.same(same.metadata.managedFields, removed.metadata.managedFields, 'an identical write changes no ownership')
+  const e1 = edit(removed, 'ed', T2, (o) => {
+    spec(o).paused = true
+  })
+  const e2 = edit(e1, 'ed', T3, (o) => {
+    delete spec(o).paused
+    spec(o).minReadySeconds = 9
+  })
+  t.same(entry(e2, 'ed')?.fieldsV1, { 'f:spec': { 'f:minReadySeconds': {} } })
+  t.equal(entry(e2, 'ed')?.time, T3)
+  const e3 = edit(e2, 'ed', '2026-01-01T09:00:00Z', (o) => {
+    delete spec(o).minReadySeconds
+    spec(o).paused = true
+  })
+  t.equal(entry(e3, 'ed')?.time, '2026-01-01T09:00:00Z')
+})
+
+t.test('trackUpdate: managedFields sent by the client replace the stored ones; [{}] clears them', async (t) => {
+  const base = ok(t, serverSideApply(undefined, deployment({ replicas: 2 }), opts('op', T0)))
+  const cleared = structuredClone(base)
+  cleared.metadata.managedFields = [{} as ManagedFieldsEntry]
+  const out = trackUpdate(base, cleared, { manager: 'kubectl', topology: DEPLOY, now: T1, apiVersion: 'apps/v1' })
+  t.equal(out.metadata.managedFields, undefined)
+  const kept = structuredClone(base)
+  spec(kept).replicas = 3
+  kept.metadata.managedFields = []
+  const out2 = trackUpdate(base, kept, { manager: 'kubectl', topology: DEPLOY, now: T1, apiVersion: 'apps/v1' })
+  t.same((out2.metadata.managedFields ?? []).map((e) => e.manager), ['op', 'kubectl'], 'an empty list keeps the stored ones')
+})
+
+t.test('apply to an object that another manager created by update conflicts on changed values only', async (t) => {
+  const created = structuredClone(deployment({ replicas: 2 }))
+  defaultBuiltin(created)
+  const live = trackUpdate(undefined, created, { manager: 'kubectl-create', topology: DEPLOY, now: T0, apiVersion: 'apps/v1' })
+  const same = serverSideApply(live, deployment({ replicas: 2 }), opts('op', T1))
+  t.ok(same.ok && same.changed, 'identical values: shared ownership, no conflict')
+  const diff = serverSideApply(live, deployment({ replicas: 3 }), opts('op', T1))
+  t.equal(diff.ok, false)
+})
+
+t.test('applying without a field it owned alone resets a defaulted field, ownership follows', async (t) => {
+  const first = ok(t, serverSideApply(undefined, deployment({ strategy: { type: 'Recreate' } }), opts('op', T0)))
+  t.same(spec(first).strategy, { type: 'Recreate' })
+  const second = ok(t, serverSideApply(first, deployment(), opts('op', T1)))
+  t.same(spec(second).strategy, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } })
+})
+
+t.test('ownerReferences are keyed by uid with atomic items; finalizers are a set', async (t) => {
+  const cfg = deployment()
+  cfg.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'X', name: 'o', uid: 'u-1', controller: true }]
+  cfg.metadata.finalizers = ['a/b']
+  const obj = ok(t, serverSideApply(undefined, cfg, opts('op', T0)))
+  t.strictSame(entry(obj, 'op')?.fieldsV1['f:metadata'], {
+    'f:finalizers': { 'v:"a/b"': {} },
+    'f:ownerReferences': { 'k:{"uid":"u-1"}': {} },
+  })
+})
+
+t.test('null in a configuration removes the field and owns it', async (t) => {
+  const first = ok(t, serverSideApply(undefined, deployment({ minReadySeconds: 3 }), opts('op', T0)))
+  const second = ok(t, serverSideApply(first, deployment({ minReadySeconds: null }), opts('op', T1)))
+  t.equal(spec(second).minReadySeconds, undefined)
+})
