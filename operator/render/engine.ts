@@ -8,7 +8,7 @@ import { RenderError } from './errors.ts'
 import { guardObjects } from './guard.ts'
 import { parseManifests, sortObjects, stamp, type RenderedObject } from './manifest.ts'
 import { dnsLabel, labelValue, sha256 } from './names.ts'
-import { Raw, quoteString, yamlScalar } from './scalar.ts'
+import { Raw, YAML_OUTPUT, quoteString, yamlScalar } from './scalar.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
@@ -88,7 +88,7 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
     toYaml(value: unknown, indent = 0): Raw {
       if (value === null || typeof value !== 'object' || Object.keys(value).length === 0) return new Raw(yamlScalar(value))
       const pad = ' '.repeat(indent)
-      const text = YAML.stringify(value, { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()
+      const text = YAML.stringify(value, YAML_OUTPUT).trimEnd()
       return new Raw(`\n${text.split('\n').map((l) => pad + l).join('\n')}`)
     },
     /** Renders a partial (`templates/_name.ejs`), which sees the same locals plus `ctx`; optionally indented. */

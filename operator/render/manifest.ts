@@ -5,6 +5,7 @@
  */
 import YAML from 'yaml'
 import { RenderError } from './errors.ts'
+import { YAML_OUTPUT } from './scalar.ts'
 import { isPlainMap } from './values.ts'
 
 /** An object a chart rendered. */
@@ -120,11 +121,10 @@ export function stamp(obj: RenderedObject, namespace: string, labels: Record<str
   return obj
 }
 
-const STRINGIFY = { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false } as const
 
 /** Multi-document YAML, each document preceded by a `# Source:` comment like `helm template`. */
 export function toYamlStream(items: { source: string; object: unknown }[]): string {
-  return items.map(({ source, object }) => `---\n# Source: ${source}\n${YAML.stringify(object, STRINGIFY)}`).join('')
+  return items.map(({ source, object }) => `---\n# Source: ${source}\n${YAML.stringify(object, YAML_OUTPUT)}`).join('')
 }
 
 /** A `v1 List` of the objects, as `kubectl get -o json` prints several objects. */
@@ -134,5 +134,5 @@ export function toJsonList(objects: unknown[]): string {
 
 /** YAML text of any value with the output conventions above (YAML 1.1, no aliases, no folding). */
 export function yamlText(value: unknown): string {
-  return YAML.stringify(value, STRINGIFY)
+  return YAML.stringify(value, YAML_OUTPUT)
 }

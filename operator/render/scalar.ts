@@ -4,6 +4,7 @@
  * `#`, quotes, `{{`, `<%` or a YAML 1.1 boolean word such as `on` stays one string. Raw text can
  * only enter through helpers, which return {@link Raw}.
  */
+import type YAML from 'yaml'
 
 /** Template text produced by a helper (toYaml, include, …): written verbatim by `<%= %>`. */
 export class Raw {
@@ -62,3 +63,26 @@ function flow(value: object): string {
   }
   return `{${parts.join(', ')}}`
 }
+
+/** A string that every YAML 1.1 reader takes as that same string without quotes. */
+function plainSafe(s: string): boolean {
+  return /^[A-Za-z_/][A-Za-z0-9_./@:-]*$/.test(s) && !s.endsWith(':') && !/^(y|n|yes|no|on|off|true|false|null)$/i.test(s)
+}
+
+/**
+ * Options for every YAML the project writes (output manifests, toYaml): YAML 1.1, no aliases, no
+ * folding, and strings either plain when unambiguous or quoted by {@link quoteString}. The `yaml`
+ * library's own string writer leaves U+2028 and U+0085 raw, which YAML 1.1 readers (libyaml, go-yaml,
+ * so kubectl) read as line breaks.
+ */
+export const YAML_OUTPUT = {
+  version: '1.1',
+  lineWidth: 0,
+  aliasDuplicateObjects: false,
+  customTags: (tags: YAML.Tags): YAML.Tags =>
+    tags.map((tag) =>
+      typeof tag !== 'string' && tag.tag === 'tag:yaml.org,2002:str'
+        ? ({ ...tag, stringify: (item: { value?: unknown }) => (plainSafe(String(item.value)) ? String(item.value) : quoteString(String(item.value))) } as YAML.ScalarTag)
+        : tag,
+    ),
+} as const
