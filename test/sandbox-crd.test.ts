@@ -78,7 +78,7 @@ t.test('a CRD serves one resource type per served version with its names, subres
   t.same(type.subresources, { status: true, scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } })
   t.same(type.printerColumns?.map((c) => c.name), ['Size', 'Ready', 'Age'])
   t.same(type.verbs, ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'])
-  t.match(type.topology, { type: 'struct', fields: { spec: { type: 'struct', fields: { servers: { type: 'list', listType: 'map', keys: ['name'] }, tags: { type: 'list', listType: 'set' }, labels: { type: 'map' }, port: { type: 'any' } } } } })
+  t.match(type.topology, { type: 'struct', fields: { spec: { type: 'struct', fields: { servers: { type: 'list', listType: 'map', keys: ['name'] }, tags: { type: 'list', listType: 'set' }, labels: { type: 'map' } } } } })
 })
 
 t.test('a version without printer columns gets the default Age column', async (t) => {

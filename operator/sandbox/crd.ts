@@ -4,7 +4,8 @@
  * it serves (schema validation, defaulting and pruning of its custom resources, printer columns,
  * status and scale subresources).
  */
-import type { FieldCause, Json, JsonObject, KubeObject, PrinterColumn, ResourceType, ScaleSubresource, Topology } from './types.ts'
+import type { FieldCause, Json, JsonObject, KubeObject, PrinterColumn, ResourceType, ScaleSubresource } from './types.ts'
+import { topologyFromOpenAPI } from './apply/crd-topology.ts'
 import {
   applyDefaults, dropNulls, forbidden, invalid, notSupported, pruneObject, required, validateObject, duplicate, validateDNSSubdomain,
   type Schema,
@@ -47,59 +48,6 @@ const defaultColumns: PrinterColumn[] = [
 ]
 
 /**
- * The schema topology server-side apply needs, from a structural schema: list types and map keys,
- * map types, and `any` where the schema stops describing (preserve-unknown-fields, int-or-string).
- */
-export function topologyOfSchema(s: Schema | undefined): Topology {
-  if (!s || s['x-kubernetes-int-or-string']) return { type: 'any' }
-  if (s.type === 'array') {
-    const lt = s['x-kubernetes-list-type'] ?? 'atomic'
-    const items = topologyOfSchema(s.items)
-    if (lt === 'map') {
-      const keys = s['x-kubernetes-list-map-keys'] ?? []
-      const keyDefaults: Record<string, Json> = {}
-      for (const k of keys) {
-        const d = s.items?.properties?.[k]?.default
-        if (d !== undefined) keyDefaults[k] = d
-      }
-      return Object.keys(keyDefaults).length > 0 ? { type: 'list', items, listType: 'map', keys, keyDefaults } : { type: 'list', items, listType: 'map', keys }
-    }
-    return { type: 'list', items, listType: lt }
-  }
-  if (s.type === 'object' || s.properties || s.additionalProperties !== undefined) {
-    const atomic = s['x-kubernetes-map-type'] === 'atomic'
-    if (s.properties) {
-      const fields: Record<string, Topology> = {}
-      for (const [k, v] of Object.entries(s.properties)) fields[k] = topologyOfSchema(v)
-      if (s['x-kubernetes-embedded-resource']) {
-        fields['apiVersion'] ??= { type: 'scalar' }
-        fields['kind'] ??= { type: 'scalar' }
-        fields['metadata'] ??= { type: 'any' }
-      }
-      const t: Topology = { type: 'struct', fields }
-      if (atomic) t.atomic = true
-      if (s['x-kubernetes-preserve-unknown-fields']) t.preserveUnknown = true
-      return t
-    }
-    if (typeof s.additionalProperties === 'object') {
-      const t: Topology = { type: 'map', values: topologyOfSchema(s.additionalProperties) }
-      if (atomic) t.atomic = true
-      return t
-    }
-    return { type: 'any' }
-  }
-  if (s['x-kubernetes-preserve-unknown-fields'] || !s.type) return { type: 'any' }
-  return { type: 'scalar' }
-}
-
-/** The root topology of a custom resource: the schema plus the object's apiVersion/kind/metadata. */
-function rootTopology(schema: Schema | undefined): Topology {
-  const t = topologyOfSchema(schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true })
-  if (t.type !== 'struct') return t
-  return { ...t, fields: { apiVersion: { type: 'scalar' }, kind: { type: 'scalar' }, metadata: { type: 'any' }, ...t.fields } }
-}
-
-/**
  * The resource types a CRD serves: one per served version, with the version's schema hooks
  * (prune → drop non-nullable nulls → defaults → validate), printer columns (the default `Age`
  * when none are declared), and status/scale subresources.
@@ -123,7 +71,7 @@ export function resourceTypesFromCRD(crd: KubeObject): ResourceType[] {
       // The order a real apiserver lists a custom resource's verbs in.
       verbs: ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'],
       subresources: {},
-      topology: rootTopology(v.schema?.openAPIV3Schema),
+      topology: topologyFromOpenAPI(schema),
       custom: true,
       generation: 'all-but-metadata',
       prune: (obj) => pruneObject(obj as unknown as JsonObject, schema),

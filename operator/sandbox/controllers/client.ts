@@ -1,0 +1,126 @@
+/**
+ * The controllers' view of the API: typed requests over {@link ClusterAccess} that fail with the
+ * server's status, sent under a component's user agent (its field manager is the agent's prefix,
+ * as for a real kube-controller-manager that sends no fieldManager).
+ */
+import type { ApiRequest, ApiResponse, ClusterAccess, KubeObject, WatchEvent } from '../types.ts'
+
+/** A resource's group/version/plural. */
+export interface GVR {
+  group: string
+  version: string
+  resource: string
+}
+
+export const pods: GVR = { group: '', version: 'v1', resource: 'pods' }
+export const replicaSets: GVR = { group: 'apps', version: 'v1', resource: 'replicasets' }
+export const deployments: GVR = { group: 'apps', version: 'v1', resource: 'deployments' }
+
+/** A failed request, with the HTTP status and the Status `reason` the server gave. */
+export class ApiError extends Error {
+  readonly status: number
+  readonly reason: string
+  constructor(status: number, reason: string, message: string) {
+    super(message)
+    this.status = status
+    this.reason = reason
+  }
+}
+
+/** Whether an error is a 404 (the object is already gone). */
+export function isNotFound(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 404
+}
+
+/** Whether an error is a 409 (conflict or already exists). */
+export function isConflict(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 409
+}
+
+/** `kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/<commit>/<controller>` */
+export function controllerAgent(controller: string): string {
+  return `kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/sandbox/${controller}`
+}
+
+type Options = { subresource?: string; query?: Record<string, string> }
+
+/** Requests for one component. */
+export class Client {
+  readonly access: ClusterAccess
+  readonly userAgent: string
+  readonly #account: boolean
+
+  /** @param account count this component's requests in the sandbox's accounting, as a real apiserver would */
+  constructor(access: ClusterAccess, userAgent: string, account = true) {
+    this.access = access
+    this.userAgent = userAgent
+    this.#account = account
+  }
+
+  #req(verb: ApiRequest['verb'], gvr: GVR, namespace: string | undefined, name: string | undefined, opts: Options & { body?: unknown; contentType?: string } = {}): ApiRequest {
+    const req: ApiRequest = { verb, group: gvr.group, version: gvr.version, resource: gvr.resource, query: new URLSearchParams(opts.query ?? {}), userAgent: this.userAgent }
+    if (this.#account) req.account = true
+    if (namespace) req.namespace = namespace
+    if (name) req.name = name
+    if (opts.subresource) req.subresource = opts.subresource
+    if (opts.body !== undefined) req.body = opts.body
+    if (opts.contentType) req.contentType = opts.contentType
+    return req
+  }
+
+  async #send(req: ApiRequest): Promise<ApiResponse> {
+    const res = await this.access.handle(req)
+    if (res.status >= 400) {
+      const body = (typeof res.body === 'object' && res.body !== null ? res.body : {}) as { reason?: string; message?: string }
+      throw new ApiError(res.status, body.reason ?? '', body.message ?? `HTTP ${res.status}`)
+    }
+    return res
+  }
+
+  /** GET one object. */
+  async get(gvr: GVR, namespace: string | undefined, name: string): Promise<KubeObject> {
+    return (await this.#send(this.#req('get', gvr, namespace, name))).body as KubeObject
+  }
+
+  /** LIST (all namespaces when `namespace` is undefined). */
+  async list(gvr: GVR, namespace?: string): Promise<{ items: KubeObject[]; resourceVersion: string }> {
+    const body = (await this.#send(this.#req('list', gvr, namespace, undefined))).body as { items?: KubeObject[]; metadata?: { resourceVersion?: string } }
+    return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '0' }
+  }
+
+  /** POST. */
+  async create(gvr: GVR, namespace: string | undefined, obj: KubeObject): Promise<KubeObject> {
+    return (await this.#send(this.#req('create', gvr, namespace, undefined, { body: obj }))).body as KubeObject
+  }
+
+  /** PUT (the object carries its resourceVersion: a stale one fails with 409). */
+  async update(gvr: GVR, obj: KubeObject, opts: Options = {}): Promise<KubeObject> {
+    return (await this.#send(this.#req('update', gvr, obj.metadata.namespace, obj.metadata.name, { ...opts, body: obj }))).body as KubeObject
+  }
+
+  /** JSON merge patch. */
+  async mergePatch(gvr: GVR, namespace: string | undefined, name: string, patch: unknown, opts: Options = {}): Promise<KubeObject> {
+    return (await this.#send(this.#req('patch', gvr, namespace, name, { ...opts, body: patch, contentType: 'application/merge-patch+json' }))).body as KubeObject
+  }
+
+  /** DELETE with DeleteOptions (propagation policy, uid precondition, grace period). */
+  async delete(gvr: GVR, namespace: string | undefined, name: string, options: { propagationPolicy?: string; uid?: string; gracePeriodSeconds?: number } = {}): Promise<void> {
+    const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' }
+    const query: Record<string, string> = {}
+    if (options.propagationPolicy) {
+      body['propagationPolicy'] = options.propagationPolicy
+      query['propagationPolicy'] = options.propagationPolicy
+    }
+    if (options.uid) body['preconditions'] = { uid: options.uid }
+    if (options.gracePeriodSeconds !== undefined) {
+      body['gracePeriodSeconds'] = options.gracePeriodSeconds
+      query['gracePeriodSeconds'] = String(options.gracePeriodSeconds)
+    }
+    await this.#send(this.#req('delete', gvr, namespace, name, { body, query }))
+  }
+
+  /** WATCH from a resourceVersion, with bookmarks; `onClose` when the server ends it. */
+  watch(gvr: GVR, resourceVersion: string, onEvent: (e: WatchEvent) => void, onClose: () => void): () => void {
+    return this.access.watch(this.#req('watch', gvr, undefined, undefined, { query: { resourceVersion, allowWatchBookmarks: 'true' } }), onEvent, onClose)
+  }
+}

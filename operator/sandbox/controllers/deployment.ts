@@ -1,0 +1,319 @@
+/**
+ * The Deployment controller: one ReplicaSet per pod template (`<deployment>-<pod-template-hash>`),
+ * rolling from the old ones to the new one, and the Deployment's status.
+ *
+ * The rollout follows the real RollingUpdate arithmetic without its refinements:
+ * - the new ReplicaSet may grow while the total of all ReplicaSets' `spec.replicas` stays within
+ *   `replicas + maxSurge`;
+ * - old ReplicaSets shrink (oldest first) while the available pods of all ReplicaSets stay at or
+ *   above `replicas - maxUnavailable`; an old ReplicaSet's unavailable pods may go first;
+ * - `Recreate` scales the old ReplicaSets to 0, waits for their pods to go, then scales up the new one.
+ * Not simulated: proportional scaling of several ReplicaSets mid-rollout, `paused`, minReadySeconds
+ * (ready counts as available), progressDeadlineSeconds (no ProgressDeadlineExceeded), rollback.
+ */
+import type { Json, JsonObject, KubeObject } from '../types.ts'
+import { Client, deployments, isConflict, isNotFound, replicaSets } from './client.ts'
+import { keyOf, type Informer, WorkQueue } from './informer.ts'
+import { podTemplateHash } from './names.ts'
+import { controllerOf, controllerRef, sameJson, specReplicas } from './replicaset.ts'
+
+const revisionKey = 'deployment.kubernetes.io/revision'
+const desiredKey = 'deployment.kubernetes.io/desired-replicas'
+const maxKey = 'deployment.kubernetes.io/max-replicas'
+/** Annotations a Deployment does not pass on to its ReplicaSets. */
+const notCopied = new Set(['kubectl.kubernetes.io/last-applied-configuration', revisionKey, 'deployment.kubernetes.io/revision-history', desiredKey, maxKey])
+
+function obj(v: unknown): JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
+}
+function num(v: unknown): number {
+  return typeof v === 'number' ? v : 0
+}
+
+/** Resolves an int-or-percent against a total (percentages round up for surge, down for unavailable). */
+function intOrPercent(v: unknown, total: number, roundUp: boolean, dflt: string): number {
+  const x = v === undefined || v === null ? dflt : v
+  if (typeof x === 'number') return x
+  const m = /^(\d+)%$/.exec(String(x))
+  if (!m) return Number(x) || 0
+  const f = (Number(m[1]) * total) / 100
+  return roundUp ? Math.ceil(f) : Math.floor(f)
+}
+
+/** maxSurge and maxUnavailable of a RollingUpdate Deployment (never both 0: unavailable becomes 1). */
+export function rollingBounds(d: KubeObject): { surge: number; unavailable: number } {
+  const replicas = specReplicas(d)
+  const ru = obj(obj(obj(d['spec'])['strategy'])['rollingUpdate'])
+  const surge = intOrPercent(ru['maxSurge'], replicas, true, '25%')
+  let unavailable = intOrPercent(ru['maxUnavailable'], replicas, false, '25%')
+  if (surge === 0 && unavailable === 0) unavailable = 1
+  return { surge, unavailable: Math.min(unavailable, replicas) }
+}
+
+function revisionOf(rs: KubeObject): number {
+  return Number(rs.metadata.annotations?.[revisionKey] ?? 0) || 0
+}
+
+function statusOf(rs: KubeObject, field: string): number {
+  return num(obj(rs['status'])[field])
+}
+
+function now(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+}
+
+interface Condition {
+  type: string
+  status: string
+  lastUpdateTime: string
+  lastTransitionTime: string
+  reason: string
+  message: string
+}
+
+/** deploymentutil.SetDeploymentCondition: same status and reason → unchanged; same status → keep transition time; moved last. */
+function setCondition(conds: Condition[], c: Condition): Condition[] {
+  const cur = conds.find((x) => x.type === c.type)
+  if (cur && cur.status === c.status && cur.reason === c.reason) return conds
+  if (cur && cur.status === c.status) c.lastTransitionTime = cur.lastTransitionTime
+  return [...conds.filter((x) => x.type !== c.type), c]
+}
+
+export class DeploymentController {
+  #client: Client
+  #deployments: Informer
+  #rs: Informer
+  #queue: WorkQueue
+  /** Deployment uid → the revision annotation last sent */
+  #revisionSent = new Map<string, string>()
+
+  constructor(client: Client, deploymentInformer: Informer, rsInformer: Informer) {
+    this.#client = client
+    this.#deployments = deploymentInformer
+    this.#rs = rsInformer
+    this.#queue = new WorkQueue((key) => this.#sync(key))
+    deploymentInformer.on((type, d) => {
+      if (type === 'DELETED') this.#revisionSent.delete(d.metadata.uid ?? '')
+      else this.#queue.add(keyOf(d))
+    })
+    rsInformer.on((_type, rs) => {
+      const ref = controllerOf(rs)
+      if (ref?.kind === 'Deployment') this.#queue.add(`${rs.metadata.namespace ?? ''}/${ref.name}`)
+    })
+  }
+
+  /** Queues every Deployment (periodic resync). */
+  resync(): void {
+    for (const d of this.#deployments.list()) this.#queue.add(keyOf(d))
+  }
+
+  /** Starts processing (once the caches have listed). */
+  run(): void {
+    this.#queue.start()
+  }
+
+  /** Stops the work queue. */
+  async stop(): Promise<void> {
+    await this.#queue.shutdown()
+  }
+
+  async #sync(key: string): Promise<void> {
+    const d = this.#deployments.get(key)
+    if (!d || d.metadata.deletionTimestamp) return
+    const uid = d.metadata.uid ?? ''
+    const owned = this.#rs.dependentsOf(uid).filter((rs) => controllerOf(rs)?.uid === uid && !rs.metadata.deletionTimestamp)
+    const template = obj(obj(d['spec'])['template'])
+    const hash = podTemplateHash(template)
+    let newRS = owned.find((rs) => rs.metadata.labels?.['pod-template-hash'] === hash)
+    const olds = owned.filter((rs) => rs !== newRS)
+    const maxOldRevision = Math.max(0, ...olds.map(revisionOf))
+    let created = false
+    if (!newRS) {
+      newRS = await this.#createRS(d, template, hash, olds, maxOldRevision + 1)
+      created = true
+    } else if (revisionOf(newRS) <= maxOldRevision) {
+      // The template went back to an older ReplicaSet's: it becomes the newest revision.
+      newRS = await this.#patchRS(newRS, { metadata: { annotations: { [revisionKey]: String(maxOldRevision + 1) } } })
+    }
+    const changed = created || (await this.#rollout(d, newRS, olds))
+    await this.#cleanup(d, olds)
+    await this.#updateStatus(d, newRS, olds, created, changed)
+  }
+
+  async #createRS(d: KubeObject, template: JsonObject, hash: string, olds: KubeObject[], revision: number): Promise<KubeObject> {
+    const tmeta = obj(template['metadata'])
+    const labels = { ...(obj(tmeta['labels']) as Record<string, string>), 'pod-template-hash': hash }
+    const rsTemplate = { ...structuredClone(template), metadata: { ...structuredClone(tmeta), labels } }
+    const selector = structuredClone(obj(obj(d['spec'])['selector']))
+    selector['matchLabels'] = { ...obj(selector['matchLabels']), 'pod-template-hash': hash }
+    const replicas = specReplicas(d)
+    const strategy = String(obj(obj(d['spec'])['strategy'])['type'] ?? 'RollingUpdate')
+    const oldTotal = olds.reduce((n, rs) => n + specReplicas(rs), 0)
+    let initial = replicas
+    if (oldTotal > 0) {
+      if (strategy === 'Recreate') initial = 0
+      else {
+        const { surge } = rollingBounds(d)
+        initial = Math.max(0, Math.min(replicas, replicas + surge - oldTotal))
+      }
+    }
+    const annotations: Record<string, string> = {}
+    for (const [k, v] of Object.entries(d.metadata.annotations ?? {})) if (!notCopied.has(k)) annotations[k] = v
+    annotations[desiredKey] = String(replicas)
+    annotations[maxKey] = String(replicas + (strategy === 'Recreate' ? 0 : rollingBounds(d).surge))
+    annotations[revisionKey] = String(revision)
+    const rs = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: `${d.metadata.name ?? ''}-${hash}`, namespace: d.metadata.namespace, labels, annotations, ownerReferences: [controllerRef(d)] },
+      spec: { replicas: initial, minReadySeconds: num(obj(d['spec'])['minReadySeconds']), selector, template: rsTemplate },
+    } as unknown as KubeObject
+    // AlreadyExists means our cache is behind: the sync fails and is retried once the
+    // ReplicaSet's ADDED event has arrived.
+    return await this.#client.create(replicaSets, d.metadata.namespace, rs)
+  }
+
+  async #patchRS(rs: KubeObject, patch: JsonObject): Promise<KubeObject> {
+    return await this.#client.mergePatch(replicaSets, rs.metadata.namespace, rs.metadata.name ?? '', patch)
+  }
+
+  async #scale(d: KubeObject, rs: KubeObject, replicas: number): Promise<void> {
+    if (specReplicas(rs) === replicas) return
+    const surge = rollingBounds(d).surge
+    await this.#patchRS(rs, { metadata: { annotations: { [desiredKey]: String(specReplicas(d)), [maxKey]: String(specReplicas(d) + surge) } }, spec: { replicas } })
+  }
+
+  /** One step of the rollout; true when it scaled something. */
+  async #rollout(d: KubeObject, newRS: KubeObject, olds: KubeObject[]): Promise<boolean> {
+    const replicas = specReplicas(d)
+    const strategy = String(obj(obj(d['spec'])['strategy'])['type'] ?? 'RollingUpdate')
+    const activeOlds = olds.filter((rs) => specReplicas(rs) > 0 || statusOf(rs, 'replicas') > 0)
+    if (strategy === 'Recreate') {
+      if (activeOlds.some((rs) => specReplicas(rs) > 0)) {
+        for (const rs of activeOlds) await this.#scale(d, rs, 0)
+        return true
+      }
+      if (activeOlds.length > 0) return false // wait for the old pods to go
+      if (specReplicas(newRS) !== replicas) {
+        await this.#scale(d, newRS, replicas)
+        return true
+      }
+      return false
+    }
+    const { surge, unavailable } = rollingBounds(d)
+    const all = [newRS, ...olds]
+    const total = all.reduce((n, rs) => n + specReplicas(rs), 0)
+    // Scale the new ReplicaSet up (within the surge) or down (to the desired count).
+    const cur = specReplicas(newRS)
+    let target = cur
+    if (cur > replicas) target = replicas
+    else if (cur < replicas) target = Math.min(replicas, cur + Math.max(0, replicas + surge - total))
+    if (target !== cur) {
+      await this.#scale(d, newRS, target)
+      return true
+    }
+    // Scale old ReplicaSets down while enough pods stay available.
+    const oldTotal = olds.reduce((n, rs) => n + specReplicas(rs), 0)
+    if (oldTotal === 0) return false
+    const minAvailable = replicas - unavailable
+    const newUnavailable = specReplicas(newRS) - statusOf(newRS, 'availableReplicas')
+    let budget = total - minAvailable - newUnavailable
+    if (budget <= 0) return false
+    let scaled = false
+    const byAge = [...olds].sort((a, b) => ((a.metadata.creationTimestamp ?? '') < (b.metadata.creationTimestamp ?? '') ? -1 : 1))
+    // First the old pods that are not available anyway (cleanupUnhealthyReplicas).
+    for (const rs of byAge) {
+      if (budget <= 0) break
+      const unhealthy = specReplicas(rs) - statusOf(rs, 'availableReplicas')
+      if (unhealthy <= 0) continue
+      const down = Math.min(unhealthy, budget)
+      await this.#scale(d, rs, specReplicas(rs) - down)
+      budget -= down
+      scaled = true
+    }
+    if (scaled) return true
+    const available = all.reduce((n, rs) => n + statusOf(rs, 'availableReplicas'), 0)
+    let canRemove = available - minAvailable
+    for (const rs of byAge) {
+      if (canRemove <= 0) break
+      const down = Math.min(specReplicas(rs), canRemove)
+      if (down <= 0) continue
+      await this.#scale(d, rs, specReplicas(rs) - down)
+      canRemove -= down
+      scaled = true
+    }
+    return scaled
+  }
+
+  /** Deletes the oldest fully scaled-down ReplicaSets beyond revisionHistoryLimit. */
+  async #cleanup(d: KubeObject, olds: KubeObject[]): Promise<void> {
+    const limitRaw = obj(d['spec'])['revisionHistoryLimit']
+    const limit = typeof limitRaw === 'number' ? limitRaw : 10
+    const idle = olds.filter((rs) => specReplicas(rs) === 0 && statusOf(rs, 'replicas') === 0).sort((a, b) => revisionOf(a) - revisionOf(b))
+    for (const rs of idle.slice(0, Math.max(0, idle.length - limit))) {
+      try {
+        await this.#client.delete(replicaSets, rs.metadata.namespace, rs.metadata.name ?? '', { uid: rs.metadata.uid ?? '' })
+      } catch (err) {
+        if (!isNotFound(err) && !isConflict(err)) throw err
+      }
+    }
+  }
+
+  async #updateStatus(d: KubeObject, newRS: KubeObject, olds: KubeObject[], created: boolean, changed: boolean): Promise<void> {
+    const all = [newRS, ...olds]
+    const replicas = specReplicas(d)
+    const sum = (f: string) => all.reduce((n, rs) => n + statusOf(rs, f), 0)
+    const specTotal = all.reduce((n, rs) => n + specReplicas(rs), 0)
+    const available = sum('availableReplicas')
+    const old = obj(d['status'])
+    const status: JsonObject = {}
+    // DeploymentStatus: every count is omitempty.
+    if (d.metadata.generation) status['observedGeneration'] = d.metadata.generation
+    const put = (k: string, v: number) => {
+      if (v) status[k] = v
+    }
+    put('replicas', sum('replicas'))
+    put('updatedReplicas', statusOf(newRS, 'replicas'))
+    put('readyReplicas', sum('readyReplicas'))
+    put('availableReplicas', available)
+    put('unavailableReplicas', Math.max(0, specTotal - available))
+    const time = now()
+    let conds = (Array.isArray(old['conditions']) ? structuredClone(old['conditions']) : []) as unknown as Condition[]
+    const cond = (type: string, s: string, reason: string, message: string): Condition => ({ type, status: s, lastUpdateTime: time, lastTransitionTime: time, reason, message })
+    const { unavailable } = rollingBounds(d)
+    conds = available >= replicas - unavailable
+      ? setCondition(conds, cond('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.'))
+      : setCondition(conds, cond('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.'))
+    const rsName = newRS.metadata.name ?? ''
+    const complete = statusOf(newRS, 'replicas') === replicas && statusOf(newRS, 'availableReplicas') === replicas && sum('replicas') === replicas && specReplicas(newRS) === replicas
+    if (created) {
+      conds = setCondition(conds, cond('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`))
+    } else if (complete) {
+      conds = setCondition(conds, cond('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`))
+    } else if (changed || !conds.some((c) => c.type === 'Progressing' && c.reason === 'ReplicaSetUpdated' && c.message.includes(`"${rsName}"`))) {
+      // Progress was made (or a new rollout began): refresh lastUpdateTime, keep the transition time.
+      const cur = conds.find((c) => c.type === 'Progressing')
+      const c = cond('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`)
+      if (cur && cur.status === 'True') c.lastTransitionTime = cur.lastTransitionTime
+      conds = [...conds.filter((x) => x.type !== 'Progressing'), c]
+    }
+    if (conds.length > 0) status['conditions'] = conds as unknown as Json
+    if (typeof old['collisionCount'] === 'number') status['collisionCount'] = old['collisionCount']
+    const revision = String(revisionOf(newRS))
+    const annotations = { ...(d.metadata.annotations ?? {}) }
+    const uid = d.metadata.uid ?? ''
+    // Sent once per revision: a server that drops metadata changes on /status must not make
+    // the controller rewrite an unchanged status on every resync.
+    const revisionChanged = annotations[revisionKey] !== revision && this.#revisionSent.get(uid) !== revision
+    annotations[revisionKey] = revision
+    if (!revisionChanged && sameJson(old, status)) return
+    this.#revisionSent.set(uid, revision)
+    // Like the real controller, the revision annotation rides along with the status update
+    // (the Deployment status strategy keeps only spec and labels from the old object).
+    try {
+      await this.#client.update(deployments, { ...d, metadata: { ...d.metadata, annotations }, status }, { subresource: 'status' })
+    } catch (err) {
+      if (!isNotFound(err)) throw err
+    }
+  }
+}

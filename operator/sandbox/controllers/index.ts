@@ -1,0 +1,107 @@
+/**
+ * The simulated kube-controller-manager (Deployment and ReplicaSet controllers, garbage
+ * collector), kube-scheduler and kubelet of the sandbox, talking to it through
+ * {@link ClusterAccess} under their real user agents — so their requests are counted, and their
+ * writes carry the field managers a real cluster shows (`kube-controller-manager`, `kubelet`).
+ */
+import type { ClusterAccess, KubeObject } from '../types.ts'
+import { Client, controllerAgent, deployments, pods, replicaSets, type GVR } from './client.ts'
+import { DeploymentController } from './deployment.ts'
+import { GarbageCollector } from './gc.ts'
+import { Informer } from './informer.ts'
+import { Kubelet } from './kubelet.ts'
+import { ReplicaSetController } from './replicaset.ts'
+
+export interface ControllerOptions {
+  /** How long a new pod stays Pending before the kubelet reports it Running and Ready. */
+  podReadyDelayMs: number
+  /** Period of the resync that re-examines every cached object (default 30 s). */
+  resyncMs?: number
+  /** Count the components' requests in the sandbox's request accounting (default true). */
+  account?: boolean
+}
+
+const crds: GVR = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' }
+
+interface CRDView {
+  spec?: { group?: string; scope?: string; names?: { plural?: string; kind?: string }; versions?: { name?: string; served?: boolean; storage?: boolean }[] }
+  status?: { conditions?: { type?: string; status?: string }[] }
+}
+
+/** The served version of an Established CRD the collector should watch (storage version preferred). */
+function servedResource(crd: KubeObject): { gvr: GVR; kind: string; namespaced: boolean } | undefined {
+  const view = crd as unknown as CRDView
+  if (!view.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return undefined
+  const versions = (view.spec?.versions ?? []).filter((v) => v.served && v.name)
+  const v = versions.find((x) => x.storage) ?? versions[0]
+  const plural = view.spec?.names?.plural
+  if (!v?.name || !plural || !view.spec?.group) return undefined
+  return { gvr: { group: view.spec.group, version: v.name, resource: plural }, kind: view.spec.names?.kind ?? '', namespaced: view.spec.scope !== 'Cluster' }
+}
+
+/**
+ * Starts the controllers. They begin acting once their caches have listed; `stop()` ends every
+ * watch, timer and worker (and waits for requests in flight).
+ */
+export function startControllers(access: ClusterAccess, opts: ControllerOptions): { stop(): Promise<void> } {
+  const account = opts.account ?? true
+  const informerClient = new Client(access, controllerAgent('shared-informers'), account)
+  const podInformer = new Informer(informerClient, pods)
+  const rsInformer = new Informer(informerClient, replicaSets)
+  const deploymentInformer = new Informer(informerClient, deployments)
+  const crdInformer = new Informer(informerClient, crds)
+
+  const deploymentController = new DeploymentController(new Client(access, controllerAgent('deployment-controller'), account), deploymentInformer, rsInformer)
+  const rsController = new ReplicaSetController(new Client(access, controllerAgent('replicaset-controller'), account), rsInformer, podInformer)
+  const kubelet = new Kubelet(
+    new Client(access, 'kube-scheduler/v1.34.0 (linux/amd64) kubernetes/sandbox/scheduler', account),
+    new Client(access, 'kubelet/v1.34.0 (linux/amd64) kubernetes/sandbox', account),
+    podInformer,
+    opts.podReadyDelayMs,
+  )
+  const gc = new GarbageCollector(new Client(access, controllerAgent('generic-garbage-collector'), account), [podInformer, rsInformer, deploymentInformer])
+
+  let stopped = false
+  const pending = new Set<Promise<void>>()
+  const track = (p: Promise<void>) => {
+    const t = p.catch(() => undefined).finally(() => pending.delete(t))
+    pending.add(t)
+  }
+  crdInformer.on((type, crd) => {
+    const name = crd.metadata.name ?? ''
+    const served = type === 'DELETED' ? undefined : servedResource(crd)
+    if (!served) gc.removeCustomResource(name)
+    else if (!stopped) track(gc.addCustomResource(name, served.gvr, served.kind, served.namespaced))
+  })
+
+  const started = (async () => {
+    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), crdInformer.start(), gc.start()])
+    if (stopped) return
+    deploymentController.run()
+    rsController.run()
+    gc.run()
+    kubelet.resync()
+  })()
+  track(started)
+
+  const timer = setInterval(() => {
+    deploymentController.resync()
+    rsController.resync()
+    kubelet.resync()
+    gc.sweep()
+  }, opts.resyncMs ?? 30_000)
+  timer.unref()
+
+  return {
+    async stop() {
+      if (stopped) return
+      stopped = true
+      clearInterval(timer)
+      for (const inf of [podInformer, rsInformer, deploymentInformer, crdInformer]) inf.stop()
+      // Each stop() halts its timers and watches at once, then waits for work in flight.
+      const halted = [deploymentController.stop(), rsController.stop(), kubelet.stop(), gc.stop()]
+      await Promise.allSettled([...pending])
+      await Promise.all(halted)
+    },
+  }
+}

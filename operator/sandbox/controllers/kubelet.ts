@@ -1,0 +1,156 @@
+/**
+ * A scheduler and a kubelet for one node, `sandbox-node`: every new pod is bound to the node at
+ * once (what kube-scheduler's binding does: `spec.nodeName`), and after `podReadyDelayMs` it is
+ * reported Running and Ready with one running status per container, a pod IP and the host IP.
+ *
+ * Not simulated: images, probes, restarts, init containers' own statuses, graceful termination
+ * (a pod that is marked for deletion without finalizers is deleted at once with grace period 0).
+ */
+import type { JsonObject, KubeObject } from '../types.ts'
+import { Client, isConflict, isNotFound, pods } from './client.ts'
+import type { Informer } from './informer.ts'
+import { isPodReady } from './replicaset.ts'
+
+export const nodeName = 'sandbox-node'
+export const hostIP = '172.18.0.2'
+
+function obj(v: unknown): JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
+}
+
+function now(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+}
+
+/** The status a kubelet reports for a pod whose containers all run. */
+export function runningStatus(pod: KubeObject, podIP: string, startTime: string): JsonObject {
+  const spec = obj(pod['spec'])
+  const containers = (Array.isArray(spec['containers']) ? spec['containers'] : []).map(obj)
+  const cond = (type: string) => ({ type, status: 'True', lastProbeTime: null, lastTransitionTime: startTime })
+  return {
+    phase: 'Running',
+    conditions: ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map(cond),
+    hostIP,
+    hostIPs: [{ ip: hostIP }],
+    podIP,
+    podIPs: [{ ip: podIP }],
+    startTime,
+    containerStatuses: containers.map((c) => ({
+      name: c['name'] ?? '',
+      state: { running: { startedAt: startTime } },
+      lastState: {},
+      ready: true,
+      restartCount: 0,
+      image: c['image'] ?? '',
+      imageID: '',
+      containerID: `containerd://${(pod.metadata.uid ?? '').replaceAll('-', '')}${String(c['name'] ?? '')}`.slice(0, 77),
+      started: true,
+    })),
+    qosClass: obj(pod['status'])['qosClass'] ?? 'BestEffort',
+  }
+}
+
+export class Kubelet {
+  #scheduler: Client
+  #kubelet: Client
+  #pods: Informer
+  #delayMs: number
+  #timers = new Map<string, NodeJS.Timeout>()
+  #inflight = new Set<Promise<void>>()
+  #binding = new Set<string>()
+  #nextIP = 2
+  #stopped = false
+
+  constructor(scheduler: Client, kubelet: Client, podInformer: Informer, delayMs: number) {
+    this.#scheduler = scheduler
+    this.#kubelet = kubelet
+    this.#pods = podInformer
+    this.#delayMs = delayMs
+    podInformer.on((type, pod) => {
+      if (type === 'DELETED') this.#cancel(pod.metadata.uid ?? '')
+      else this.#consider(pod)
+    })
+  }
+
+  /** Re-examines every cached pod (periodic resync). */
+  resync(): void {
+    for (const pod of this.#pods.list()) this.#consider(pod)
+  }
+
+  /** Cancels pending work and waits for requests in flight. */
+  async stop(): Promise<void> {
+    this.#stopped = true
+    for (const t of this.#timers.values()) clearTimeout(t)
+    this.#timers.clear()
+    await Promise.allSettled([...this.#inflight])
+  }
+
+  #cancel(uid: string): void {
+    const t = this.#timers.get(uid)
+    if (t) clearTimeout(t)
+    this.#timers.delete(uid)
+  }
+
+  #track(p: Promise<void>): void {
+    const tracked = p.catch(() => undefined).finally(() => this.#inflight.delete(tracked))
+    this.#inflight.add(tracked)
+  }
+
+  #consider(pod: KubeObject): void {
+    if (this.#stopped) return
+    const uid = pod.metadata.uid ?? ''
+    if (pod.metadata.deletionTimestamp) {
+      this.#cancel(uid)
+      if ((pod.metadata.finalizers ?? []).length === 0) this.#track(this.#forceDelete(pod))
+      return
+    }
+    const spec = obj(pod['spec'])
+    if (spec['nodeName'] && spec['nodeName'] !== nodeName) return
+    if (!spec['nodeName'] && !this.#binding.has(uid)) {
+      this.#binding.add(uid)
+      this.#track(this.#bind(pod).finally(() => this.#binding.delete(uid)))
+    }
+    if (isPodReady(pod) || this.#timers.has(uid)) return
+    this.#timers.set(uid, setTimeout(() => {
+      this.#timers.delete(uid)
+      this.#track(this.#start(pod.metadata.namespace, pod.metadata.name ?? '', uid))
+    }, this.#delayMs))
+  }
+
+  async #bind(pod: KubeObject): Promise<void> {
+    try {
+      await this.#scheduler.mergePatch(pods, pod.metadata.namespace, pod.metadata.name ?? '', { spec: { nodeName } })
+    } catch (err) {
+      if (!isNotFound(err) && !isConflict(err)) throw err
+    }
+  }
+
+  async #forceDelete(pod: KubeObject): Promise<void> {
+    try {
+      await this.#kubelet.delete(pods, pod.metadata.namespace, pod.metadata.name ?? '', { gracePeriodSeconds: 0, uid: pod.metadata.uid ?? '' })
+    } catch (err) {
+      if (!isNotFound(err) && !isConflict(err)) throw err
+    }
+  }
+
+  async #start(namespace: string | undefined, name: string, uid: string): Promise<void> {
+    const key = namespace ? `${namespace}/${name}` : name
+    const pod = this.#pods.get(key)
+    if (!pod || pod.metadata.uid !== uid || pod.metadata.deletionTimestamp || isPodReady(pod)) return
+    const n = this.#nextIP++
+    const podIP = `10.244.${(n >> 8) & 255}.${n & 255}`
+    try {
+      if (!obj(pod['spec'])['nodeName']) await this.#bind(pod)
+      await this.#kubelet.mergePatch(pods, namespace, name, { status: runningStatus(pod, podIP, now()) }, { subresource: 'status' })
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return
+      // Anything else (a fault, a 500): try again shortly, as a kubelet's status manager would.
+      if (!this.#stopped && !this.#timers.has(uid)) {
+        this.#timers.set(uid, setTimeout(() => {
+          this.#timers.delete(uid)
+          this.#track(this.#start(namespace, name, uid))
+        }, 100))
+      }
+    }
+  }
+}

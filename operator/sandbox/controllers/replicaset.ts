@@ -1,0 +1,214 @@
+/**
+ * The ReplicaSet controller: keeps `spec.replicas` pods owned by each ReplicaSet and reports
+ * them in its status. Like the real one it raises "expectations" before creating or deleting
+ * pods, so that a sync running before the pod informer has seen its own writes does not create
+ * or delete twice. Not simulated: adoption of orphan pods matching the selector, and
+ * minReadySeconds (a ready pod counts as available at once).
+ */
+import type { JsonObject, KubeObject, OwnerReference } from '../types.ts'
+import { Client, isConflict, isNotFound, pods, replicaSets } from './client.ts'
+import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
+import { generateName } from './names.ts'
+
+/** The controller ownerReference a controller puts on what it creates. */
+export function controllerRef(owner: KubeObject): OwnerReference {
+  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name ?? '', uid: owner.metadata.uid ?? '', controller: true, blockOwnerDeletion: true }
+}
+
+/** The object's controller ownerReference, if any. */
+export function controllerOf(obj: KubeObject): OwnerReference | undefined {
+  return obj.metadata.ownerReferences?.find((r) => r.controller === true)
+}
+
+function obj(v: unknown): JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
+}
+
+/** Whether a pod's Ready condition is True. */
+export function isPodReady(pod: KubeObject): boolean {
+  const conds = obj(pod['status'])['conditions']
+  return Array.isArray(conds) && conds.some((c) => obj(c)['type'] === 'Ready' && obj(c)['status'] === 'True')
+}
+
+function isActive(pod: KubeObject): boolean {
+  const phase = obj(pod['status'])['phase']
+  return !pod.metadata.deletionTimestamp && phase !== 'Succeeded' && phase !== 'Failed'
+}
+
+/** The desired replica count of a Deployment or ReplicaSet (defaults to 1). */
+export function specReplicas(o: KubeObject): number {
+  const r = obj(o['spec'])['replicas']
+  return typeof r === 'number' ? r : 1
+}
+
+interface Expectation {
+  adds: number
+  deletes: Set<string>
+  expires: number
+}
+
+/** How long an unmet expectation holds syncs back before the controller stops waiting. */
+const expectationTtlMs = 30_000
+
+export class ReplicaSetController {
+  #client: Client
+  #rs: Informer
+  #pods: Informer
+  #queue: WorkQueue
+  #expectations = new Map<string, Expectation>()
+
+  constructor(client: Client, rsInformer: Informer, podInformer: Informer) {
+    this.#client = client
+    this.#rs = rsInformer
+    this.#pods = podInformer
+    this.#queue = new WorkQueue((key) => this.#sync(key))
+    rsInformer.on((type, rs) => {
+      if (type === 'DELETED') this.#expectations.delete(keyOf(rs))
+      this.#queue.add(keyOf(rs))
+    })
+    podInformer.on((type, pod) => this.#onPod(type, pod))
+  }
+
+  /** Queues every ReplicaSet (periodic resync). */
+  resync(): void {
+    for (const rs of this.#rs.list()) this.#queue.add(keyOf(rs))
+  }
+
+  /** Starts processing (once the caches have listed). */
+  run(): void {
+    this.#queue.start()
+  }
+
+  /** Stops the work queue. */
+  async stop(): Promise<void> {
+    await this.#queue.shutdown()
+  }
+
+  #onPod(type: string, pod: KubeObject): void {
+    const ref = controllerOf(pod)
+    if (!ref || ref.kind !== 'ReplicaSet') return
+    const key = `${pod.metadata.namespace ?? ''}/${ref.name}`
+    const exp = this.#expectations.get(key)
+    if (exp) {
+      if (type === 'ADDED' && exp.adds > 0) exp.adds--
+      if (type === 'DELETED' || pod.metadata.deletionTimestamp) exp.deletes.delete(pod.metadata.name ?? '')
+    }
+    this.#queue.add(key)
+  }
+
+  #satisfied(key: string): boolean {
+    const exp = this.#expectations.get(key)
+    if (!exp) return true
+    if ((exp.adds <= 0 && exp.deletes.size === 0) || Date.now() > exp.expires) {
+      this.#expectations.delete(key)
+      return true
+    }
+    return false
+  }
+
+  async #sync(key: string): Promise<void> {
+    const rs = this.#rs.get(key)
+    if (!rs) return
+    const uid = rs.metadata.uid
+    const owned = this.#pods.dependentsOf(uid ?? '').filter((p) => controllerOf(p)?.uid === uid)
+    const active = owned.filter(isActive)
+    if (!rs.metadata.deletionTimestamp && this.#satisfied(key)) await this.#manage(key, rs, active)
+    await this.#updateStatus(rs, active)
+  }
+
+  async #manage(key: string, rs: KubeObject, active: KubeObject[]): Promise<void> {
+    const diff = active.length - specReplicas(rs)
+    if (diff < 0) {
+      const exp: Expectation = { adds: -diff, deletes: new Set(), expires: Date.now() + expectationTtlMs }
+      this.#expectations.set(key, exp)
+      const results = await Promise.allSettled(Array.from({ length: -diff }, () => this.#createPod(rs)))
+      const failed = results.filter((r) => r.status === 'rejected')
+      // A failed creation will never be observed: lower the expectation so the next sync retries.
+      exp.adds -= failed.length
+      if (failed.length > 0) throw (failed[0] as PromiseRejectedResult).reason
+    } else if (diff > 0) {
+      const victims = [...active].sort(deletionOrder).slice(0, diff)
+      const exp: Expectation = { adds: 0, deletes: new Set(victims.map((p) => p.metadata.name ?? '')), expires: Date.now() + expectationTtlMs }
+      this.#expectations.set(key, exp)
+      const results = await Promise.allSettled(victims.map(async (p) => {
+        try {
+          await this.#client.delete(pods, p.metadata.namespace, p.metadata.name ?? '', { uid: p.metadata.uid ?? '' })
+        } catch (err) {
+          exp.deletes.delete(p.metadata.name ?? '')
+          if (!isNotFound(err) && !isConflict(err)) throw err
+        }
+      }))
+      const failed = results.find((r) => r.status === 'rejected')
+      if (failed) throw (failed as PromiseRejectedResult).reason
+    }
+  }
+
+  async #createPod(rs: KubeObject): Promise<void> {
+    const template = obj(obj(rs['spec'])['template'])
+    const tmeta = obj(template['metadata'])
+    const prefix = `${rs.metadata.name ?? ''}-`
+    const metadata: JsonObject = { generateName: prefix, namespace: rs.metadata.namespace ?? 'default' }
+    if (tmeta['labels']) metadata['labels'] = structuredClone(tmeta['labels'])
+    if (tmeta['annotations']) metadata['annotations'] = structuredClone(tmeta['annotations'])
+    metadata['ownerReferences'] = [controllerRef(rs) as unknown as JsonObject]
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata, spec: structuredClone(obj(template['spec'])) } as unknown as KubeObject
+    // The name is generated here (same rule as the apiserver's generateName) so that a rare
+    // collision is a plain AlreadyExists to retry.
+    for (let attempt = 0; ; attempt++) {
+      pod.metadata.name = generateName(prefix)
+      try {
+        await this.#client.create(pods, rs.metadata.namespace, pod)
+        return
+      } catch (err) {
+        if (!isConflict(err) || attempt >= 3) throw err
+      }
+    }
+  }
+
+  async #updateStatus(rs: KubeObject, active: KubeObject[]): Promise<void> {
+    const tlabels = obj(obj(obj(rs['spec'])['template'])['metadata'])['labels'] as Record<string, string> | undefined
+    const fullyLabeled = active.filter((p) => Object.entries(tlabels ?? {}).every(([k, v]) => p.metadata.labels?.[k] === v)).length
+    const ready = active.filter(isPodReady).length
+    const old = obj(rs['status'])
+    // ReplicaSetStatus: replicas is always serialised, the other counts are omitempty.
+    const status: JsonObject = { replicas: active.length }
+    if (fullyLabeled) status['fullyLabeledReplicas'] = fullyLabeled
+    if (ready) status['readyReplicas'] = ready
+    if (ready) status['availableReplicas'] = ready
+    if (rs.metadata.generation) status['observedGeneration'] = rs.metadata.generation
+    if (Array.isArray(old['conditions'])) status['conditions'] = old['conditions']
+    if (sameJson(old, status)) return
+    const { namespace, name } = splitKey(keyOf(rs))
+    try {
+      await this.#client.update(replicaSets, { ...rs, metadata: { ...rs.metadata, namespace, name }, status }, { subresource: 'status' })
+    } catch (err) {
+      if (!isNotFound(err)) throw err
+    }
+  }
+}
+
+/** Which pods to delete first: unscheduled, then not ready, then the newest (controller.ActivePods ranking, simplified). */
+function deletionOrder(a: KubeObject, b: KubeObject): number {
+  const scheduled = (p: KubeObject) => (obj(p['spec'])['nodeName'] ? 1 : 0)
+  if (scheduled(a) !== scheduled(b)) return scheduled(a) - scheduled(b)
+  const ready = (p: KubeObject) => (isPodReady(p) ? 1 : 0)
+  if (ready(a) !== ready(b)) return ready(a) - ready(b)
+  const ta = a.metadata.creationTimestamp ?? ''
+  const tb = b.metadata.creationTimestamp ?? ''
+  return ta === tb ? 0 : ta > tb ? -1 : 1
+}
+
+/** Deep equality of JSON values, key order ignored. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  if (Array.isArray(a)) {
+    const bb = b as unknown[]
+    return a.length === bb.length && a.every((x, i) => sameJson(x, bb[i]))
+  }
+  const ao = a as Record<string, unknown>
+  const bo = b as Record<string, unknown>
+  const keys = Object.keys(ao).filter((k) => ao[k] !== undefined)
+  return keys.length === Object.keys(bo).filter((k) => bo[k] !== undefined).length && keys.every((k) => sameJson(ao[k], bo[k]))
+}

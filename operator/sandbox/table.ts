@@ -1,0 +1,283 @@
+/**
+ * `meta.k8s.io/v1` Table responses, what `kubectl get` asks for with
+ * `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`: column definitions, one row of cells per
+ * object, and the object itself (PartialObjectMetadata by default). Custom resources get Name plus
+ * their CRD's printer columns; built-in kinds get the columns kubectl users know (pods READY STATUS
+ * RESTARTS AGE, deployments READY UP-TO-DATE AVAILABLE AGE, …).
+ */
+import type { Json, JsonObject, KubeObject, PrinterColumn, ResourceType } from './types.ts'
+
+interface ColumnDefinition {
+  name: string
+  type: string
+  format: string
+  description: string
+  priority: number
+}
+
+type Cell = string | number | boolean | null
+
+const nameDescription = 'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names'
+const ageDescription = 'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata'
+
+function col(name: string, type = 'string', description = '', priority = 0, format = ''): ColumnDefinition {
+  return { name, type, format, description, priority }
+}
+
+/**
+ * apimachinery's `duration.HumanDuration`: `45s`, `3m12s`, `42m`, `5h3m`, `2d4h`, `400d`, `3y20d`.
+ */
+export function humanDuration(ms: number): string {
+  const seconds = Math.trunc(ms / 1000)
+  if (seconds < -1) return '<invalid>'
+  if (seconds < 0) return '0s'
+  if (seconds < 120) return `${seconds}s`
+  const minutes = Math.trunc(seconds / 60)
+  if (minutes < 10) {
+    const s = seconds % 60
+    return s === 0 ? `${minutes}m` : `${minutes}m${s}s`
+  }
+  if (minutes < 180) return `${minutes}m`
+  const hours = Math.trunc(minutes / 60)
+  if (hours < 8) {
+    const m = minutes % 60
+    return m === 0 ? `${hours}h` : `${hours}h${m}m`
+  }
+  if (hours < 48) return `${hours}h`
+  if (hours < 24 * 8) {
+    const h = hours % 24
+    return h === 0 ? `${Math.trunc(hours / 24)}d` : `${Math.trunc(hours / 24)}d${h}h`
+  }
+  if (hours < 24 * 365 * 2) return `${Math.trunc(hours / 24)}d`
+  if (hours < 24 * 365 * 8) {
+    const dy = Math.trunc(hours / 24) % 365
+    return dy === 0 ? `${Math.trunc(hours / 24 / 365)}y` : `${Math.trunc(hours / 24 / 365)}y${dy}d`
+  }
+  return `${Math.trunc(hours / 24 / 365)}y`
+}
+
+function age(ts: unknown, at: number): string {
+  if (typeof ts !== 'string') return '<unknown>'
+  const t = Date.parse(ts)
+  return Number.isNaN(t) ? '<invalid>' : humanDuration(at - t)
+}
+
+/** Parses the simple JSONPath CRDs use: `.a.b`, `.a[0].b`, `.a['x.y']`, optionally wrapped in `{}`. */
+export function parseJsonPath(path: string): (string | number)[] {
+  let p = path.trim()
+  if (p.startsWith('{') && p.endsWith('}')) p = p.slice(1, -1)
+  const out: (string | number)[] = []
+  const re = /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]/g
+  let m: RegExpExecArray | null
+  while ((m = re.exec(p)) !== null) {
+    if (m[1] !== undefined) out.push(m[1])
+    else if (m[2] !== undefined) out.push(Number(m[2]))
+    else out.push(m[3] ?? m[4] ?? '')
+  }
+  return out
+}
+
+/** The value at a parsed JSONPath, or undefined. */
+export function lookupPath(obj: unknown, path: (string | number)[]): unknown {
+  let cur: unknown = obj
+  for (const seg of path) {
+    if (cur === null || typeof cur !== 'object') return undefined
+    if (typeof seg === 'number') {
+      if (!Array.isArray(cur)) return undefined
+      cur = cur[seg]
+    } else {
+      if (Array.isArray(cur)) return undefined
+      cur = (cur as Record<string, unknown>)[seg]
+    }
+  }
+  return cur
+}
+
+/** A printer column's cell as apiextensions' table convertor computes it (cellForJSONValue). */
+function customCell(c: PrinterColumn, obj: KubeObject, at: number): Cell {
+  const v = lookupPath(obj, parseJsonPath(c.jsonPath))
+  if (v === undefined || v === null) return null
+  switch (c.type) {
+    case 'integer':
+      return typeof v === 'number' ? Math.trunc(v) : null
+    case 'number':
+      return typeof v === 'number' ? v : null
+    case 'boolean':
+      return typeof v === 'boolean' ? v : null
+    case 'date':
+      return typeof v === 'string' ? age(v, at) : null
+    default:
+      return typeof v === 'string' ? v : JSON.stringify(v)
+  }
+}
+
+function obj(v: unknown): JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
+}
+function arr(v: unknown): Json[] {
+  return Array.isArray(v) ? v : []
+}
+function num(v: unknown): number {
+  return typeof v === 'number' ? v : 0
+}
+function str(v: unknown, dflt = ''): string {
+  return typeof v === 'string' ? v : dflt
+}
+
+/** metav1.FormatLabelSelector: `app=x,tier=web`, `<none>` when empty. */
+function formatSelector(sel: unknown): string {
+  const s = obj(sel)
+  const parts: string[] = []
+  for (const [k, v] of Object.entries(obj(s['matchLabels'])).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) parts.push(`${k}=${str(v)}`)
+  for (const e of arr(s['matchExpressions'])) {
+    const x = obj(e)
+    const op = str(x['operator'])
+    const values = arr(x['values']).map((v) => str(v)).join(',')
+    if (op === 'In') parts.push(`${str(x['key'])} in (${values})`)
+    else if (op === 'NotIn') parts.push(`${str(x['key'])} notin (${values})`)
+    else if (op === 'Exists') parts.push(str(x['key']))
+    else parts.push(`!${str(x['key'])}`)
+  }
+  return parts.length > 0 ? parts.join(',') : '<none>'
+}
+
+function containersOf(podSpec: unknown): { names: string; images: string } {
+  const cs = arr(obj(podSpec)['containers']).map(obj)
+  return { names: cs.map((c) => str(c['name'])).join(','), images: cs.map((c) => str(c['image'])).join(',') }
+}
+
+interface Printer {
+  columns: ColumnDefinition[]
+  cells(o: KubeObject, at: number): Cell[]
+}
+
+const wide = (name: string, description = '') => col(name, 'string', description, 1)
+
+function podStatus(o: KubeObject): string {
+  const status = obj(o['status'])
+  let reason = str(status['reason']) || str(status['phase'], 'Pending')
+  for (const cs of arr(status['containerStatuses']).map(obj)) {
+    const state = obj(cs['state'])
+    const waiting = str(obj(state['waiting'])['reason'])
+    const terminated = obj(state['terminated'])
+    if (waiting) reason = waiting
+    else if (Object.keys(terminated).length > 0) reason = str(terminated['reason']) || `ExitCode:${num(terminated['exitCode'])}`
+  }
+  if (o.metadata.deletionTimestamp) reason = 'Terminating'
+  return reason
+}
+
+const builtinPrinters: Record<string, Printer> = {
+  '/pods': {
+    columns: [col('Ready', 'string', 'The aggregate readiness state of this pod for accepting traffic.'), col('Status', 'string', 'The aggregate status of the containers in this pod.'), col('Restarts', 'string', 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.'), col('Age', 'string', ageDescription), wide('IP', 'The IP address assigned to the pod'), wide('Node', 'The name of the node assigned to this pod'), wide('Nominated Node', 'The node that this pod is nominated to run on'), wide('Readiness Gates', 'The readiness gates of this pod')],
+    cells(o, at) {
+      const status = obj(o['status'])
+      const total = arr(obj(o['spec'])['containers']).length
+      const statuses = arr(status['containerStatuses']).map(obj)
+      const ready = statuses.filter((c) => c['ready'] === true).length
+      const restarts = statuses.reduce((n, c) => n + num(c['restartCount']), 0)
+      return [`${ready}/${total}`, podStatus(o), String(restarts), age(o.metadata.creationTimestamp, at), str(status['podIP'], '<none>'), str(obj(o['spec'])['nodeName'], '<none>'), str(status['nominatedNodeName'], '<none>'), '<none>']
+    },
+  },
+  'apps/deployments': {
+    columns: [col('Ready', 'string', 'Number of the pod with ready state'), col('Up-to-date', 'integer', 'Total number of non-terminated pods targeted by this deployment that have the desired template spec.'), col('Available', 'integer', 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.'), col('Age', 'string', ageDescription), wide('Containers', 'Names of each container in the template.'), wide('Images', 'Images referenced by each container in the template.'), wide('Selector', 'Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.')],
+    cells(o, at) {
+      const spec = obj(o['spec'])
+      const status = obj(o['status'])
+      const c = containersOf(obj(spec['template'])['spec'])
+      const desired = typeof spec['replicas'] === 'number' ? spec['replicas'] : 1
+      return [`${num(status['readyReplicas'])}/${desired}`, num(status['updatedReplicas']), num(status['availableReplicas']), age(o.metadata.creationTimestamp, at), c.names, c.images, formatSelector(spec['selector'])]
+    },
+  },
+  'apps/replicasets': {
+    columns: [col('Desired', 'integer', 'Number of desired pods. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1.'), col('Current', 'integer', 'Replicas is the most recently observed number of replicas.'), col('Ready', 'integer', 'The number of ready replicas for this replica set.'), col('Age', 'string', ageDescription), wide('Containers', 'Names of each container in the template.'), wide('Images', 'Images referenced by each container in the template.'), wide('Selector', 'Selector is a label query over pods that should match the replica count.')],
+    cells(o, at) {
+      const spec = obj(o['spec'])
+      const status = obj(o['status'])
+      const c = containersOf(obj(spec['template'])['spec'])
+      return [typeof spec['replicas'] === 'number' ? spec['replicas'] : 1, num(status['replicas']), num(status['readyReplicas']), age(o.metadata.creationTimestamp, at), c.names, c.images, formatSelector(spec['selector'])]
+    },
+  },
+  '/services': {
+    columns: [col('Type', 'string', 'type determines how the Service is exposed.'), col('Cluster-IP', 'string', 'clusterIP is the IP address of the service.'), col('External-IP', 'string', 'List of IP addresses for which nodes in the cluster will also accept traffic for this service.'), col('Port(s)', 'string', 'The list of ports that are exposed by this service.'), col('Age', 'string', ageDescription), wide('Selector', 'Route service traffic to pods with label keys and values matching this selector.')],
+    cells(o, at) {
+      const spec = obj(o['spec'])
+      const ports = arr(spec['ports']).map(obj).map((p) => `${num(p['port'])}${p['nodePort'] ? `:${num(p['nodePort'])}` : ''}/${str(p['protocol'], 'TCP')}`)
+      const sel = Object.entries(obj(spec['selector'])).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${str(v)}`)
+      const external = arr(spec['externalIPs']).map((v) => str(v))
+      return [str(spec['type'], 'ClusterIP'), str(spec['clusterIP'], '<none>'), external.length > 0 ? external.join(',') : '<none>', ports.length > 0 ? ports.join(',') : '<none>', age(o.metadata.creationTimestamp, at), sel.length > 0 ? sel.join(',') : '<none>']
+    },
+  },
+  '/namespaces': {
+    columns: [col('Status', 'string', 'The status of the namespace'), col('Age', 'string', ageDescription)],
+    cells: (o, at) => [str(obj(o['status'])['phase'], 'Active'), age(o.metadata.creationTimestamp, at)],
+  },
+  '/configmaps': {
+    columns: [col('Data', 'integer', 'Data contains the configuration data.'), col('Age', 'string', ageDescription)],
+    cells: (o, at) => [Object.keys(obj(o['data'])).length + Object.keys(obj(o['binaryData'])).length, age(o.metadata.creationTimestamp, at)],
+  },
+  '/secrets': {
+    columns: [col('Type', 'string', 'Used to facilitate programmatic handling of secret data.'), col('Data', 'integer', 'Data contains the secret data.'), col('Age', 'string', ageDescription)],
+    cells: (o, at) => [str(o['type'], 'Opaque'), Object.keys(obj(o['data'])).length, age(o.metadata.creationTimestamp, at)],
+  },
+  '/serviceaccounts': {
+    columns: [col('Secrets', 'string', 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.'), col('Age', 'string', ageDescription)],
+    cells: (o, at) => [String(arr(o['secrets']).length), age(o.metadata.creationTimestamp, at)],
+  },
+  'policy/poddisruptionbudgets': {
+    columns: [col('Min Available', 'string', 'The minimum number of pods that must be available simultaneously.'), col('Max Unavailable', 'string', 'The maximum number of pods that may be unavailable simultaneously.'), col('Allowed Disruptions', 'integer', 'Calculated number of pods that may be disrupted at this time.'), col('Age', 'string', ageDescription)],
+    cells(o, at) {
+      const spec = obj(o['spec'])
+      const show = (v: unknown) => (v === undefined || v === null ? 'N/A' : String(v))
+      return [show(spec['minAvailable']), show(spec['maxUnavailable']), num(obj(o['status'])['disruptionsAllowed']), age(o.metadata.creationTimestamp, at)]
+    },
+  },
+  'coordination.k8s.io/leases': {
+    columns: [col('Holder', 'string', 'The holder of the lease.'), col('Age', 'string', ageDescription)],
+    cells: (o, at) => [str(obj(o['spec'])['holderIdentity']), age(o.metadata.creationTimestamp, at)],
+  },
+  'apiextensions.k8s.io/customresourcedefinitions': {
+    columns: [col('Created At', 'date', ageDescription)],
+    cells: (o) => [str(o.metadata.creationTimestamp, '<unknown>')],
+  },
+}
+
+const eventPrinter: { columns: ColumnDefinition[]; cells(o: KubeObject, at: number): Cell[] } = {
+  columns: [col('Last Seen', 'string', 'Time when last event occurred'), col('Type', 'string', 'Type of event'), col('Reason', 'string', 'Reason of event'), col('Object', 'string', 'Object the event is about'), col('Message', 'string', 'Message of event')],
+  cells(o, at) {
+    const regarding = obj(o['involvedObject'] ?? o['regarding'])
+    const last = o['lastTimestamp'] ?? o['eventTime'] ?? o['deprecatedLastTimestamp'] ?? o.metadata.creationTimestamp
+    return [age(last, at), str(o['type']), str(o['reason']), `${str(regarding['kind']).toLowerCase()}/${str(regarding['name'])}`, str(o['message'] ?? o['note'])]
+  },
+}
+
+/**
+ * Builds the Table for `objects` of `type`. Rows follow the objects' order; `includeObject`
+ * chooses what each row carries (`Metadata`, the default, is a PartialObjectMetadata).
+ */
+export function toTable(type: ResourceType, objects: KubeObject[], listMeta: { resourceVersion: string; continue?: string }, includeObject: 'None' | 'Metadata' | 'Object'): JsonObject {
+  const at = Date.now()
+  let columns: ColumnDefinition[]
+  let cellsOf: (o: KubeObject) => Cell[]
+  const builtin = type.custom ? undefined : type.resource === 'events' ? eventPrinter : builtinPrinters[`${type.group}/${type.resource}`]
+  if (type.custom || !builtin) {
+    const printer = type.printerColumns ?? (type.custom ? [] : [{ name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: ageDescription }])
+    columns = printer.map((c) => col(c.name, c.type, c.description ?? '', c.priority ?? 0, c.format ?? ''))
+    cellsOf = (o) => printer.map((c) => customCell(c, o, at))
+  } else {
+    columns = builtin.columns
+    cellsOf = (o) => builtin.cells(o, at)
+  }
+  const events = type.resource === 'events' && !type.custom
+  const columnDefinitions = events ? columns : [col('Name', 'string', nameDescription, 0, 'name'), ...columns]
+  const rows = objects.map((o) => {
+    const cells = events ? cellsOf(o) : [o.metadata.name ?? '', ...cellsOf(o)]
+    const row: JsonObject = { cells }
+    if (includeObject === 'Object') row['object'] = o as unknown as Json
+    else if (includeObject === 'Metadata') row['object'] = { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata as unknown as Json }
+    return row
+  })
+  const metadata: JsonObject = { resourceVersion: listMeta.resourceVersion }
+  if (listMeta.continue) metadata['continue'] = listMeta.continue
+  return { kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata, columnDefinitions: columnDefinitions as unknown as Json, rows }
+}
