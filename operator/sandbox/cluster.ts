@@ -717,7 +717,8 @@ export class Cluster implements ClusterAccess {
     const headers = headerMap(undefined, warnings)
     if (isDryRun(req)) return { status: 200, body: obj, ...(headers ? { headers } : {}) }
     if (obj.metadata.deletionTimestamp && (obj.metadata.finalizers ?? []).length === 0) {
-      this.store.put(tableOf(type), obj)
+      // As the registry's errEmptiedFinalizers path: the object is deleted, not updated first;
+      // the DELETED event carries its last stored state.
       const removed = this.#removeNow(type, live.namespace, live.name)
       return this.#objectReply(type, 200, removed ?? live, headers)
     }

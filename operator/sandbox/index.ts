@@ -18,9 +18,9 @@ import { Cluster, rfc3339, type WriteEngine, type CrdAdapter, type TableRenderer
 import { Faults, type FaultSpec } from './faults.ts'
 import { createHandler } from './http.ts'
 import { writeKubeconfig } from './kubeconfig.ts'
-import { serverSideApply, trackUpdate } from './apply/managed.ts'
-import { strategicMergePatch, StrategicPatchError } from './apply/strategic.ts'
-import { builtinTopology } from './apply/topology.ts'
+import { serverSideApply, trackUpdate, strategicMergePatch, StrategicPatchError, builtinTopology } from './apply/index.ts'
+import { defaultBuiltin } from './defaults.ts'
+import { startControllers } from './controllers/index.ts'
 import { resourceTypesFromCRD, crdStatus, defaultCRD, validateCRD } from './crd.ts'
 import { toTable } from './table.ts'
 import { badRequest } from './errors.ts'
@@ -38,7 +38,7 @@ export interface SandboxOptions {
   host?: '127.0.0.1'
   /** Initial fault settings (`error-rate=0.05,latency-ms=20` or an object); see faults.ts. */
   faults?: FaultSpec | string
-  /** Delay before simulated pods become Ready (passed to the controllers). */
+  /** Delay before simulated pods become Ready (passed to the controllers; default 1,000 ms). */
   podReadyDelayMs?: number
   /** Where to write the kubeconfig; default a new temporary directory (removed on close). */
   kubeconfigOut?: string
@@ -52,6 +52,8 @@ export interface SandboxOptions {
   requestLogSize?: number
   /** Start the simulated kube-controller-manager and kubelet (default true). */
   controllers?: boolean
+  /** Count the simulated controllers' requests in the accounting (default true). */
+  accountControllers?: boolean
 }
 
 /** A running sandbox. */
@@ -110,7 +112,7 @@ export const tableRenderer: TableRenderer = (type, objects, opts) => {
 
 /** Builds a cluster (no HTTP) with the real engines: what tests of the core use. */
 export function createCluster(opts: { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; accounting?: Accounting } = {}): Cluster {
-  const o: ConstructorParameters<typeof Cluster>[0] = { engine: applyEngine, topologyFor: builtinTopology, crd: crdAdapter, table: tableRenderer, faults: new Faults(opts.faults) }
+  const o: ConstructorParameters<typeof Cluster>[0] = { engine: applyEngine, topologyFor: builtinTopology, defaultBuiltin: (obj) => defaultBuiltin(obj), crd: crdAdapter, table: tableRenderer, faults: new Faults(opts.faults) }
   if (opts.historyWindow !== undefined) o.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) o.bookmarkIntervalMs = opts.bookmarkIntervalMs
   if (opts.accounting) o.accounting = opts.accounting
@@ -143,6 +145,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   address = `127.0.0.1:${port}`
   const url = `http://${address}`
   const kubeconfigPath = await writeKubeconfig(url, opts.kubeconfigOut)
+  const controllers = opts.controllers === false ? undefined : startControllers(cluster, { podReadyDelayMs: opts.podReadyDelayMs ?? 1000, account: opts.accountControllers ?? true })
   let closed = false
   return {
     url,
@@ -154,6 +157,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     async close() {
       if (closed) return
       closed = true
+      await controllers?.stop()
       cluster.faults.close()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
