@@ -34,7 +34,7 @@ export async function runLint(opts: { chart?: string; filename: string[] }, io: 
     { label: 'minimal values (size 3)', input: { name: 'lint', namespace: 'default', spec: { size: 3 } } },
   ]
   const files = opts.filename.length > 0 ? opts.filename : defaultSamples(dir)
-  for (const f of await readInputs(files, io)) {
+  for (const f of files.length > 0 ? await readInputs(files, io) : []) {
     try {
       for (const cr of parseMemcacheds(f.text, f.source)) {
         inputs.push({ label: `${f.source} (${cr.metadata.name})`, input: { name: cr.metadata.name, namespace: cr.metadata.namespace ?? 'default', spec: cr.spec ?? {} } })

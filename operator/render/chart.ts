@@ -182,15 +182,15 @@ function syntaxErrorLine(source: string, options: object): number | undefined {
     template.generateSource()
     const generated = template.source
     try {
-      new Script(`(function(){${generated}\n})`)
+      new Script(`(function(){${generated}\n})`, { filename: 'ejs-generated' })
     } catch (err) {
-      const m = /<anonymous>:(\d+)|evalmachine\.<anonymous>:(\d+)/.exec((err as Error).stack ?? '')
-      const genLine = Number(m?.[1] ?? m?.[2])
+      const genLine = Number(/ejs-generated:(\d+)/.exec((err as Error).stack ?? '')?.[1])
       if (!genLine) return undefined
       const before = generated.split('\n').slice(0, genLine).join('\n')
       const marks = [...before.matchAll(/__line = (\d+)/g)]
       const last = marks.at(-1)
-      return last ? Number(last[1]) : undefined
+      // EJS starts at line 1 without a marker.
+      return last ? Number(last[1]) : 1
     }
   } catch {
     // No line to add: the caller reports the file alone.

@@ -1,0 +1,218 @@
+import { execFileSync, spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import t from 'tap'
+import YAML from 'yaml'
+import { runCli } from '../operator/cli/program.ts'
+import { SAMPLES_DIR } from '../operator/cli/lint.ts'
+import { chartWith } from './support/chart.ts'
+import { captureIO } from './support/io.ts'
+
+const root = resolve(import.meta.dirname, '..')
+const sample = join(SAMPLES_DIR, 'cache_v1alpha1_memcached.yaml')
+const tmp = mkdtempSync(join(tmpdir(), 'mc-cli-'))
+const file = (name: string, text: string): string => {
+  const p = join(tmp, name)
+  writeFileSync(p, text)
+  return p
+}
+const run = async (args: string[], stdin = '') => {
+  const io = captureIO(stdin)
+  const code = await runCli(args, io)
+  return { code, out: io.out(), err: io.err() }
+}
+const docs = (text: string): any[] => YAML.parseAllDocuments(text, { version: '1.1' }).map((d) => d.toJS())
+
+t.test('render prints the manifests of a CR, ready for kubectl apply', async (t) => {
+  const r = await run(['render', '-f', sample])
+  t.equal(r.code, 0)
+  t.equal(r.err, '')
+  t.same(docs(r.out).map((o) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`), [
+    'Service/default/memcached-sample',
+    'Deployment/default/memcached-sample',
+    'PodDisruptionBudget/default/memcached-sample',
+  ])
+  t.match(r.out, /^---\n# Source: memcached\/templates\/service\.ejs\n/)
+})
+
+t.test('render reads standard input with -f -', async (t) => {
+  const r = await run(['render', '-f', '-'], readFileSync(sample, 'utf8'))
+  t.equal(r.code, 0)
+  t.equal(docs(r.out).length, 3)
+})
+
+t.test('render reads several files and multi-document streams, and Lists', async (t) => {
+  const two = file('two.yaml', '---\napiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 1}\n---\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: cache.example.com/v1alpha1\n  kind: Memcached\n  metadata: {name: b, namespace: team}\n  spec: {size: 1}\n')
+  const r = await run(['render', '-f', two, '-f', sample])
+  t.equal(r.code, 0, r.err)
+  t.same(docs(r.out).map((o) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`), [
+    'Service/default/a', 'Deployment/default/a', 'Service/team/b', 'Deployment/team/b',
+    'Service/default/memcached-sample', 'Deployment/default/memcached-sample', 'PodDisruptionBudget/default/memcached-sample',
+  ])
+})
+
+t.test('-o json prints a v1 List', async (t) => {
+  const r = await run(['render', '-f', sample, '-o', 'json'])
+  t.equal(r.code, 0)
+  const list = JSON.parse(r.out)
+  t.equal(list.kind, 'List')
+  t.same(list.items.map((o: any) => o.kind), ['Service', 'Deployment', 'PodDisruptionBudget'])
+})
+
+t.test('-n sets the namespace of CRs without one, and conflicts like kubectl', async (t) => {
+  const r = await run(['render', '-f', sample, '-n', 'cache'])
+  t.equal(r.code, 0)
+  t.ok(docs(r.out).every((o) => o.metadata.namespace === 'cache'))
+  const own = file('own.yaml', 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: x}\nspec: {size: 1}\n')
+  const c = await run(['render', '-f', own, '-n', 'y'])
+  t.equal(c.code, 1)
+  t.match(c.err, /the namespace from the provided object "x" does not match the namespace "y"/)
+})
+
+t.test('--values and --set override every spec, in that order', async (t) => {
+  const values = file('values.yaml', 'size: 5\nport: 2000\n')
+  const r = await run(['render', '-f', sample, '--values', values, '--set', 'port=3000', '--set-string', 'podAnnotations.a=1'])
+  t.equal(r.code, 0, r.err)
+  const dep = docs(r.out).find((o) => o.kind === 'Deployment')
+  t.equal(dep.spec.replicas, 5)
+  t.equal(dep.spec.template.spec.containers[0].ports[0].containerPort, 3000)
+  t.same(dep.spec.template.metadata.annotations, { a: '1' })
+})
+
+t.test('invalid input: exit 1, every reason on stderr, nothing on stdout', async (t) => {
+  const bad = file('bad.yaml', `${readFileSync(sample, 'utf8')}---\napiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bad}\nspec: {size: -1, port: x}\n`)
+  const r = await run(['render', '-f', bad])
+  t.equal(r.code, 1)
+  t.equal(r.out, '', 'no partial output that kubectl could half-apply')
+  t.match(r.err, /Memcached default\/bad: spec\.size: must be >= 0/)
+  t.match(r.err, /Memcached default\/bad: spec\.port: must be integer/)
+})
+
+t.test('input that is not a Memcached is refused with its place', async (t) => {
+  const cases: [string, RegExp][] = [
+    ['apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n', /document 1: expected apiVersion cache\.example\.com\/v1alpha1 and kind Memcached/],
+    ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: Bad_Name}\n', /metadata\.name "Bad_Name" must be a DNS subdomain/],
+    ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nspec: {}\n', /metadata is required/],
+    ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: "A b"}\n', /metadata\.namespace "A b" must be a DNS label/],
+    ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: [1]\n', /spec must be a map/],
+    ['- 1\n', /not a map/],
+    ['a: [\n', /:\d+: /],
+    ['# nothing\n', /no Memcached resource in the input/],
+  ]
+  for (const [text, message] of cases) {
+    const r = await run(['render', '-f', '-'], text)
+    t.equal(r.code, 1, text)
+    t.match(r.err, message)
+  }
+  const missing = await run(['render', '-f', join(tmp, 'missing.yaml')])
+  t.equal(missing.code, 1)
+  t.match(missing.err, /missing\.yaml: cannot read: ENOENT/)
+  const badValues = await run(['render', '-f', sample, '--values', file('v.yaml', '- 1\n')])
+  t.match(badValues.err, /a values file must be a map/)
+  const brokenValues = await run(['render', '-f', sample, '--values', file('v2.yaml', 'a: [\n')])
+  t.match(brokenValues.err, /v2\.yaml:\d+: /)
+  const missingValues = await run(['render', '-f', sample, '--values', join(tmp, 'none.yaml')])
+  t.match(missingValues.err, /none\.yaml: cannot read: ENOENT/)
+})
+
+t.test('usage errors exit 2', async (t) => {
+  for (const args of [['render'], ['render', '-f', sample, '-o', 'xml'], ['render', '--bogus'], ['nonsense'], ['render', '-f', '-', '-f', '-']]) {
+    const r = await run(args)
+    t.equal(r.code, 2, args.join(' '))
+    t.match(r.err, /error|unknown/i)
+  }
+})
+
+t.test('--help and --version exit 0', async (t) => {
+  const help = await run(['--help'])
+  t.equal(help.code, 0)
+  t.match(help.out, /render/)
+  const version = await run(['--version'])
+  t.equal(version.code, 0)
+  t.equal(version.out.trim(), JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)
+})
+
+t.test('lint passes on the bundled chart and its samples', async (t) => {
+  const r = await run(['lint'])
+  t.equal(r.code, 0, r.err)
+  t.match(r.out, /ok \(4 templates, 4 instances rendered into \d+ objects\)/)
+})
+
+t.test('lint reports a broken chart: schema, templates and renders', async (t) => {
+  const schema = JSON.parse(readFileSync(join(root, 'charts/memcached/values.schema.json'), 'utf8'))
+  schema.properties.extra = { description: 'untyped' }
+  schema.properties.uniq = { type: 'array', uniqueItems: true, items: { type: 'string' } }
+  schema.properties.ref = { $ref: '#/properties/size' }
+  const dir = chartWith({
+    'values.schema.json': JSON.stringify(schema),
+    'templates/bad.ejs': 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: <%= fullname() %>\n',
+    'Chart.yaml': 'apiVersion: v2\nname: memcached\nversion: 0.1.0\n',
+  })
+  const r = await run(['lint', '--chart', dir])
+  t.equal(r.code, 1)
+  t.match(r.err, /Chart\.yaml: description is empty/)
+  t.match(r.err, /values\.schema\.json: spec\.extra\.type: must not be empty/)
+  t.match(r.err, /values\.schema\.json: spec\.uniq: uniqueItems: true is not allowed/)
+  t.match(r.err, /values\.schema\.json: spec\.ref: keyword "\$ref" is not allowed/)
+  t.match(r.err, /minimal values \(size 1\): Secret\/lint: kind v1 Secret is not one the operator manages/)
+  const broken = await run(['lint', '--chart', chartWith({ 'templates/bad.ejs': '<% if ( %>' })])
+  t.equal(broken.code, 1)
+  t.match(broken.err, /templates\/bad\.ejs:1: /)
+})
+
+t.test('lint renders the CRs given with -f, and reports those that fail', async (t) => {
+  const bad = file('lint-bad.yaml', 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\nspec: {size: 1, port: 0}\n')
+  const r = await run(['lint', '-f', bad])
+  t.equal(r.code, 1)
+  t.match(r.err, /lint-bad\.yaml \(x\): spec\.port: must be >= 1/)
+  const notCr = await run(['lint', '-f', file('lint-notcr.yaml', 'kind: x\n')])
+  t.match(notCr.err, /expected apiVersion/)
+})
+
+t.test('the committed CRD equals the output of crd', async (t) => {
+  const r = await run(['crd'])
+  t.equal(r.code, 0)
+  t.equal(r.out, readFileSync(join(root, 'kustomize/crd/bases/cache.example.com_memcacheds.yaml'), 'utf8'), 'regenerate with: npx memcached-operator crd > kustomize/crd/bases/cache.example.com_memcacheds.yaml')
+})
+
+/** Relative imports of a module, recursively; bare imports collected separately. */
+function importGraph(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>()
+  const packages = new Set<string>()
+  const visit = (path: string): void => {
+    if (files.has(path)) return
+    files.add(path)
+    const src = readFileSync(path, 'utf8')
+    for (const m of src.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      const spec = m[1] ?? m[2] ?? ''
+      if (spec.startsWith('.')) visit(resolve(dirname(path), spec))
+      else packages.add(spec)
+    }
+  }
+  visit(entry)
+  return { files, packages }
+}
+
+t.test('render never loads @kubernetes/client-node', async (t) => {
+  const graph = importGraph(join(root, 'operator/cli/render.ts'))
+  t.ok(graph.packages.has('yaml') && graph.packages.has('ejs'), 'the graph is followed')
+  t.notOk([...graph.packages].some((p) => p.startsWith('@kubernetes/')), [...graph.packages].join(', '))
+  const main = importGraph(join(root, 'operator/cli/program.ts'))
+  t.notOk([...main.packages].some((p) => p.startsWith('@kubernetes/')), 'nor does the command line before a command runs')
+})
+
+t.test('the executable: exit codes and stdin through a real process', async (t) => {
+  const bin = join(root, 'operator/cli/main.ts')
+  const ok = spawnSync(process.execPath, [bin, 'render', '-f', '-'], { input: readFileSync(sample), encoding: 'utf8' })
+  t.equal(ok.status, 0, ok.stderr)
+  t.equal(docs(ok.stdout).length, 3)
+  const invalid = spawnSync(process.execPath, [bin, 'render', '-f', '-'], { input: 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: -1}\n', encoding: 'utf8' })
+  t.equal(invalid.status, 1)
+  t.match(invalid.stderr, /spec\.size: must be >= 0/)
+  t.equal(invalid.stdout, '')
+  const usage = spawnSync(process.execPath, [bin, 'render', '--nope'], { encoding: 'utf8' })
+  t.equal(usage.status, 2)
+  const viaNpx = execFileSync('npx', ['--no-install', 'memcached-operator', '--version'], { cwd: root, encoding: 'utf8' })
+  t.match(viaNpx.trim(), /^\d+\.\d+\.\d+$/, 'npx memcached-operator works from the checkout')
+})
