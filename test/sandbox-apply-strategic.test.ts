@@ -1,0 +1,112 @@
+import t from 'tap'
+import { builtinTopology, strategicMergePatch, StrategicPatchError } from '../operator/sandbox/apply/index.ts'
+import type { KubeObject } from '../operator/sandbox/types.ts'
+
+const DEPLOY = builtinTopology('apps', 'v1', 'Deployment')
+
+function live(): KubeObject {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'x', labels: { a: '1', b: '2' }, finalizers: ['f1'] },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'x' } },
+      template: {
+        metadata: { labels: { app: 'x' } },
+        spec: {
+          nodeSelector: { zone: 'a' },
+          tolerations: [{ key: 't1' }],
+          containers: [
+            { name: 'app', image: 'a:1', args: ['-v'], env: [{ name: 'A', value: '1' }, { name: 'B', value: '2' }], ports: [{ containerPort: 80, protocol: 'TCP' }] },
+            { name: 'side', image: 's:1' },
+          ],
+        },
+      },
+    },
+  }
+}
+
+type Any = Record<string, any>
+
+const cases: { name: string; patch: unknown; check: (o: Any) => unknown; want: unknown }[] = [
+  { name: 'scalars replace', patch: { spec: { replicas: 3 } }, check: (o) => o.spec.replicas, want: 3 },
+  { name: 'null deletes', patch: { metadata: { labels: { a: null } } }, check: (o) => o.metadata.labels, want: { b: '2' } },
+  { name: 'maps merge', patch: { metadata: { labels: { c: '3' } } }, check: (o) => o.metadata.labels, want: { a: '1', b: '2', c: '3' } },
+  {
+    name: 'list-map items merge by key, new ones are appended',
+    patch: { spec: { template: { spec: { containers: [{ name: 'side', image: 's:2' }, { name: 'new', image: 'n:1' }] } } } },
+    check: (o) => o.spec.template.spec.containers.map((c: Any) => `${c.name}=${c.image}`),
+    want: ['app=a:1', 'side=s:2', 'new=n:1'],
+  },
+  {
+    name: 'nested list-maps merge (env by name)',
+    patch: { spec: { template: { spec: { containers: [{ name: 'app', env: [{ name: 'B', value: '3' }, { name: 'C', value: '4' }] }] } } } },
+    check: (o) => o.spec.template.spec.containers[0].env,
+    want: [{ name: 'A', value: '1' }, { name: 'B', value: '3' }, { name: 'C', value: '4' }],
+  },
+  {
+    name: '$patch: delete removes a list item',
+    patch: { spec: { template: { spec: { containers: [{ name: 'side', $patch: 'delete' }] } } } },
+    check: (o) => o.spec.template.spec.containers.map((c: Any) => c.name),
+    want: ['app'],
+  },
+  {
+    name: '$patch: replace on a list replaces it',
+    patch: { spec: { template: { spec: { containers: [{ name: 'only', image: 'o' }, { $patch: 'replace' }] } } } },
+    check: (o) => o.spec.template.spec.containers,
+    want: [{ name: 'only', image: 'o' }],
+  },
+  {
+    name: '$patch: replace on a map replaces it',
+    patch: { metadata: { labels: { z: '9', $patch: 'replace' } } },
+    check: (o) => o.metadata.labels,
+    want: { z: '9' },
+  },
+  { name: '$patch: delete on a map removes it', patch: { metadata: { labels: { $patch: 'delete' } } }, check: (o) => o.metadata.labels, want: undefined },
+  { name: 'atomic lists are replaced', patch: { spec: { template: { spec: { tolerations: [{ key: 't2' }] } } } }, check: (o) => o.spec.template.spec.tolerations, want: [{ key: 't2' }] },
+  {
+    name: 'args (atomic) replaced',
+    patch: { spec: { template: { spec: { containers: [{ name: 'app', args: ['-x'] }] } } } },
+    check: (o) => o.spec.template.spec.containers[0].args,
+    want: ['-x'],
+  },
+  { name: 'primitive merge lists (finalizers) union', patch: { metadata: { finalizers: ['f2', 'f1'] } }, check: (o) => o.metadata.finalizers, want: ['f1', 'f2'] },
+  { name: '$deleteFromPrimitiveList', patch: { metadata: { '$deleteFromPrimitiveList/finalizers': ['f1'] } }, check: (o) => o.metadata.finalizers, want: [] },
+  {
+    name: '$setElementOrder is accepted and ignored',
+    patch: { spec: { template: { spec: { '$setElementOrder/containers': [{ name: 'side' }, { name: 'app' }], containers: [{ name: 'side', image: 's:3' }] } } } },
+    check: (o) => o.spec.template.spec.containers.map((c: Any) => c.name),
+    want: ['app', 'side'],
+  },
+  {
+    name: '$retainKeys clears other fields',
+    patch: { spec: { strategy: { $retainKeys: ['type'], type: 'Recreate' } } },
+    check: (o) => o.spec.strategy,
+    want: { type: 'Recreate' },
+  },
+  { name: 'maps merge even when apply sees them atomic (nodeSelector)', patch: { spec: { template: { spec: { nodeSelector: { disk: 'ssd' } } } } }, check: (o) => o.spec.template.spec.nodeSelector, want: { zone: 'a', disk: 'ssd' } },
+  {
+    name: 'ports merge by containerPort',
+    patch: { spec: { template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: 80, name: 'http' }] }] } } } },
+    check: (o) => o.spec.template.spec.containers[0].ports,
+    want: [{ containerPort: 80, protocol: 'TCP', name: 'http' }],
+  },
+  { name: 'new subtrees lose nulls and directives', patch: { spec: { paused: null, strategy: { type: 'Recreate', rollingUpdate: null } } }, check: (o) => [o.spec.paused, o.spec.strategy], want: [undefined, { type: 'Recreate' }] },
+]
+
+for (const c of cases) {
+  t.test(c.name, async (t) => {
+    const before = live()
+    const snapshot = structuredClone(before)
+    const out = strategicMergePatch(before, c.patch, DEPLOY) as unknown as Any
+    t.same(c.check(out), c.want)
+    t.same(before, snapshot, 'the live object is not modified')
+  })
+}
+
+t.test('malformed patches', async (t) => {
+  t.throws(() => strategicMergePatch(live(), [1], DEPLOY), StrategicPatchError)
+  t.throws(() => strategicMergePatch(live(), { metadata: { $patch: 'bogus' } }, DEPLOY), { message: 'Unknown patch type: bogus' })
+  t.throws(() => strategicMergePatch(live(), { spec: { template: { spec: { containers: [{ image: 'x' }] } } } }, DEPLOY), /does not contain declared merge key: name/)
+})
