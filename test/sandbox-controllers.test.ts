@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
 import { startControllers } from '../operator/sandbox/controllers/index.ts'
 import type { ApiRequest, ApiResponse, KubeObject } from '../operator/sandbox/types.ts'
@@ -6,7 +6,7 @@ import type { ApiRequest, ApiResponse, KubeObject } from '../operator/sandbox/ty
 type Req = Partial<ApiRequest> & Pick<ApiRequest, 'verb' | 'resource'>
 
 /** A sandbox with the simulated controllers, pods Ready 30 ms after creation. */
-async function sandbox(t: Tap.Test): Promise<{ sb: Sandbox; call: (r: Req) => Promise<ApiResponse>; list: (resource: string, group?: string, ns?: string) => Promise<KubeObject[]> }> {
+async function sandbox(t: Test): Promise<{ sb: Sandbox; call: (r: Req) => Promise<ApiResponse>; list: (resource: string, group?: string, ns?: string) => Promise<KubeObject[]> }> {
   const sb = await startSandbox({ controllers: false })
   const controllers = startControllers(sb.cluster, { podReadyDelayMs: 30, resyncMs: 200 })
   t.teardown(async () => {

@@ -128,7 +128,7 @@ export class GarbageCollector {
     for (const [uid, node] of this.#nodes) {
       const m = node.obj.metadata
       if (m.deletionTimestamp && m.finalizers?.some((f) => f === 'orphan' || f === 'foregroundDeletion')) this.#queue.add(`owner:${uid}`)
-      if (m.ownerReferences?.some((r) => !this.#nodes.has(r.uid) || this.#isWaiting(r.uid))) this.#queue.add(`dependent:${uid}`)
+      if (this.#suspicious(node.obj)) this.#queue.add(`dependent:${uid}`)
     }
   }
 
@@ -142,6 +142,15 @@ export class GarbageCollector {
     this.#informers.set(gvrKey(inf.gvr), { informer: inf, own })
     const kind = [...this.#kinds.values()].find((k) => gvrKey(k.gvr) === gvrKey(inf.gvr)) ?? { gvr: inf.gvr, namespaced: true }
     inf.on((type, o) => this.#onEvent(type, o, kind))
+  }
+
+  /** Whether some owner of `o` is not in the cache, waits in the foreground, or lives in another namespace. */
+  #suspicious(o: KubeObject): boolean {
+    return (o.metadata.ownerReferences ?? []).some((r) => {
+      const owner = this.#nodes.get(r.uid)?.obj
+      if (!owner) return true
+      return this.#isWaiting(r.uid) || (!!owner.metadata.namespace && owner.metadata.namespace !== o.metadata.namespace)
+    })
   }
 
   #isWaiting(uid: string): boolean {
@@ -166,8 +175,8 @@ export class GarbageCollector {
       let set = this.#dependents.get(r.uid)
       if (!set) this.#dependents.set(r.uid, (set = new Set()))
       set.add(uid)
-      if (!this.#nodes.has(r.uid) || this.#isWaiting(r.uid)) this.#queue.add(`dependent:${uid}`)
     }
+    if (this.#suspicious(o)) this.#queue.add(`dependent:${uid}`)
     const m = o.metadata
     if (m.deletionTimestamp && m.finalizers?.some((f) => f === 'orphan' || f === 'foregroundDeletion')) this.#queue.add(`owner:${uid}`)
     // A dependent that is now being deleted may unblock its foreground owner.
