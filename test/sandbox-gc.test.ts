@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { startControllers } from '../operator/sandbox/controllers/index.ts'
-import type { ApiRequest, ApiResponse, KubeObject } from '../operator/sandbox/types.ts'
+import type { ApiRequest, ApiResponse, KubeObject, OwnerReference } from '../operator/sandbox/types.ts'
 import { memcachedCRD } from './sandbox-crd-fixture.ts'
 
 type Obj = Record<string, any>
@@ -35,7 +35,7 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
   throw new Error(`timed out waiting for ${what}`)
 }
 
-function configMap(name: string, owners: Obj[] = [], ns = 'default'): KubeObject {
+function configMap(name: string, owners: OwnerReference[] = [], ns = 'default'): KubeObject {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, ownerReferences: owners }, data: { a: 'b' } }
 }
 
@@ -46,7 +46,7 @@ function deployment(name: string, replicas: number): KubeObject {
   }
 }
 
-const ownerRef = (o: Obj, block = false) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid, ...(block ? { blockOwnerDeletion: true } : {}) })
+const ownerRef = (o: Obj, block = false): OwnerReference => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid, ...(block ? { blockOwnerDeletion: true } : {}) })
 
 t.test('a dependent whose owner uid no longer exists is deleted; one with a live owner stays', async (t) => {
   const { call, get } = await sandbox(t)
