@@ -344,6 +344,22 @@ t.test('status subresource: its own entry with subresource "status"; main resour
   t.same(applied.spec, base.spec, 'spec is reset on /status')
 })
 
+t.test('one Apply entry per (manager, subresource)', async (t) => {
+  const base = ok(t, serverSideApply(undefined, deployment({ replicas: 1 }), opts('op', T0)))
+  const status = ok(t, serverSideApply(base, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x', namespace: 'default' }, status: { replicas: 1 } }, opts('op', T1, { subresource: 'status', resetFields: [['spec'], ['metadata']] })))
+  t.same((status.metadata.managedFields ?? []).map((e) => [e.manager, e.operation, e.subresource]), [['op', 'Apply', undefined], ['op', 'Apply', 'status']])
+  const again = ok(t, serverSideApply(status, deployment({ replicas: 2 }), opts('op', T2)))
+  t.equal((again.metadata.managedFields ?? []).length, 2, 'the main-resource entry is updated, not duplicated')
+  t.same((again.metadata.managedFields ?? []).map((e) => [e.subresource, e.time]), [['status', T1], [undefined, T2]])
+})
+
+t.test('removing every container an applier owned leaves no empty list behind', async (t) => {
+  const base = ok(t, serverSideApply(undefined, deployment({}, [{ name: 'a', image: 'a' }]), opts('op', T0)))
+  const other = ok(t, serverSideApply(base, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x', namespace: 'default' }, spec: { replicas: 1 } }, opts('op', T1)))
+  t.equal(podSpec(other).containers, undefined)
+  t.same(spec(other).template, { metadata: {}, spec: { dnsPolicy: 'ClusterFirst', restartPolicy: 'Always', securityContext: {}, terminationGracePeriodSeconds: 30, schedulerName: 'default-scheduler' } })
+})
+
 // structured-merge-diff's visitListItems: a live-only item is emitted when the walk over the live
 // list reaches it, between the config items around it.
 t.test('merged list order: config order, live-only items keep their relative place', async (t) => {

@@ -1,6 +1,25 @@
 /**
  * Server-side apply, managedFields and strategic merge patch for the sandbox API server: pure
  * functions over plain JSON objects, faithful to structured-merge-diff as the API server uses it.
+ *
+ * What the caller (the server) must know:
+ * - `serverSideApply` never sets uid, resourceVersion, generation or creationTimestamp (they are
+ *   never owned either). With `changed: false` it returns the `live` object itself: do not write.
+ * - `resetFields` both removes ownership and restores the content from the live object:
+ *   `[['status']]` for the main resource of a kind with a status subresource; `[['spec']]` or
+ *   `[['spec'], ['metadata']]` for `/status` (`['metadata']` keeps the new managedFields).
+ * - `trackUpdate` mutates and returns `updated`; call it after defaulting (on create the writer
+ *   owns the defaults, as on a real server).
+ * - Typing errors in an applied configuration throw `ApplyTypeError` (`status` 500, the server's
+ *   `failed to create typed patch object (…): <path>: <detail>` message).
+ *
+ * Known differences from a real API server:
+ * - Fields a built-in schema does not declare are accepted (they merge like Go struct fields)
+ *   instead of failing with `field not declared in schema`.
+ * - A `null` in an applied configuration removes the field (the typed conversion's effect).
+ * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
+ * - Strategic merge patch ignores `$setElementOrder`; lists merge by their first apply key.
+ * - No conversion between apiVersions: managers of other versions are compared as is.
  */
 export { serverSideApply, trackUpdate, conflictMessage, BEFORE_FIRST_APPLY } from './managed.ts'
 export type { ApplyOptions, ApplyResult, ApplyConflict, UpdateOptions } from './managed.ts'

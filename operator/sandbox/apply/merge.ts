@@ -352,7 +352,7 @@ function remove(v: Json, set: FieldSet, t: Topology): boolean {
       if (cv === undefined) continue
       const ct = childTopology(t, k)
       if (c.member || remove(cv, c, ct)) {
-        if (isImplicit(ct)) o[k] = {}
+        if (isImplicit(ct) && ct.type === 'struct') o[k] = {}
         else delete o[k]
         removed = true
       }
