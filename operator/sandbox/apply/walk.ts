@@ -39,6 +39,7 @@ export const STRUCT_KIND = 1
 export const MAP_KIND = 2
 /** Associative list (set or map). */
 export const LIST_KIND = 3
+/** One of the node kinds above. */
 export type Kind = 0 | 1 | 2 | 3
 
 /** How `v` is walked under `t`. A value whose JSON type does not fit is a leaf. */
