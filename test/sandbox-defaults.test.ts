@@ -110,6 +110,8 @@ t.test('Service defaults; clusterIP allocation through a hook', async (t) => {
   t.same(fixed.spec.clusterIPs, ['10.0.0.1'])
   const np = defaulted(svc({ type: 'NodePort' }))
   t.equal(np.spec.externalTrafficPolicy, 'Cluster')
+  const lb = defaulted(svc({ type: 'LoadBalancer', sessionAffinity: 'ClientIP' }))
+  t.same([lb.spec.externalTrafficPolicy, lb.spec.allocateLoadBalancerNodePorts, lb.spec.sessionAffinityConfig], ['Cluster', true, { clientIP: { timeoutSeconds: 10800 } }])
   const ext = defaulted(svc({ type: 'ExternalName', externalName: 'example.com' }))
   t.equal(ext.spec.ipFamilies, undefined, 'ExternalName gets no IP defaults')
 })

@@ -169,6 +169,11 @@ function defaultService(o: JsonObject, hooks: DefaultingHooks): void {
   const spec = obj(o, 'spec')
   setDefault(spec, 'type', 'ClusterIP')
   setDefault(spec, 'sessionAffinity', 'None')
+  if (spec.sessionAffinity === 'ClientIP') {
+    const clientIP = obj(obj(spec, 'sessionAffinityConfig'), 'clientIP')
+    setDefault(clientIP, 'timeoutSeconds', 10800)
+  }
+  if (spec.type === 'LoadBalancer') setDefault(spec, 'allocateLoadBalancerNodePorts', true)
   const ports = spec.ports
   if (Array.isArray(ports)) {
     for (const p of ports) {
