@@ -62,7 +62,9 @@ function camel(key: string): string {
 }
 
 /** Thrown for an unknown key or a bad value. */
-export class FaultSpecError extends Error {}
+export class FaultSpecError extends Error {
+  override name = 'FaultSpecError'
+}
 
 /**
  * Parses fault settings from the `key=value,…` string or from a JSON object.

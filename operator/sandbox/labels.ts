@@ -19,7 +19,9 @@ export interface Selector {
 export const everything: Selector = { empty: true, matches: () => true }
 
 /** Thrown for a selector string that does not parse; the HTTP layer answers 400. */
-export class SelectorError extends Error {}
+export class SelectorError extends Error {
+  override name = 'SelectorError'
+}
 
 /** Splits on commas that are not inside parentheses. */
 function splitTerms(s: string): string[] {
