@@ -37,6 +37,7 @@ export class Informer {
   #byOwner = new Map<string, Set<string>>()
   #handlers: Handler[] = []
   #stopWatch: (() => void) | undefined
+  #watchGen = 0
   #resourceVersion = '0'
   #timer: NodeJS.Timeout | undefined
   #stopped = false
@@ -71,7 +72,10 @@ export class Informer {
         return
       } catch {
         await new Promise<void>((resolve) => {
-          this.#timer = setTimeout(resolve, 200)
+          this.#timer = setTimeout(() => {
+            this.#timer = undefined
+            resolve()
+          }, 200)
         })
       }
     }
@@ -81,6 +85,12 @@ export class Informer {
   stop(): void {
     this.#stopped = true
     if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#endWatch()
+  }
+
+  #endWatch(): void {
+    this.#watchGen++
     this.#stopWatch?.()
     this.#stopWatch = undefined
   }
@@ -108,8 +118,7 @@ export class Informer {
   }
 
   async #relist(): Promise<void> {
-    this.#stopWatch?.()
-    this.#stopWatch = undefined
+    this.#endWatch()
     const { items, resourceVersion } = await this.#client.list(this.gvr)
     if (this.#stopped) return
     const seen = new Set<string>()
@@ -123,13 +132,18 @@ export class Informer {
     for (const [key, old] of [...this.#store]) if (!seen.has(key)) this.#remove(key, old)
     this.#resourceVersion = resourceVersion
     // A watch the server ends (timeout, 410) is replaced by a fresh list and watch.
-    this.#stopWatch = this.#client.watch(this.gvr, resourceVersion, (e) => this.#onEvent(e), () => this.#scheduleRelist())
+    // Events of a watch already replaced (or stopped) are dropped: only the current one counts.
+    const gen = ++this.#watchGen
+    this.#stopWatch = this.#client.watch(this.gvr, resourceVersion, (e) => {
+      if (gen === this.#watchGen) this.#onEvent(e)
+    }, () => {
+      if (gen === this.#watchGen) this.#scheduleRelist()
+    })
   }
 
   #scheduleRelist(): void {
     if (this.#stopped || this.#timer) return
-    this.#stopWatch?.()
-    this.#stopWatch = undefined
+    this.#endWatch()
     this.#timer = setTimeout(() => {
       this.#timer = undefined
       this.#relist().catch(() => this.#scheduleRelist())
