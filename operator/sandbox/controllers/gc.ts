@@ -75,6 +75,8 @@ export class GarbageCollector {
   #dependents = new Map<string, Set<string>>()
   #queue: WorkQueue
   #crdTypes = new Map<string, string>() // CRD name → gvrKey it added
+  /** `namespace/uid` of owners verified absent; forgotten at each sweep once nothing refers to them */
+  #absent = new Set<string>()
 
   /**
    * @param shared informers other controllers already run (their caches are reused, not duplicated)
@@ -125,6 +127,7 @@ export class GarbageCollector {
 
   /** Queues every object that might need work: dependents with an uncached owner, owners being deleted. */
   sweep(): void {
+    for (const key of this.#absent) if (!this.#dependents.get(key.slice(key.indexOf('/') + 1))?.size) this.#absent.delete(key)
     for (const [uid, node] of this.#nodes) {
       const m = node.obj.metadata
       if (m.deletionTimestamp && m.finalizers?.some((f) => f === 'orphan' || f === 'foregroundDeletion')) this.#queue.add(`owner:${uid}`)
@@ -203,14 +206,22 @@ export class GarbageCollector {
       return this.#isWaiting(ref.uid) ? 'waiting' : 'solid'
     }
     if (!kind) return 'unknown' // cannot be looked up (like a REST mapping failure): leave it alone
+    // A uid, once verified absent, never comes back: the thousands of dependents of one deleted
+    // owner cost one GET (the real collector keeps a verified "virtual" node the same way).
+    const absentKey = `${kind.namespaced ? depNs ?? '' : ''}/${ref.uid}`
+    if (this.#absent.has(absentKey)) return 'absent'
     try {
       const live = await this.#client.get(kind.gvr, kind.namespaced ? depNs : undefined, ref.name)
-      if (live.metadata.uid !== ref.uid) return 'absent'
+      if (live.metadata.uid !== ref.uid) {
+        this.#absent.add(absentKey)
+        return 'absent'
+      }
       const m = live.metadata
       return m.deletionTimestamp && m.finalizers?.includes('foregroundDeletion') ? 'waiting' : 'solid'
     } catch (err) {
-      if (isNotFound(err)) return 'absent'
-      throw err
+      if (!isNotFound(err)) throw err
+      this.#absent.add(absentKey)
+      return 'absent'
     }
   }
 
