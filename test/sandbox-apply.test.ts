@@ -2,6 +2,8 @@ import t from 'tap'
 import {
   ApplyTypeError,
   builtinTopology,
+  deepEqual,
+  omitEmpty,
   serverSideApply,
   trackUpdate,
   type ApplyOptions,
@@ -262,7 +264,7 @@ t.test('pruning', async (t) => {
     deployment({}, [{ name: 'app', image: 'm:1' }]),
     opts('op', T3),
   ))
-  t.same(fourth.metadata.labels, {}, 'an update that empties labels leaves them empty')
+  t.equal(fourth.metadata.labels, undefined, 'empty labels vanish, as through Go types')
 })
 
 t.test('pruning a map that becomes empty removes it', async (t) => {
@@ -484,4 +486,62 @@ t.test('null in a configuration removes the field and owns it', async (t) => {
   const first = ok(t, serverSideApply(undefined, deployment({ minReadySeconds: 3 }), opts('op', T0)))
   const second = ok(t, serverSideApply(first, deployment({ minReadySeconds: null }), opts('op', T1)))
   t.equal(spec(second).minReadySeconds, undefined)
+})
+
+t.test('property: re-applying the same configuration is a no-op, and every applied value is in the result', async (t) => {
+  const fc = (await import('fast-check')).default
+  const name = fc.constantFrom('a', 'b', 'c', 'd')
+  const containerArb = fc.record({
+    name,
+    image: fc.constantFrom('m:1', 'm:2', 'm'),
+    env: fc.uniqueArray(fc.record({ name: fc.constantFrom('X', 'Y', 'Z'), value: fc.string({ maxLength: 3 }) }), { selector: (e) => e.name, maxLength: 3 }),
+    ports: fc.uniqueArray(fc.record({ containerPort: fc.integer({ min: 1, max: 4 }) }), { selector: (p) => p.containerPort, maxLength: 2 }),
+    resources: fc.record({ limits: fc.record({ cpu: fc.constantFrom('0.5', '1', '1000m', '250m') }) }),
+  })
+  const cfgArb = fc.record({
+    replicas: fc.integer({ min: 0, max: 5 }),
+    labels: fc.dictionary(fc.constantFrom('l1', 'l2', 'l3'), fc.constantFrom('v1', 'v2')),
+    containers: fc.uniqueArray(containerArb, { selector: (c) => c.name, minLength: 1, maxLength: 3 }),
+  })
+  fc.assert(
+    fc.property(cfgArb, cfgArb, (c1, c2) => {
+      const mk = (c: typeof c1): KubeObject => deployment({ replicas: c.replicas }, c.containers, c.labels)
+      const first = ok(t, serverSideApply(undefined, mk(c1), opts('op', T0)))
+      const second = ok(t, serverSideApply(first, mk(c2), opts('op', T1)))
+      const again = serverSideApply(second, mk(c2), opts('op', T2))
+      if (!again.ok || again.changed || again.object !== second) return false
+      if (spec(second).replicas !== c2.replicas) return false
+      const got = podSpec(second).containers
+      if (got.map((c) => c.name).join() !== c2.containers.map((c) => c.name).join()) return false
+      for (const want of c2.containers) {
+        const have = got.find((c) => c.name === want.name)
+        if (have?.image !== want.image) return false
+        const env = (have.env ?? []) as { name: string; value: string }[]
+        if (env.map((e) => `${e.name}=${e.value}`).join() !== want.env.map((e) => `${e.name}=${e.value}`).join()) return false
+        if (((have.ports ?? []) as unknown[]).length !== want.ports.length) return false
+      }
+      return deepEqual(second.metadata.labels ?? {}, c2.labels)
+    }),
+    { numRuns: 300 },
+  )
+})
+
+t.test('built-in kinds lose empty lists and maps as through Go types; custom resources keep them', async (t) => {
+  const cfg = deployment({}, [{ name: 'app', image: 'm', env: [], args: [], volumeMounts: [{ name: 'v', mountPath: '/v' }] }], {})
+  ;(podSpec(cfg) as Record<string, unknown>).volumes = [{ name: 'v', emptyDir: {} }]
+  ;(podSpec(cfg) as Record<string, unknown>).nodeSelector = {}
+  const obj = ok(t, serverSideApply(undefined, cfg, opts('op', T0)))
+  const c = podSpec(obj).containers[0] as Record<string, unknown>
+  t.equal(c.env, undefined)
+  t.equal(c.args, undefined)
+  t.equal(obj.metadata.labels, undefined)
+  t.equal(podSpec(obj).nodeSelector, undefined)
+  t.same(podSpec(obj).volumes, [{ name: 'v', emptyDir: {} }], 'empty structs stay')
+  t.same(c.resources, {}, 'resources: {} stays')
+  const noContainers = deployment({}, [])
+  omitEmpty(noContainers as never, DEPLOY)
+  t.same(podSpec(noContainers).containers, [], 'containers is not omitempty')
+  const cr = { apiVersion: 'x/v1', kind: 'X', metadata: { name: 'x' }, spec: { list: [], map: {} } }
+  omitEmpty(cr as never, { type: 'struct', fields: {} })
+  t.same(cr.spec, { list: [], map: {} })
 })

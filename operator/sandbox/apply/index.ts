@@ -10,6 +10,8 @@
  *   `[['spec'], ['metadata']]` for `/status` (`['metadata']` keeps the new managedFields).
  * - `trackUpdate` mutates and returns `updated`; call it after defaulting (on create the writer
  *   owns the defaults, as on a real server).
+ * - Built-in kinds lose empty lists and maps (`env: []`, `labels: {}`) in the apply result, as
+ *   through Go types; `omitEmpty(obj, topology)` does the same for other writes if wanted.
  * - Typing errors in an applied configuration throw `ApplyTypeError` (`status` 500, the server's
  *   `failed to create typed patch object (…): <path>: <detail>` message).
  *
@@ -23,7 +25,7 @@
  */
 export { serverSideApply, trackUpdate, conflictMessage, BEFORE_FIRST_APPLY } from './managed.ts'
 export type { ApplyOptions, ApplyResult, ApplyConflict, UpdateOptions } from './managed.ts'
-export { ApplyTypeError, gvkString, compareObjects, mergeObjects, toFieldSet, removePaths } from './merge.ts'
+export { ApplyTypeError, gvkString, compareObjects, mergeObjects, omitEmpty, toFieldSet, removePaths } from './merge.ts'
 export type { Comparison } from './merge.ts'
 export { strategicMergePatch, StrategicPatchError } from './strategic.ts'
 export { builtinTopology, hasBuiltinTopology, customResourceTopology, METADATA, POD_SPEC, POD_TEMPLATE_SPEC } from './topology.ts'

@@ -18,7 +18,7 @@ import {
   withoutPrefixes,
 } from './fieldset.ts'
 import { clone, deepEqual, getPath, isObject } from './json.ts'
-import { compareObjects, gvkString, mergeObjects, removePaths, toFieldSet } from './merge.ts'
+import { compareObjects, gvkString, mergeObjects, omitEmpty, removePaths, toFieldSet } from './merge.ts'
 
 /** Options of {@link serverSideApply}. */
 export interface ApplyOptions {
@@ -329,6 +329,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   if (!isEmpty(applied)) next.set(id, mine)
 
   const result = merged as unknown as KubeObject
+  omitEmpty(merged, t)
   opts.defaulter?.(result)
 
   const objectChanged = liveBody === undefined || !deepEqual(merged, liveBody)

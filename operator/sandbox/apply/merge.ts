@@ -6,7 +6,7 @@
 import type { Json, JsonObject, Topology } from '../types.ts'
 import { builder, build, insert, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
 import { clone, cloneDropNull, deepEqual, isObject } from './json.ts'
-import { childTopology, isImplicit, ItemKeyError, itemElement, itemTopology, kindOf, LEAF_KIND, LIST_KIND, MAP_KIND, STRUCT_KIND } from './walk.ts'
+import { childTopology, isGoTyped, isImplicit, OPEN, ItemKeyError, itemElement, itemTopology, kindOf, LEAF_KIND, LIST_KIND, MAP_KIND, STRUCT_KIND } from './walk.ts'
 
 /**
  * An applied configuration the schema cannot type: duplicate keys in an associative list, an item
@@ -378,4 +378,33 @@ function remove(v: Json, set: FieldSet, t: Topology): boolean {
     return w === 0 && n > 0
   }
   return false
+}
+
+// ---------------------------------------------------------------------------------------------
+// Go typing
+
+/**
+ * What a real server's round trip through Go types does to a built-in object: empty lists and
+ * empty maps are `omitempty` and vanish (`env: []`, `labels: {}`), except lists a zero value
+ * always carries (`containers`). Structs, even empty (`securityContext: {}`, `emptyDir: {}`),
+ * stay. In place; a no-op for topologies that are not built-in kinds.
+ */
+export function omitEmpty(obj: JsonObject, topology: Topology): void {
+  if (isGoTyped(topology)) omitEmptyIn(obj, topology)
+}
+
+function omitEmptyIn(v: Json, t: Topology): void {
+  if (Array.isArray(v)) {
+    const it = itemTopology(t)
+    for (const item of v) if (typeof item === 'object' && item !== null) omitEmptyIn(item, it)
+    return
+  }
+  if (!isObject(v)) return
+  for (const k of Object.keys(v)) {
+    const cv = v[k]
+    if (typeof cv !== 'object' || cv === null) continue
+    const ct = t.type === 'struct' || t.type === 'map' || t.type === 'any' ? childTopology(t, k) : OPEN
+    omitEmptyIn(cv, ct)
+    if (Array.isArray(cv) ? cv.length === 0 && !isImplicit(ct) : ct.type === 'map' && isEmptyContainer(cv)) delete v[k]
+  }
 }

@@ -92,7 +92,8 @@ export const POD_SPEC: Topology = struct({
 export const POD_TEMPLATE_SPEC: Topology = implicitStruct({ metadata: METADATA, spec: POD_SPEC })
 
 function object(fields: Fields): Topology {
-  return implicitStruct({ apiVersion: SCALAR, kind: SCALAR, metadata: METADATA, ...fields })
+  const t: Topology & ImplicitFlag = { type: 'struct', fields: { apiVersion: SCALAR, kind: SCALAR, metadata: METADATA, ...fields }, implicit: true, goTyped: true }
+  return t
 }
 
 const WORKLOAD_STATUS = implicitStruct({ conditions: CONDITIONS })

@@ -24,6 +24,11 @@ export const SCALAR: Topology = Object.freeze({ type: 'scalar' }) as Topology
  */
 export interface ImplicitFlag {
   implicit?: boolean
+  /**
+   * On the root of a built-in kind's topology: objects of this kind go through Go types on a real
+   * server, so empty lists and empty maps (all `omitempty`) vanish from what is stored.
+   */
+  goTyped?: boolean
 }
 
 /** Whether a topology node is an implicit struct. */
@@ -104,4 +109,9 @@ export function itemElement(t: Topology, item: unknown, i: number): string {
 
 function missingKey(i: number, k: string): ItemKeyError {
   return new ItemKeyError(`element ${i}: associative list with keys has an element that omits key field ${JSON.stringify(k)} (and doesn't have default value)`)
+}
+
+/** Whether a topology is the root of a built-in (Go-typed) kind. */
+export function isGoTyped(t: Topology): boolean {
+  return (t as ImplicitFlag).goTyped === true
 }
