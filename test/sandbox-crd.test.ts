@@ -93,6 +93,26 @@ t.test('validation messages are the real server\'s', async (t) => {
   t.equal(v({ size: -1, mode: 'z' })?.length, 2, 'every error is reported')
 })
 
+t.test('anyOf, oneOf and not are reported the way apiextensions renders kube-openapi\'s plain errors', async (t) => {
+  const schema = { type: 'object', properties: {
+    q: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }] },
+    a: { type: 'string', anyOf: [{ maxLength: 2 }, { pattern: '^x' }] },
+    o: { type: 'integer', oneOf: [{ minimum: 5 }, { maximum: 10 }] },
+    n: { type: 'string', not: { enum: ['bad'] } },
+  } }
+  const crd = memcachedCRD()
+  const v = (crd['spec'] as { versions: Record<string, any>[] }).versions[0] as Record<string, any>
+  v['schema'] = { openAPIV3Schema: { type: 'object', properties: { spec: schema } } }
+  delete v['additionalPrinterColumns']
+  const type = typeOf(crd)
+  const check = (spec: Record<string, unknown>) => type.validate?.(cr(spec)).map((c) => `${c.field}: ${c.message}`)
+  t.same(check({ q: 1, a: 'ab', o: 12, n: 'ok' }), [])
+  t.same(check({ q: 'x', a: 'xyz' }), [])
+  t.same(check({ a: 'abc' }), ['<nil>: Invalid value: "": "spec.a" must validate at least one schema (anyOf)', 'spec.a: Too long: may not be more than 2 bytes'], 'on a tie, the first alternative\'s errors')
+  t.same(check({ o: 7 }), ['<nil>: Invalid value: "": "spec.o" must validate one and only one schema (oneOf). Found 2 valid alternatives'])
+  t.same(check({ n: 'bad' }), ['<nil>: Invalid value: "": "spec.n" must not validate the schema (not)'])
+})
+
 t.test('Go float formatting matches %v', async (t) => {
   t.equal(goFloat(0), '0')
   t.equal(goFloat(0.5), '0.5')

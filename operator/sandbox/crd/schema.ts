@@ -327,7 +327,34 @@ function validateNode(v: unknown, s: Schema, path: string, out: FieldCause[]): v
   }
   enumCheck(v, s, path, out)
   for (const sub of s.allOf ?? []) validateNode(v, sub, path, out)
+  alternatives(v, s, path, out)
   if (isObject(v)) objectChecks(v, s, path, name, out)
+}
+
+/**
+ * anyOf / oneOf / not. kube-openapi reports these as plain errors, not field errors, so
+ * apiextensions renders them against a nil path: `<nil>: Invalid value: "": "spec.x" must …`,
+ * followed by the errors of the closest alternative.
+ */
+function alternatives(v: unknown, s: Schema, path: string, out: FieldCause[]): void {
+  const composite = (message: string): FieldCause => ({ reason: 'FieldValueInvalid', message: `Invalid value: "": ${message}`, field: '<nil>' })
+  const run = (sub: Schema) => {
+    const errs: FieldCause[] = []
+    validateNode(v, sub, path, errs)
+    return errs
+  }
+  const closest = (results: FieldCause[][]) => results.reduce((a, b) => (b.length < a.length ? b : a))
+  if (s.anyOf && s.anyOf.length > 0) {
+    const results = s.anyOf.map(run)
+    if (!results.some((r) => r.length === 0)) out.push(composite(`${JSON.stringify(path)} must validate at least one schema (anyOf)`), ...closest(results))
+  }
+  if (s.oneOf && s.oneOf.length > 0) {
+    const results = s.oneOf.map(run)
+    const valid = results.filter((r) => r.length === 0).length
+    if (valid === 0) out.push(composite(`${JSON.stringify(path)} must validate one and only one schema (oneOf)`), ...closest(results))
+    else if (valid > 1) out.push(composite(`${JSON.stringify(path)} must validate one and only one schema (oneOf). Found ${valid} valid alternatives`))
+  }
+  if (s.not && run(s.not).length === 0) out.push(composite(`${JSON.stringify(path)} must not validate the schema (not)`))
 }
 
 function typeInvalid(out: FieldCause[], path: string, value: unknown, detail: string): void {
