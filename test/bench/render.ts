@@ -33,7 +33,7 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
 }
 
-function wallTime(cmd: string, args: string[]): number {
+function wallTime(cmd: string, args: readonly string[]): number {
   const start = process.hrtime.bigint()
   const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8' })
   const ms = Number(process.hrtime.bigint() - start) / 1e6
