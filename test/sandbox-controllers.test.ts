@@ -159,3 +159,18 @@ t.test('a Recreate Deployment replaces all pods at once', async (t) => {
   })
   t.equal(ps.length, 2)
 })
+
+t.test('a watcher sees a pod scheduled, then ContainerCreating, then Running', async (t) => {
+  const { sb, call, list } = await sandbox(t)
+  const seen: string[] = []
+  const stop = sb.cluster.watch({ verb: 'watch', group: '', version: 'v1', resource: 'pods', namespace: 'default', query: new URLSearchParams({ resourceVersion: '0' }) }, (e) => {
+    const p = e.object as Obj
+    const waiting = p.status?.containerStatuses?.[0]?.state?.waiting?.reason
+    const state = `${e.type} ${p.spec?.nodeName ?? '-'} ${p.status?.phase ?? '-'}${waiting ? ` ${waiting}` : ''}`
+    if (seen.at(-1) !== state) seen.push(state)
+  })
+  t.teardown(stop)
+  await call({ verb: 'create', group: 'apps', resource: 'deployments', namespace: 'default', body: deployment('web', 1) })
+  await until('running', async () => (await list('pods')).some((p) => (p as Obj).status?.phase === 'Running'))
+  t.same(seen, ['ADDED - Pending', 'MODIFIED sandbox-node Pending', 'MODIFIED sandbox-node Pending ContainerCreating', 'MODIFIED sandbox-node Running'])
+})

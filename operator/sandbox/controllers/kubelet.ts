@@ -50,6 +50,24 @@ export function runningStatus(pod: KubeObject, podIP: string, startTime: string)
   }
 }
 
+/** The status of a pod bound to the node whose containers are being created. */
+export function creatingStatus(pod: KubeObject, time: string): JsonObject {
+  const spec = obj(pod['spec'])
+  const containers = (Array.isArray(spec['containers']) ? spec['containers'] : []).map(obj)
+  const names = containers.map((c) => String(c['name'] ?? '')).join(' ')
+  const cond = (type: string, status: string, extra: JsonObject = {}) => ({ type, status, lastProbeTime: null, lastTransitionTime: time, ...extra })
+  const notReady = { reason: 'ContainersNotReady', message: `containers with unready status: [${names}]` }
+  return {
+    phase: 'Pending',
+    conditions: [cond('PodReadyToStartContainers', 'False'), cond('Initialized', 'True'), cond('Ready', 'False', notReady), cond('ContainersReady', 'False', notReady), cond('PodScheduled', 'True')],
+    hostIP,
+    hostIPs: [{ ip: hostIP }],
+    startTime: time,
+    containerStatuses: containers.map((c) => ({ name: c['name'] ?? '', state: { waiting: { reason: 'ContainerCreating' } }, lastState: {}, ready: false, restartCount: 0, image: c['image'] ?? '', imageID: '', started: false })),
+    qosClass: obj(pod['status'])['qosClass'] ?? 'BestEffort',
+  }
+}
+
 export class Kubelet {
   #scheduler: Client
   #kubelet: Client
@@ -57,7 +75,8 @@ export class Kubelet {
   #delayMs: number
   #timers = new Map<string, NodeJS.Timeout>()
   #inflight = new Set<Promise<void>>()
-  #binding = new Set<string>()
+  /** uid → the binding (and ContainerCreating report) in flight */
+  #binding = new Map<string, Promise<void>>()
   #nextIP = 2
   #stopped = false
 
@@ -107,8 +126,9 @@ export class Kubelet {
     const spec = obj(pod['spec'])
     if (spec['nodeName'] && spec['nodeName'] !== nodeName) return
     if (!spec['nodeName'] && !this.#binding.has(uid)) {
-      this.#binding.add(uid)
-      this.#track(this.#bind(pod).finally(() => this.#binding.delete(uid)))
+      const binding = this.#bind(pod).finally(() => this.#binding.delete(uid))
+      this.#binding.set(uid, binding.catch(() => undefined))
+      this.#track(binding)
     }
     if (isPodReady(pod) || this.#timers.has(uid)) return
     this.#timers.set(uid, setTimeout(() => {
@@ -120,6 +140,8 @@ export class Kubelet {
   async #bind(pod: KubeObject): Promise<void> {
     try {
       await this.#scheduler.mergePatch(pods, pod.metadata.namespace, pod.metadata.name ?? '', { spec: { nodeName } })
+      // What `kubectl get pods -w` shows between scheduling and Running.
+      if (this.#delayMs > 0) await this.#kubelet.mergePatch(pods, pod.metadata.namespace, pod.metadata.name ?? '', { status: creatingStatus(pod, now()) }, { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err
     }
@@ -135,12 +157,13 @@ export class Kubelet {
 
   async #start(namespace: string | undefined, name: string, uid: string): Promise<void> {
     const key = namespace ? `${namespace}/${name}` : name
+    await this.#binding.get(uid)
     const pod = this.#pods.get(key)
     if (!pod || pod.metadata.uid !== uid || pod.metadata.deletionTimestamp || isPodReady(pod)) return
     const n = this.#nextIP++
     const podIP = `10.244.${(n >> 8) & 255}.${n & 255}`
     try {
-      if (!obj(pod['spec'])['nodeName']) await this.#bind(pod)
+      if (!obj(pod['spec'])['nodeName']) await this.#scheduler.mergePatch(pods, namespace, name, { spec: { nodeName } })
       await this.#kubelet.mergePatch(pods, namespace, name, { status: runningStatus(pod, podIP, now()) }, { subresource: 'status' })
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return
