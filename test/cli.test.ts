@@ -203,7 +203,7 @@ t.test('render never loads @kubernetes/client-node', async (t) => {
 })
 
 t.test('the executable: exit codes and stdin through a real process', async (t) => {
-  const bin = join(root, 'operator/cli/main.ts')
+  const bin = join(root, 'operator/cli/main.js')
   const ok = spawnSync(process.execPath, [bin, 'render', '-f', '-'], { input: readFileSync(sample), encoding: 'utf8' })
   t.equal(ok.status, 0, ok.stderr)
   t.equal(docs(ok.stdout).length, 3)

@@ -37,7 +37,7 @@ t.test('every error is reported, each with its path', async (t) => {
   })
   t.same(found.sort(), [
     'spec.extraArgs[0]: must be string (got 1)',
-    'spec.image: must be a string or an object (got 5)',
+    'spec.image: must be string or object (got 5)',
     'spec.memoryMB: must be >= 1 (got 0)',
     'spec.podDisruptionBudget.maxUnavailable: must be an integer or a string (got true)',
     'spec.port: must be integer (got "eleven")',

@@ -7,7 +7,7 @@ import ejs from 'ejs'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Script } from 'node:vm'
+import { createRequire } from 'node:module'
 import YAML from 'yaml'
 import { RenderError } from './errors.ts'
 import { yamlScalar } from './scalar.ts'
@@ -44,6 +44,8 @@ export interface Chart {
   partials: Map<string, Template>
 }
 
+// node:vm is loaded only to locate a syntax error (it costs start-up time otherwise).
+const require = createRequire(import.meta.url)
 const cache = new Map<string, Chart>()
 
 /** Loads (or returns the cached) chart in `dir`; `reload` forces a fresh read, e.g. after a file changed. */
@@ -182,7 +184,7 @@ function syntaxErrorLine(source: string, options: object): number | undefined {
     template.generateSource()
     const generated = template.source
     try {
-      new Script(`(function(){${generated}\n})`, { filename: 'ejs-generated' })
+      new (require('node:vm') as typeof import('node:vm')).Script(`(function(){${generated}\n})`, { filename: 'ejs-generated' })
     } catch (err) {
       const genLine = Number(/ejs-generated:(\d+)/.exec((err as Error).stack ?? '')?.[1])
       if (!genLine) return undefined

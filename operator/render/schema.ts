@@ -4,7 +4,12 @@
  * it is made stricter: a field the schema does not declare is reported ("unknown field") where the
  * API server would silently prune it, because a typo in a CR should not pass unnoticed.
  */
-import { Ajv, type ErrorObject } from 'ajv'
+import type { ErrorObject, ValidateFunction } from 'ajv'
+import { createHash } from 'node:crypto'
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { isPlainMap, type Values } from './values.ts'
 
 /** A JSON Schema node as written in values.schema.json. */
@@ -13,55 +18,102 @@ export type SchemaNode = { [keyword: string]: unknown }
 /** Validates values and returns every problem as `spec.path: message`, or an empty list. */
 export type ValuesValidator = (values: Values) => string[]
 
-const JSON_TYPE = (v: unknown): string => (Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v === 'object' ? 'object' : typeof v)
+const require = createRequire(import.meta.url)
+
+/** Where compiled validators are kept between runs (override with MEMCACHED_OPERATOR_CACHE_DIR). */
+function cacheDir(): string {
+  return process.env.MEMCACHED_OPERATOR_CACHE_DIR ?? join(tmpdir(), 'memcached-operator-cache')
+}
+
+/** ajv's standalone code for the schema, from the cache or compiled now (loading ajv costs more than the rest of `render`). */
+function validatorSource(schema: SchemaNode): string {
+  const ajvVersion = (require('ajv/package.json') as { version: string }).version
+  const file = join(cacheDir(), `values-${createHash('sha256').update(`${ajvVersion}\0${JSON.stringify(schema)}`).digest('hex').slice(0, 32)}.cjs`)
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    // Not cached yet: compile below.
+  }
+  const { Ajv } = require('ajv') as typeof import('ajv')
+  const standalone = (require('ajv/dist/standalone') as { default: (ajv: unknown, fn: unknown) => string }).default
+  const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, allowUnionTypes: true, code: { source: true } })
+  ajv.addVocabulary(K8S_KEYWORDS)
+  const source = standalone(ajv, ajv.compile(forValidation(schema) as SchemaNode))
+  try {
+    mkdirSync(cacheDir(), { recursive: true })
+    // Write then rename, so that a concurrent reader never sees half a file.
+    const tmp = `${file}.${process.pid}.tmp`
+    writeFileSync(tmp, source)
+    renameSync(tmp, file)
+  } catch {
+    // A read-only file system (the operator's image): the validator is simply not cached.
+  }
+  return source
+}
 
 /** Compiles the chart schema; throws on an invalid schema (a chart bug, reported by `lint`). */
 export function compileValuesSchema(schema: SchemaNode): ValuesValidator {
-  const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, allowUnionTypes: true })
-  for (const keyword of ['x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string', 'x-kubernetes-map-type', 'x-kubernetes-embedded-resource', 'x-kubernetes-list-map-keys']) {
-    ajv.addKeyword({ keyword })
+  const mod: { exports: unknown } = { exports: {} }
+  new Function('require', 'module', 'exports', validatorSource(schema))(require, mod, mod.exports)
+  const validate = mod.exports as ValidateFunction
+  return (values) => {
+    const problems = validate(values) ? [] : formatErrors(validate.errors ?? [], values)
+    return [...problems, ...duplicateKeys(schema, values, '')]
   }
-  ajv.addKeyword({
-    keyword: 'x-kubernetes-list-type',
-    // The API server rejects duplicate items of a set and duplicate keys of a list-map.
-    validate: function listType(kind: string, data: unknown, parent?: SchemaNode): boolean {
-      if (!Array.isArray(data) || kind === 'atomic') return true
-      const keys = kind === 'map' ? ((parent?.['x-kubernetes-list-map-keys'] as string[] | undefined) ?? []) : []
-      const seen = new Set<string>()
-      for (const item of data) {
-        const id = kind === 'map' && isPlainMap(item) ? JSON.stringify(keys.map((k) => item[k])) : JSON.stringify(item)
-        if (seen.has(id)) {
-          ;(listType as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ message: `must not contain duplicate ${kind === 'map' ? `keys (${keys.join(', ')})` : 'items'}: ${id}` }]
-          return false
-        }
-        seen.add(id)
-      }
-      return true
-    },
-    errors: true,
-  })
-  ajv.addKeyword({
-    // What the structural subset cannot say (a value that is a string or a map) is said here; `crd` drops it.
-    keyword: 'x-memcached-operator-types',
-    validate: function types(allowed: string[], data: unknown): boolean {
-      if (allowed.includes(JSON_TYPE(data))) return true
-      ;(types as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ message: `must be ${allowed.map((t) => `a${/^[aeiou]/.test(t) ? 'n' : ''} ${t}`).join(' or ')}` }]
-      return false
-    },
-    errors: true,
-  })
-  const validate = ajv.compile(strictCopy(schema) as SchemaNode)
-  return (values) => (validate(values) ? [] : formatErrors(validate.errors ?? [], values))
 }
 
-/** A copy of the schema in which objects with declared properties reject undeclared ones. */
-function strictCopy(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(strictCopy)
+/** Keywords of Kubernetes' OpenAPI dialect: known to ajv, checked by the API server or below. */
+const K8S_KEYWORDS = [
+  'x-kubernetes-preserve-unknown-fields',
+  'x-kubernetes-int-or-string',
+  'x-kubernetes-map-type',
+  'x-kubernetes-embedded-resource',
+  'x-kubernetes-list-map-keys',
+  'x-kubernetes-list-type',
+  'x-kubernetes-validations',
+]
+
+/**
+ * The schema as ajv validates it at render time: objects with declared properties reject
+ * undeclared ones, a `set` list has unique items, and `x-memcached-operator-types` (what the
+ * structural subset cannot say) becomes a plain JSON Schema `type`.
+ */
+function forValidation(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(forValidation)
   if (!isPlainMap(node)) return node
   const out: SchemaNode = {}
-  for (const [k, v] of Object.entries(node)) out[k] = k === 'properties' && isPlainMap(v) ? Object.fromEntries(Object.entries(v).map(([p, s]) => [p, strictCopy(s)])) : strictCopy(v)
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'x-memcached-operator-types') out.type = v
+    else out[k] = k === 'properties' && isPlainMap(v) ? Object.fromEntries(Object.entries(v).map(([p, c]) => [p, forValidation(c)])) : forValidation(v)
+  }
   if (isPlainMap(node.properties) && node.additionalProperties === undefined && node['x-kubernetes-preserve-unknown-fields'] !== true) {
     out.additionalProperties = false
+  }
+  if (node['x-kubernetes-list-type'] === 'set') out.uniqueItems = true
+  return out
+}
+
+/** List-maps with two items of the same key, which the API server rejects. */
+function duplicateKeys(schema: unknown, data: unknown, pointer: string): string[] {
+  if (!isPlainMap(schema) || data === null || typeof data !== 'object') return []
+  const out: string[] = []
+  if (Array.isArray(data)) {
+    const keys = schema['x-kubernetes-list-type'] === 'map' ? ((schema['x-kubernetes-list-map-keys'] as string[] | undefined) ?? []) : undefined
+    if (keys) {
+      const seen = new Set<string>()
+      for (const item of data) {
+        const id = JSON.stringify(keys.map((k) => (isPlainMap(item) ? item[k] : undefined)))
+        if (seen.has(id)) out.push(`${specPath(pointer)}: must not contain duplicate keys (${keys.join(', ')}): ${id}`)
+        seen.add(id)
+      }
+    }
+    data.forEach((item, i) => out.push(...duplicateKeys(schema.items, item, `${pointer}/${i}`)))
+    return out
+  }
+  const props = isPlainMap(schema.properties) ? schema.properties : undefined
+  for (const key of Object.keys(data)) {
+    const child = props && Object.hasOwn(props, key) ? props[key] : schema.additionalProperties
+    out.push(...duplicateKeys(child, (data as Record<string, unknown>)[key], `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`))
   }
   return out
 }

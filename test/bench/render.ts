@@ -48,7 +48,7 @@ throughput('  same CR again and again (template output parse cache hits)', () =>
 throughput('  a different CR name every time (no cache hit)', (i) => renderInstance(chart, { name: `memcached-${i}`, namespace: 'default', spec: { size: 3 } }))
 
 const helm = helmPath()
-const ours = [process.execPath, [join(root, 'operator/cli/main.ts'), 'render', '-f', sample]] as const
+const ours = [process.execPath, [join(root, 'operator/cli/main.js'), 'render', '-f', sample]] as const
 const theirs = [helm, ['template', 'memcached-sample', join(root, 'test/bench/helm-memcached'), '--namespace', 'default']] as const
 for (let i = 0; i < 3; i++) {
   wallTime(...ours)
