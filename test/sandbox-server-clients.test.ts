@@ -1,0 +1,103 @@
+/**
+ * Smoke tests of real clients against the sandbox through its kubeconfig:
+ * @kubernetes/client-node (object API and watch) and kubectl 1.34.
+ */
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import * as k8s from '@kubernetes/client-node'
+import { startSandbox } from '../operator/sandbox/index.ts'
+import { kubectlPath } from './support/tools.ts'
+import { widgetCRDs } from './support/sandbox-requests.ts'
+
+t.test('@kubernetes/client-node works with the kubeconfig', async (t) => {
+  const sb = await startSandbox({ controllers: false })
+  t.teardown(() => sb.close())
+  const kc = new k8s.KubeConfig()
+  kc.loadFromFile(sb.kubeconfigPath)
+  t.equal(kc.getCurrentContext(), 'sandbox')
+  const api = k8s.KubernetesObjectApi.makeApiClient(kc)
+  const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'client-node', namespace: 'default' }, data: { a: '1' } }
+  const created = await api.create(cm)
+  t.ok(created.metadata?.uid)
+  const applied = await api.patch({ ...cm, data: { a: '2' } }, undefined, undefined, 'smoke', true, k8s.PatchStrategy.ServerSideApply)
+  t.same((applied as unknown as { data: Record<string, string> }).data, { a: '2' })
+  const list = await api.list('v1', 'ConfigMap', 'default')
+  t.same(list.items.map((i) => i.metadata?.name), ['client-node'])
+
+  const events: string[] = []
+  const watch = new k8s.Watch(kc)
+  const done = new Promise<void>((resolve) => {
+    void watch.watch('/api/v1/namespaces/default/configmaps', { resourceVersion: list.metadata?.resourceVersion ?? '0' }, (type) => {
+      events.push(type)
+      if (type === 'DELETED') resolve()
+    }, () => resolve())
+  })
+  await new Promise((r) => setTimeout(r, 50))
+  await api.delete(cm)
+  await done
+  t.same(events, ['DELETED'])
+  await t.rejects(api.read(cm), /404|not found/)
+})
+
+function kubectl(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(kubectlPath(), args, { env }, (err, stdout, stderr) => {
+      const code = err && typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : err ? 1 : 0
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+t.test('kubectl 1.34: server-side apply, client-side apply, get, scale, delete', async (t) => {
+  const sb = await startSandbox({ controllers: false, installCRDs: widgetCRDs() })
+  t.teardown(() => sb.close())
+  const dir = t.testdir({})
+  const env = { ...process.env, KUBECONFIG: sb.kubeconfigPath, KUBECACHEDIR: join(dir, 'cache'), HOME: dir }
+  const deploy = join(dir, 'deploy.yaml')
+  const manifest = (image: string) =>
+    `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: app\n        image: ${image}\n        ports: [{containerPort: 11211}]\n`
+  await writeFile(deploy, manifest('memcached:1.6'))
+
+  const ssa = await kubectl(['apply', '--server-side', '-f', deploy], env)
+  t.equal(ssa.code, 0, ssa.stderr)
+  t.match(ssa.stdout, 'deployment.apps/web serverside-applied')
+  const live = JSON.parse((await kubectl(['get', 'deployment', 'web', '-o', 'json', '--show-managed-fields'], env)).stdout)
+  t.equal(live.metadata.managedFields[0].manager, 'kubectl')
+  t.equal(live.spec.template.spec.containers[0].ports[0].protocol, 'TCP')
+
+  const svc = join(dir, 'svc.yaml')
+  await writeFile(svc, 'apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n')
+  const csa1 = await kubectl(['apply', '-f', svc], env)
+  t.equal(csa1.code, 0, csa1.stderr)
+  t.match(csa1.stdout, 'service/web created')
+  await writeFile(svc, 'apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  labels: {tier: cache}\nspec:\n  selector: {app: web}\n  ports: [{port: 11211}]\n')
+  const csa2 = await kubectl(['apply', '-f', svc], env)
+  t.equal(csa2.code, 0, csa2.stderr)
+  t.match(csa2.stdout, 'service/web configured')
+  const s = JSON.parse((await kubectl(['get', 'service', 'web', '-o', 'json'], env)).stdout)
+  t.same(s.spec.ports.map((p: { port: number }) => p.port), [11211])
+  t.equal(s.metadata.labels.tier, 'cache')
+  t.match(s.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration'], '"port":11211')
+
+  const scale = await kubectl(['scale', 'deployment/web', '--replicas=3'], env)
+  t.equal(scale.code, 0, scale.stderr)
+  t.equal(JSON.parse((await kubectl(['get', 'deployment', 'web', '-o', 'json'], env)).stdout).spec.replicas, 3)
+
+  const w = join(dir, 'widget.yaml')
+  await writeFile(w, 'apiVersion: test.example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 4\n')
+  t.equal((await kubectl(['apply', '-f', w], env)).code, 0)
+  const table = await kubectl(['get', 'widgets'], env)
+  t.match(table.stdout, /NAME\s+SIZE\s*\nw1\s+4/)
+  await writeFile(w, 'apiVersion: test.example.com/v1\nkind: Widget\nmetadata:\n  name: w2\nspec:\n  size: -1\n')
+  const invalid = await kubectl(['apply', '--server-side', '-f', w], env)
+  t.not(invalid.code, 0)
+  t.match(invalid.stderr, 'The Widget "w2" is invalid: spec.size: Invalid value: -1: spec.size in body should be greater than or equal to 0')
+
+  const del = await kubectl(['delete', 'deployment', 'web'], env)
+  t.equal(del.code, 0, del.stderr)
+  t.match(del.stdout, 'deployment.apps "web" deleted')
+  const gone = await kubectl(['get', 'deployment', 'web'], env)
+  t.match(gone.stderr, 'Error from server (NotFound): deployments.apps "web" not found')
+})
