@@ -20,7 +20,7 @@ t.test('@kubernetes/client-node works with the kubeconfig', async (t) => {
   const api = k8s.KubernetesObjectApi.makeApiClient(kc)
   const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'client-node', namespace: 'default' }, data: { a: '1' } }
   const created = await api.create(cm)
-  t.ok(created.metadata?.uid)
+  t.ok((created.metadata as { uid?: string }).uid)
   const applied = await api.patch({ ...cm, data: { a: '2' } }, undefined, undefined, 'smoke', true, k8s.PatchStrategy.ServerSideApply)
   t.same((applied as unknown as { data: Record<string, string> }).data, { a: '2' })
   const list = await api.list('v1', 'ConfigMap', 'default')
