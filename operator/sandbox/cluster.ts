@@ -1232,6 +1232,15 @@ function parseJson(text: string): unknown {
 function parseApplyBody(body: unknown): KubeObject {
   let value: unknown = body
   if (typeof body === 'string') {
+    // Most clients (client-node, controllers) send JSON, which is YAML; JSON.parse is far cheaper.
+    const first = body.trimStart()[0]
+    if (first === '{') {
+      try {
+        return JSON.parse(body) as KubeObject
+      } catch {
+        // Not JSON after all: flow-style YAML; the YAML parser below decides.
+      }
+    }
     try {
       value = parseYaml(body, { version: '1.1', uniqueKeys: true })
     } catch (e) {
