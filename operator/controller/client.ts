@@ -1,0 +1,617 @@
+/**
+ * A thin Kubernetes REST client on plain JSON. `@kubernetes/client-node`'s KubeConfig is used for
+ * the connection and credentials only: its typed models drop fields they do not know and turn
+ * timestamps into Dates, so every body here goes out as given and comes back as the server sent
+ * it. Resource paths come from a fixed table (no discovery round trip per call).
+ */
+import http from 'node:http'
+import https from 'node:https'
+import { KubeConfig } from '@kubernetes/client-node'
+
+/** An owner reference (metav1.OwnerReference). */
+export interface OwnerReference {
+  apiVersion: string
+  kind: string
+  name: string
+  uid: string
+  controller?: boolean
+  blockOwnerDeletion?: boolean
+}
+
+/** Object metadata as the server returns it; unknown fields are kept. */
+export interface ObjectMeta {
+  name?: string
+  generateName?: string
+  namespace?: string
+  uid?: string
+  resourceVersion?: string
+  generation?: number
+  creationTimestamp?: string
+  deletionTimestamp?: string
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+  ownerReferences?: OwnerReference[]
+  finalizers?: string[]
+  [field: string]: unknown
+}
+
+/** Any Kubernetes object as plain JSON. */
+export interface KubeObject {
+  apiVersion: string
+  kind: string
+  metadata: ObjectMeta
+  [field: string]: unknown
+}
+
+/** What the client needs to know of an object it sends: its type, name and namespace. */
+export interface ObjectLike {
+  apiVersion: string
+  kind: string
+  metadata: { name?: string; namespace?: string; [field: string]: unknown }
+}
+
+/** A type of object: `apiVersion` + `kind`. */
+export interface ResourceRef {
+  apiVersion: string
+  kind: string
+}
+
+/** One object by type, namespace and name. */
+export interface ObjectRef extends ResourceRef {
+  name: string
+  namespace?: string
+}
+
+/** A list answer; items carry `apiVersion` and `kind` (filled in where the server omits them). */
+export interface KubeList<T extends KubeObject = KubeObject> {
+  apiVersion: string
+  kind: string
+  metadata: { resourceVersion: string; continue?: string }
+  items: T[]
+}
+
+/** Where a kind is served. */
+export interface ResourceInfo {
+  /** `''` for the core group. */
+  group: string
+  version: string
+  /** The plural resource name in URLs. */
+  plural: string
+  namespaced: boolean
+}
+
+const builtinResources: Record<string, ResourceInfo> = {
+  'v1/Pod': { group: '', version: 'v1', plural: 'pods', namespaced: true },
+  'v1/Service': { group: '', version: 'v1', plural: 'services', namespaced: true },
+  'v1/ServiceAccount': { group: '', version: 'v1', plural: 'serviceaccounts', namespaced: true },
+  'v1/ConfigMap': { group: '', version: 'v1', plural: 'configmaps', namespaced: true },
+  'v1/Secret': { group: '', version: 'v1', plural: 'secrets', namespaced: true },
+  'v1/Event': { group: '', version: 'v1', plural: 'events', namespaced: true },
+  'v1/Namespace': { group: '', version: 'v1', plural: 'namespaces', namespaced: false },
+  'apps/v1/Deployment': { group: 'apps', version: 'v1', plural: 'deployments', namespaced: true },
+  'apps/v1/ReplicaSet': { group: 'apps', version: 'v1', plural: 'replicasets', namespaced: true },
+  'policy/v1/PodDisruptionBudget': { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', namespaced: true },
+  'coordination.k8s.io/v1/Lease': { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespaced: true },
+  'events.k8s.io/v1/Event': { group: 'events.k8s.io', version: 'v1', plural: 'events', namespaced: true },
+  'cache.example.com/v1alpha1/Memcached': { group: 'cache.example.com', version: 'v1alpha1', plural: 'memcacheds', namespaced: true },
+}
+
+/** Thrown for a kind missing from the resource table. */
+export class UnknownKindError extends Error {
+  override name = 'UnknownKindError'
+}
+
+/**
+ * The resource table entry of a kind; `extra` entries (keyed `apiVersion/Kind`) take precedence.
+ * @throws UnknownKindError
+ */
+export function resourceInfo(ref: ResourceRef, extra?: Record<string, ResourceInfo>): ResourceInfo {
+  const key = `${ref.apiVersion}/${ref.kind}`
+  const info = extra?.[key] ?? builtinResources[key]
+  if (!info) throw new UnknownKindError(`no resource known for ${ref.kind} in ${ref.apiVersion}`)
+  return info
+}
+
+/**
+ * The URL path of a resource collection or object:
+ * `/api/v1/namespaces/ns/pods/name/status`, `/apis/apps/v1/deployments`, …
+ */
+export function resourcePath(info: ResourceInfo, opts: { namespace?: string | undefined; name?: string | undefined; subresource?: string | undefined } = {}): string {
+  let p = info.group === '' ? `/api/${info.version}` : `/apis/${info.group}/${info.version}`
+  if (info.namespaced && opts.namespace) p += `/namespaces/${encodeURIComponent(opts.namespace)}`
+  p += `/${info.plural}`
+  if (opts.name !== undefined) p += `/${encodeURIComponent(opts.name)}`
+  if (opts.subresource) p += `/${opts.subresource}`
+  return p
+}
+
+/** A failed request: the HTTP status and the server's Status object. */
+export class ApiError extends Error {
+  override name = 'ApiError'
+  /** HTTP status code. */
+  readonly status: number
+  /** Status `reason` (`NotFound`, `Conflict`, `Expired`, …); `''` when the body was not a Status. */
+  readonly reason: string
+  /** Status `details` (name, kind, causes). */
+  readonly details: Record<string, unknown> | undefined
+  /** Seconds from a `Retry-After` header (429, some 5xx), when the server sent one. */
+  readonly retryAfterSeconds: number | undefined
+
+  /** @param message the server's Status message */
+  constructor(status: number, reason: string, message: string, details?: Record<string, unknown>, retryAfterSeconds?: number) {
+    super(message)
+    this.status = status
+    this.reason = reason
+    this.details = details
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/** Whether an error is a 404 NotFound from the server. */
+export function isNotFound(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 404
+}
+
+/** Whether an error is a 409 (optimistic-lock or apply conflict, or AlreadyExists). */
+export function isConflict(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 409
+}
+
+/** Whether an error is a 409 AlreadyExists. */
+export function isAlreadyExists(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 409 && err.reason === 'AlreadyExists'
+}
+
+/** Whether an error is a 410 Expired/Gone (a resourceVersion too old to watch from). */
+export function isExpired(err: unknown): boolean {
+  return err instanceof ApiError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone')
+}
+
+/** Parses `Retry-After` (delta seconds or an HTTP date) into seconds; undefined when absent or invalid. */
+export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  const v = value.trim()
+  if (/^\d+$/.test(v)) return Number(v)
+  const at = Date.parse(v)
+  if (Number.isNaN(at)) return undefined
+  return Math.max(0, Math.ceil((at - now) / 1000))
+}
+
+/** Builds the ApiError of a non-2xx answer from its body (a Status, or anything else). */
+export function apiErrorFrom(status: number, body: string, retryAfter?: string): ApiError {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    parsed = undefined
+  }
+  const retry = parseRetryAfter(retryAfter)
+  if (parsed !== null && typeof parsed === 'object' && (parsed as { kind?: unknown }).kind === 'Status') {
+    const s = parsed as { reason?: unknown; message?: unknown; details?: unknown }
+    const details = s.details !== null && typeof s.details === 'object' ? (s.details as Record<string, unknown>) : undefined
+    return new ApiError(status, typeof s.reason === 'string' ? s.reason : '', typeof s.message === 'string' ? s.message : `HTTP ${status}`, details, retry)
+  }
+  const text = body.trim().slice(0, 500)
+  return new ApiError(status, '', text === '' ? `HTTP ${status}` : `HTTP ${status}: ${text}`, undefined, retry)
+}
+
+/** A watch event; `object` is a Status for ERROR and carries only metadata for BOOKMARK. */
+export interface WatchEvent<T extends KubeObject = KubeObject> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR'
+  object: T
+}
+
+/** Options of {@link KubeClient.list}. */
+export interface ListOptions {
+  /** Omit for all namespaces (or for cluster-scoped kinds). */
+  namespace?: string | undefined
+  labelSelector?: string | undefined
+  fieldSelector?: string | undefined
+  /** `"0"` lets the server answer from its cache; unset asks for the latest state. */
+  resourceVersion?: string | undefined
+  /** Page size; the client follows `continue` tokens and returns all pages. */
+  limit?: number | undefined
+}
+
+/** Options of {@link KubeClient.watch}. */
+export interface WatchOptions extends Omit<ListOptions, 'limit'> {
+  /** Ask for BOOKMARK events (default true). */
+  allowWatchBookmarks?: boolean
+  /** The server ends the watch after this long (client-go picks 5–10 minutes at random). */
+  timeoutSeconds?: number
+  /**
+   * The client ends the watch with an error after this long without a byte from the server
+   * (a stalled connection); default `timeoutSeconds + 30` when a timeout is given, else none.
+   */
+  idleTimeoutMs?: number
+}
+
+/** Options of writes. */
+export interface WriteOptions {
+  /** `?fieldManager=`; defaults to the client's fieldManager. */
+  fieldManager?: string
+  /** `dryRun=All`: validated and defaulted by the server, never persisted. */
+  dryRun?: boolean
+}
+
+/** Options of {@link KubeClient.apply}. */
+export interface ApplyOptions extends WriteOptions {
+  /** Take ownership of fields other managers own instead of failing with 409. */
+  force?: boolean
+  /** e.g. `status` */
+  subresource?: string
+}
+
+/** Options of {@link KubeClient.patch}. */
+export interface PatchOptions extends WriteOptions {
+  /** `merge` (RFC 7386), `json` (RFC 6902) or `strategic` (built-in kinds only). */
+  type: 'merge' | 'json' | 'strategic'
+  subresource?: string
+}
+
+/** Options of {@link KubeClient.delete}. */
+export interface DeleteOptions {
+  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'
+  /** The delete fails with 409 unless the live object still has this uid / resourceVersion. */
+  preconditions?: { uid?: string; resourceVersion?: string }
+  gracePeriodSeconds?: number
+  dryRun?: boolean
+}
+
+/** Options of {@link KubeClient}. */
+export interface KubeClientOptions {
+  /** `User-Agent`, e.g. `memcached-operator/0.1.0 (linux/x64)`; the server's default field manager for non-apply writes is its prefix. */
+  userAgent: string
+  /** Default `fieldManager` of every write. */
+  fieldManager?: string
+  /** Timeout of each non-watch request (default 30,000 ms). */
+  requestTimeoutMs?: number
+  /** Kinds beyond the built-in table, keyed `apiVersion/Kind` (e.g. `example.com/v1/Widget`). */
+  resources?: Record<string, ResourceInfo>
+}
+
+const patchTypes: Record<PatchOptions['type'], string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+}
+
+/** A raw request of {@link KubeClient.request}. */
+export interface RawRequest {
+  method: string
+  path: string
+  query?: URLSearchParams
+  /** A string is sent verbatim; anything else as JSON. */
+  body?: unknown
+  contentType?: string
+  signal?: AbortSignal
+}
+
+/** A raw answer. */
+export interface RawResponse {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: string
+}
+
+/** The Kubernetes REST client. */
+export class KubeClient {
+  #kc: KubeConfig
+  #server: URL
+  #opts: KubeClientOptions
+  #agent: http.Agent | undefined
+  #useConfigAgent: boolean
+
+  /** @throws Error when the kubeconfig has no current cluster */
+  constructor(kc: KubeConfig, opts: KubeClientOptions) {
+    const cluster = kc.getCurrentCluster()
+    if (!cluster) throw new Error('kubeconfig has no current cluster')
+    this.#server = new URL(cluster.server)
+    this.#opts = opts
+    this.#useConfigAgent = Boolean(cluster.proxyUrl)
+    // client-node refuses plain http unless TLS verification is off, which means nothing for http;
+    // a loopback sandbox or `kubectl proxy` is plain http.
+    if (this.#server.protocol === 'http:' && !cluster.skipTLSVerify) {
+      const view = new KubeConfig()
+      view.loadFromOptions({
+        clusters: kc.clusters.map((c) => (c.name === cluster.name ? { ...c, skipTLSVerify: true } : c)),
+        users: kc.users,
+        contexts: kc.contexts,
+        currentContext: kc.currentContext,
+      })
+      this.#kc = view
+    } else this.#kc = kc
+  }
+
+  /** The API server's URL. */
+  get server(): string {
+    return this.#server.origin + this.#server.pathname.replace(/\/$/, '')
+  }
+
+  /** The user agent sent on every request. */
+  get userAgent(): string {
+    return this.#opts.userAgent
+  }
+
+  /** The resource table entry of a kind. @throws UnknownKindError */
+  info(ref: ResourceRef): ResourceInfo {
+    return resourceInfo(ref, this.#opts.resources)
+  }
+
+  /** Connection options (agent, TLS material, auth headers) for one request; credentials may rotate, so they are resolved each time. */
+  async #connection(): Promise<{ agent: http.Agent; headers: Record<string, string>; tls: https.RequestOptions }> {
+    const opts: https.RequestOptions = {}
+    await this.#kc.applyToHTTPSOptions(opts)
+    const headers: Record<string, string> = {}
+    for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v)
+    if (opts.auth) headers['Authorization'] = `Basic ${Buffer.from(opts.auth).toString('base64')}`
+    if (this.#useConfigAgent && opts.agent instanceof http.Agent) return { agent: opts.agent, headers, tls: {} }
+    // client-node's agents do not keep connections alive; one socket per request is slow at scale.
+    this.#agent ??=
+      this.#server.protocol === 'https:'
+        ? new https.Agent({ keepAlive: true, ca: opts.ca, cert: opts.cert, key: opts.key, pfx: opts.pfx, passphrase: opts.passphrase, servername: opts.servername, ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}) })
+        : new http.Agent({ keepAlive: true })
+    return { agent: this.#agent, headers, tls: {} }
+  }
+
+  #url(path: string, query?: URLSearchParams): URL {
+    const base = this.#server.pathname.replace(/\/$/, '')
+    const url = new URL(this.#server.origin + base + path)
+    if (query) url.search = query.toString()
+    return url
+  }
+
+  async #open(req: RawRequest, timeoutMs: number | undefined): Promise<{ res: http.IncomingMessage; abort: () => void }> {
+    const conn = await this.#connection()
+    const url = this.#url(req.path, req.query)
+    const bodyText = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
+    const headers: Record<string, string> = { ...conn.headers, Accept: 'application/json', 'User-Agent': this.#opts.userAgent }
+    if (bodyText !== undefined) {
+      headers['Content-Type'] = req.contentType ?? 'application/json'
+      headers['Content-Length'] = String(Buffer.byteLength(bodyText))
+    }
+    const mod = url.protocol === 'https:' ? https : http
+    return new Promise((resolve, reject) => {
+      const r = mod.request(url, { method: req.method, headers, agent: conn.agent, ...conn.tls })
+      let timer: NodeJS.Timeout | undefined
+      const abort = (): void => {
+        if (timer) clearTimeout(timer)
+        r.destroy()
+      }
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => r.destroy(new Error(`${req.method} ${req.path}: no answer within ${timeoutMs} ms`)), timeoutMs)
+        r.once('close', () => clearTimeout(timer))
+      }
+      const signal = req.signal
+      if (signal) {
+        if (signal.aborted) {
+          reject(new Error(`${req.method} ${req.path}: aborted`))
+          return
+        }
+        signal.addEventListener('abort', abort, { once: true })
+        r.once('close', () => signal.removeEventListener('abort', abort))
+      }
+      r.once('error', reject)
+      r.once('response', (res) => resolve({ res, abort }))
+      r.end(bodyText)
+    })
+  }
+
+  /** Sends one request and reads the whole answer (any status). */
+  async request(req: RawRequest): Promise<RawResponse> {
+    const { res } = await this.#open(req, this.#opts.requestTimeoutMs ?? 30_000)
+    const chunks: Buffer[] = []
+    await new Promise<void>((resolve, reject) => {
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.once('end', resolve)
+      res.once('error', reject)
+      res.once('close', () => {
+        if (!res.complete) reject(new Error(`${req.method} ${req.path}: connection closed before the answer was complete`))
+      })
+    })
+    return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }
+  }
+
+  /** Sends a request and parses a 2xx JSON answer. @throws ApiError for any other status */
+  async #json<T>(req: RawRequest): Promise<T> {
+    const res = await this.request(req)
+    if (res.status < 200 || res.status > 299) {
+      const ra = res.headers['retry-after']
+      throw apiErrorFrom(res.status, res.body, Array.isArray(ra) ? ra[0] : ra)
+    }
+    return JSON.parse(res.body) as T
+  }
+
+  #writeQuery(opts: WriteOptions, extra?: Record<string, string>): URLSearchParams {
+    const q = new URLSearchParams()
+    const fm = opts.fieldManager ?? this.#opts.fieldManager
+    if (fm) q.set('fieldManager', fm)
+    if (opts.dryRun) q.set('dryRun', 'All')
+    for (const [k, v] of Object.entries(extra ?? {})) q.set(k, v)
+    return q
+  }
+
+  #objectPath(obj: ObjectLike | ObjectRef, subresource?: string): string {
+    const name = 'metadata' in obj ? obj.metadata.name : obj.name
+    const namespace = 'metadata' in obj ? obj.metadata.namespace : obj.namespace
+    if (!name) throw new Error(`${obj.kind} has no name`)
+    return resourcePath(this.info(obj), { namespace, name, subresource })
+  }
+
+  /** GETs one object. @throws ApiError (404 when absent) */
+  get<T extends KubeObject = KubeObject>(ref: ObjectRef, opts: { subresource?: string } = {}): Promise<T> {
+    return this.#json<T>({ method: 'GET', path: this.#objectPath(ref, opts.subresource) })
+  }
+
+  /** Lists objects, following `continue` pages; items get `apiVersion`/`kind` where the server omits them. */
+  async list<T extends KubeObject = KubeObject>(ref: ResourceRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+    const path = resourcePath(this.info(ref), { namespace: opts.namespace })
+    const items: T[] = []
+    let cont: string | undefined
+    let first: KubeList<T> | undefined
+    do {
+      const q = new URLSearchParams()
+      if (opts.labelSelector) q.set('labelSelector', opts.labelSelector)
+      if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector)
+      if (opts.limit) q.set('limit', String(opts.limit))
+      if (cont) q.set('continue', cont)
+      else if (opts.resourceVersion !== undefined) q.set('resourceVersion', opts.resourceVersion)
+      const page = await this.#json<KubeList<T>>({ method: 'GET', path, query: q })
+      first ??= page
+      for (const item of page.items ?? []) {
+        item.apiVersion ??= ref.apiVersion
+        item.kind ??= ref.kind
+        items.push(item)
+      }
+      cont = page.metadata?.continue || undefined
+    } while (cont)
+    return { apiVersion: first.apiVersion, kind: first.kind, metadata: { resourceVersion: first.metadata?.resourceVersion ?? '' }, items }
+  }
+
+  /**
+   * Opens a watch: newline-delimited JSON events go to `onEvent` in order; `onDone` is called
+   * exactly once, without an error when the server ended the stream or `stop()` was called, with
+   * an {@link ApiError} for a non-200 answer, or an Error for a dropped or stalled connection.
+   * An ERROR event is delivered to `onEvent` like any other (the stream ends after it).
+   * @returns stop: ends the watch (idempotent)
+   */
+  watch<T extends KubeObject = KubeObject>(ref: ResourceRef, opts: WatchOptions, onEvent: (e: WatchEvent<T>) => void, onDone: (err?: Error) => void): () => void {
+    const q = new URLSearchParams({ watch: 'true' })
+    if (opts.allowWatchBookmarks !== false) q.set('allowWatchBookmarks', 'true')
+    if (opts.labelSelector) q.set('labelSelector', opts.labelSelector)
+    if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector)
+    if (opts.resourceVersion !== undefined) q.set('resourceVersion', opts.resourceVersion)
+    if (opts.timeoutSeconds) q.set('timeoutSeconds', String(opts.timeoutSeconds))
+    const idleMs = opts.idleTimeoutMs ?? (opts.timeoutSeconds ? (opts.timeoutSeconds + 30) * 1000 : undefined)
+    let path: string
+    try {
+      path = resourcePath(this.info(ref), { namespace: opts.namespace })
+    } catch (e) {
+      queueMicrotask(() => onDone(e as Error))
+      return () => {}
+    }
+    const controller = new AbortController()
+    let finished = false
+    let idleTimer: NodeJS.Timeout | undefined
+    const finish = (err?: Error): void => {
+      if (finished) return
+      finished = true
+      if (idleTimer) clearTimeout(idleTimer)
+      onDone(err)
+    }
+    const stop = (): void => {
+      if (finished) return
+      controller.abort()
+      finish()
+    }
+    this.#open({ method: 'GET', path, query: q, signal: controller.signal }, undefined).then(
+      ({ res, abort }) => {
+        if (finished) {
+          abort()
+          return
+        }
+        controller.signal.addEventListener('abort', abort, { once: true })
+        if (res.statusCode !== 200) {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c))
+          res.once('end', () => {
+            const ra = res.headers['retry-after']
+            finish(apiErrorFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), Array.isArray(ra) ? ra[0] : ra))
+          })
+          res.once('error', (e) => finish(e))
+          return
+        }
+        const armIdle = (): void => {
+          if (idleMs === undefined) return
+          if (idleTimer) clearTimeout(idleTimer)
+          idleTimer = setTimeout(() => {
+            abort()
+            finish(new Error(`watch ${path}: no data for ${idleMs} ms`))
+          }, idleMs)
+        }
+        armIdle()
+        let buffer = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          armIdle()
+          buffer += chunk
+          let nl: number
+          while (!finished && (nl = buffer.indexOf('\n')) >= 0) {
+            const line = buffer.slice(0, nl).trim()
+            buffer = buffer.slice(nl + 1)
+            if (line === '') continue
+            let event: WatchEvent<T>
+            try {
+              event = JSON.parse(line) as WatchEvent<T>
+            } catch (e) {
+              abort()
+              finish(new Error(`watch ${path}: undecodable event: ${e instanceof Error ? e.message : String(e)}`))
+              return
+            }
+            onEvent(event)
+          }
+        })
+        res.once('end', () => finish())
+        res.once('error', (e) => finish(new Error(`watch ${path}: connection dropped: ${e.message}`)))
+        res.once('close', () => {
+          if (!res.complete) finish(new Error(`watch ${path}: connection dropped`))
+        })
+      },
+      (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+    )
+    return stop
+  }
+
+  /** POSTs a new object. @throws ApiError (409 AlreadyExists, 422 Invalid, …) */
+  create<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: WriteOptions = {}): Promise<T> {
+    const path = resourcePath(this.info(obj), { namespace: obj.metadata.namespace })
+    return this.#json<T>({ method: 'POST', path, query: this.#writeQuery(opts), body: obj })
+  }
+
+  /** PUTs an object (optimistic concurrency through its `metadata.resourceVersion`). */
+  replace<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: WriteOptions = {}): Promise<T> {
+    return this.#json<T>({ method: 'PUT', path: this.#objectPath(obj), query: this.#writeQuery(opts), body: obj })
+  }
+
+  /** PUTs an object's `/status`. */
+  replaceStatus<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: WriteOptions = {}): Promise<T> {
+    return this.#json<T>({ method: 'PUT', path: this.#objectPath(obj, 'status'), query: this.#writeQuery(opts), body: obj })
+  }
+
+  /**
+   * Server-side apply: `PATCH` with `application/apply-patch+yaml` and the object serialised as
+   * JSON (a YAML subset) exactly as given — no field is added, dropped or converted.
+   */
+  apply<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<T> {
+    const query = this.#writeQuery(opts, opts.force ? { force: 'true' } : undefined)
+    if (!query.has('fieldManager')) throw new Error('server-side apply needs a fieldManager')
+    return this.#json<T>({ method: 'PATCH', path: this.#objectPath(obj, opts.subresource), query, body: JSON.stringify(obj), contentType: 'application/apply-patch+yaml' })
+  }
+
+  /** PATCHes an object with a merge, JSON or strategic-merge patch. */
+  patch<T extends KubeObject = KubeObject>(ref: ObjectRef, patch: unknown, opts: PatchOptions): Promise<T> {
+    return this.#json<T>({ method: 'PATCH', path: this.#objectPath(ref, opts.subresource), query: this.#writeQuery(opts), body: patch, contentType: patchTypes[opts.type] })
+  }
+
+  /** PATCHes an object's `/status`. */
+  patchStatus<T extends KubeObject = KubeObject>(ref: ObjectRef, patch: unknown, opts: Omit<PatchOptions, 'subresource'>): Promise<T> {
+    return this.patch<T>(ref, patch, { ...opts, subresource: 'status' })
+  }
+
+  /** DELETEs an object; answers the server's body (a Status, or the object while finalizers hold it). @throws ApiError (404 when absent, 409 on a failed precondition) */
+  delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<KubeObject> {
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' }
+    if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy
+    if (opts.preconditions) body.preconditions = opts.preconditions
+    if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds
+    const query = new URLSearchParams()
+    if (opts.dryRun) query.set('dryRun', 'All')
+    return this.#json<KubeObject>({ method: 'DELETE', path: this.#objectPath(ref), query, body })
+  }
+
+  /** Closes idle keep-alive connections (open watches end on their own stop functions). */
+  close(): void {
+    this.#agent?.destroy()
+    this.#agent = undefined
+  }
+}
