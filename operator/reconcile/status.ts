@@ -1,0 +1,244 @@
+/**
+ * The status a Memcached should show, computed from what the reconcile saw: the rendered
+ * Deployment (its selector), the live Deployment (its counts and rollout state), the pods it
+ * selects (their names) and how the reconcile went. Pure; the caller writes `/status` only when
+ * {@link statusEqual} says it changed.
+ */
+import type { Condition, Memcached, MemcachedStatus } from '../api/memcached.ts'
+import type { RenderError } from '../render/errors.ts'
+import { CONDITION_TYPES, REASONS, setCondition, type Reason } from './conditions.ts'
+import { isMap, jsonEqual } from './normalize.ts'
+
+/**
+ * How a reconcile ended. Every kind but `ok` makes `Degraded` True with its reason:
+ * `invalid` InvalidSpec (values against the schema), `template` TemplateError (a template or its
+ * YAML), `refused` ObjectRefused (the guard refused an object of the render), `ownership`
+ * OwnershipConflict, `apply-failed` ApplyFailed, `prune-failed` PruneFailed, `error` ReconcileError.
+ */
+export type ReconcileOutcome =
+  | { kind: 'ok' }
+  | { kind: 'invalid'; message: string }
+  | { kind: 'template'; message: string }
+  | { kind: 'refused'; message: string }
+  | { kind: 'ownership'; message: string }
+  | { kind: 'apply-failed'; message: string }
+  | { kind: 'prune-failed'; message: string }
+  | { kind: 'error'; message: string }
+
+const DEGRADED_REASON: Record<Exclude<ReconcileOutcome['kind'], 'ok'>, Reason> = {
+  invalid: REASONS.InvalidSpec,
+  template: REASONS.TemplateError,
+  refused: REASONS.ObjectRefused,
+  ownership: REASONS.OwnershipConflict,
+  'apply-failed': REASONS.ApplyFailed,
+  'prune-failed': REASONS.PruneFailed,
+  error: REASONS.ReconcileError,
+}
+
+/** The outcome of a reconcile whose render failed: values → invalid, guard → refused, the rest → template. */
+export function outcomeOfRenderError(err: RenderError): ReconcileOutcome {
+  const kind = err.kind === 'values' ? 'invalid' : err.kind === 'guard' ? 'refused' : 'template'
+  return { kind, message: err.message }
+}
+
+/** A metav1.LabelSelector. */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>
+  matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[]
+}
+
+/** The parts of a Deployment (rendered or live) the status reads. */
+export interface DeploymentLike {
+  metadata: { name: string; generation?: number }
+  spec?: { replicas?: number; selector?: LabelSelector }
+  status?: {
+    observedGeneration?: number
+    replicas?: number
+    updatedReplicas?: number
+    readyReplicas?: number
+    availableReplicas?: number
+    conditions?: { type: string; status: string; reason?: string; message?: string }[]
+  }
+}
+
+/** The parts of a Pod the status reads. */
+export interface PodLike {
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; deletionTimestamp?: string | null }
+  status?: { phase?: string }
+}
+
+/** What {@link computeStatus} works from. */
+export interface StatusInput {
+  /** The CR as read (its generation and current status). */
+  cr: Memcached
+  /** The rendered Deployment; undefined when the render failed (then the live one's selector and size are used). */
+  desiredDeployment: DeploymentLike | undefined
+  /** The live Deployment from the cache; undefined when it does not exist (yet). */
+  liveDeployment: DeploymentLike | undefined
+  /** Pods from the cache; filtered again here by namespace and selector, so a wider list is fine. */
+  pods: readonly PodLike[]
+  outcome: ReconcileOutcome
+  /** The time of a condition transition. */
+  now: Date
+}
+
+/**
+ * A selector in the string form of `kubectl get -l` and of the scale subresource's
+ * `status.selector`: requirements sorted by key, `a=b,c=d`, `k in (x,y)`, `k notin (x)`, `k`, `!k`
+ * (apimachinery's `LabelSelectorAsSelector(…).String()`).
+ */
+export function formatSelector(selector: LabelSelector): string {
+  const reqs: [string, string][] = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => [k, `${k}=${v}`])
+  for (const e of selector.matchExpressions ?? []) {
+    const values = [...(e.values ?? [])].sort().join(',')
+    const text = e.operator === 'In' ? `${e.key} in (${values})` : e.operator === 'NotIn' ? `${e.key} notin (${values})` : e.operator === 'Exists' ? e.key : `!${e.key}`
+    reqs.push([e.key, text])
+  }
+  return reqs
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, t]) => t)
+    .join(',')
+}
+
+/** Whether a selector selects these labels. An empty selector selects everything (as in a Deployment). */
+export function selectorMatches(selector: LabelSelector, labels: Readonly<Record<string, string>> | undefined): boolean {
+  const l = labels ?? {}
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (l[k] !== v) return false
+  for (const e of selector.matchExpressions ?? []) {
+    const has = Object.hasOwn(l, e.key)
+    const value = l[e.key]
+    const ok =
+      e.operator === 'In' ? has && (e.values ?? []).includes(value as string)
+      : e.operator === 'NotIn' ? !has || !(e.values ?? []).includes(value as string)
+      : e.operator === 'Exists' ? has
+      : !has
+    if (!ok) return false
+  }
+  return true
+}
+
+/**
+ * The names of the memcached pods, sorted: pods selected by the selector in the CR's namespace
+ * that are neither being deleted (deletionTimestamp set) nor finished (phase Succeeded/Failed).
+ * Pending pods are included: `nodes` is the membership of the cache, readiness is what
+ * `readyReplicas` and `Available` report — and the list does not change (no status write) as
+ * each pod becomes ready. Duplicates are dropped.
+ */
+export function podNames(pods: readonly PodLike[], selector: LabelSelector, namespace: string | undefined): string[] {
+  const names = new Set<string>()
+  for (const p of pods) {
+    if (namespace !== undefined && p.metadata.namespace !== undefined && p.metadata.namespace !== namespace) continue
+    if (p.metadata.deletionTimestamp) continue
+    const phase = p.status?.phase
+    if (phase === 'Succeeded' || phase === 'Failed') continue
+    if (selectorMatches(selector, p.metadata.labels)) names.add(p.metadata.name)
+  }
+  return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+function validSelector(d: DeploymentLike | undefined): LabelSelector | undefined {
+  const s = d?.spec?.selector
+  return isMap(s) && (isMap(s.matchLabels) || Array.isArray(s.matchExpressions)) ? s : undefined
+}
+
+/**
+ * The status the CR should have. Counts come from the live Deployment (zero when absent);
+ * `observedGeneration` is the CR's generation (this reconcile saw it); conditions:
+ *
+ * - Available: True `AllReplicasReady` when readyReplicas >= the desired size, True `ScaledToZero`
+ *   for size 0, otherwise False `ReplicasNotReady` (`2/3 replicas ready`) or `DeploymentNotFound`;
+ * - Progressing: True `RollingOut` while the Deployment controller has not observed the
+ *   Deployment's generation, or updated / ready replicas are fewer than desired, or surplus old
+ *   pods still run; True `Creating` right after the Deployment was applied and before the cache
+ *   has it; False `RolloutComplete` when done; False `ProgressDeadlineExceeded` when the
+ *   Deployment says so; False `NotApplied` when there is no Deployment and the reconcile failed;
+ * - Degraded: True with the outcome's reason and message when the reconcile failed, True
+ *   `ProgressDeadlineExceeded` when the rollout is stuck, otherwise False `AsExpected`.
+ *
+ * Every condition carries the CR's generation; lastTransitionTime moves only when a status flips.
+ * When the render failed, the previous objects are still running: the live Deployment's selector
+ * and size are used, and the previous `status.selector` is kept if there is no Deployment at all.
+ */
+export function computeStatus(input: StatusInput): MemcachedStatus {
+  const { cr, liveDeployment: dep, outcome, now } = input
+  const generation = cr.metadata.generation
+  const selector = validSelector(input.desiredDeployment) ?? validSelector(dep)
+  const size = replicasOf(input.desiredDeployment) ?? replicasOf(dep)
+  const st = dep?.status ?? {}
+  const replicas = st.replicas ?? 0
+  const ready = st.readyReplicas ?? 0
+  const updated = st.updatedReplicas ?? 0
+  const stuck = dep?.status?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded')
+  const want = size ?? 1
+
+  const conditions: { type: string; status: Condition['status']; reason: Reason; message: string }[] = []
+  if (!dep) conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.DeploymentNotFound, message: 'the Deployment does not exist' })
+  else if (want === 0) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.ScaledToZero, message: 'size is 0: no replicas are wanted' })
+  else if (ready >= want) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.AllReplicasReady, message: `${ready}/${want} replicas ready` })
+  else conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.ReplicasNotReady, message: `${ready}/${want} replicas ready` })
+
+  if (!dep) {
+    conditions.push(
+      outcome.kind === 'ok'
+        ? { type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Creating, message: 'the Deployment was applied and is being created' }
+        : { type: CONDITION_TYPES.Progressing, status: 'False', reason: REASONS.NotApplied, message: 'nothing was applied: see the Degraded condition' },
+    )
+  } else if (stuck) {
+    conditions.push({ type: CONDITION_TYPES.Progressing, status: 'False', reason: REASONS.ProgressDeadlineExceeded, message: stuck.message ?? 'the Deployment exceeded its progress deadline' })
+  } else {
+    const unobserved = (st.observedGeneration ?? 0) < (dep.metadata.generation ?? 0)
+    if (unobserved || updated < want || ready < want || replicas > want) {
+      const message = unobserved
+        ? `waiting for the Deployment controller to observe generation ${dep.metadata.generation ?? 0}`
+        : `rolling out: ${updated}/${want} updated, ${ready}/${want} ready, ${replicas} running`
+      conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.RollingOut, message })
+    } else {
+      conditions.push({ type: CONDITION_TYPES.Progressing, status: 'False', reason: REASONS.RolloutComplete, message: `${want}/${want} replicas updated and ready` })
+    }
+  }
+
+  if (outcome.kind !== 'ok') conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: DEGRADED_REASON[outcome.kind], message: outcome.message })
+  else if (stuck) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ProgressDeadlineExceeded, message: stuck.message ?? 'the Deployment exceeded its progress deadline' })
+  else conditions.push({ type: CONDITION_TYPES.Degraded, status: 'False', reason: REASONS.AsExpected, message: 'the cluster matches the spec' })
+
+  let list = cr.status?.conditions
+  for (const c of conditions) list = setCondition(list, generation === undefined ? c : { ...c, observedGeneration: generation }, now)
+
+  const status: MemcachedStatus = {
+    nodes: selector ? podNames(input.pods, selector, cr.metadata.namespace) : [],
+    replicas,
+    readyReplicas: ready,
+  }
+  const selectorText = selector ? formatSelector(selector) : cr.status?.selector
+  if (selectorText !== undefined) status.selector = selectorText
+  if (generation !== undefined) status.observedGeneration = generation
+  status.conditions = list ?? []
+  return status
+}
+
+function replicasOf(d: DeploymentLike | undefined): number | undefined {
+  if (d === undefined) return undefined
+  const r = d.spec?.replicas
+  // The API server defaults an absent replicas to 1.
+  return typeof r === 'number' ? r : 1
+}
+
+/**
+ * Whether two statuses say the same thing, so that the caller skips the `/status` write:
+ * conditions are compared by type, ignoring their order and `lastTransitionTime` (a time alone
+ * never justifies a write); everything else exactly, with absent and undefined fields alike.
+ */
+export function statusEqual(a: MemcachedStatus | undefined, b: MemcachedStatus | undefined): boolean {
+  return jsonEqual(comparableStatus(a), comparableStatus(b))
+}
+
+function comparableStatus(s: MemcachedStatus | undefined): unknown {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(s ?? {})) if (v !== undefined && k !== 'conditions') out[k] = v
+  const conditions = (s?.conditions ?? [])
+    .map(({ lastTransitionTime: _t, ...rest }) => Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)))
+    .sort((x, y) => (String(x.type) < String(y.type) ? -1 : String(x.type) > String(y.type) ? 1 : 0))
+  if (conditions.length > 0) out.conditions = conditions
+  return out
+}
+
