@@ -209,6 +209,30 @@ t.test('over HTTP', async (t) => {
     t.equal(one.json.rows.length, 1)
   })
 
+  t.test('a watch that asks for Tables gets one-row Tables, as kubectl get -w does', async (t) => {
+    const got = new Promise<string>((resolve, reject) => {
+      const req = httpRequest(sb.url + '/apis/test.example.com/v1/namespaces/default/widgets?watch=true&includeObject=Object', { headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' } }, (res) => {
+        res.setEncoding('utf8')
+        let buf = ''
+        res.on('data', (c: string) => {
+          buf += c
+          const i = buf.indexOf('\n')
+          if (i >= 0) {
+            resolve(buf.slice(0, i))
+            req.destroy()
+          }
+        })
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    const line = JSON.parse(await got)
+    t.equal(line.type, 'ADDED')
+    t.equal(line.object.kind, 'Table')
+    t.equal(line.object.rows.length, 1)
+    t.equal(line.object.rows[0].object.kind, 'Widget')
+  })
+
   t.test('faults: errors, conflicts, throttling, restriction by verb and resource, run-time settings', async (t) => {
     t.teardown(() => void sb.faults.set({}))
     const put = await http(sb, 'PUT', '/sandbox/v1/faults', { 'throttle-rate': 1, retryAfterS: 3, verbs: 'list', resources: ['configmaps'] })
