@@ -95,8 +95,11 @@ function walkOwned(fields: JsonMap, desired: unknown, path: readonly string[], s
   for (const [k, child] of Object.entries(fields)) {
     if (k.startsWith('f:')) {
       const name = k.slice(2)
-      if (!isMap(desired) || !Object.hasOwn(desired, name)) out.push([...segments, name])
-      else if (isMap(child)) walkOwned(child, desired[name], [...path, name], [...segments, name], out)
+      const has = isMap(desired) && Object.hasOwn(desired, name)
+      // A node we own only through its children (no ".") is reported child by child.
+      const descend = isMap(child) && Object.keys(child).length > 0 && (has || !Object.hasOwn(child, '.'))
+      if (descend) walkOwned(child, has ? desired[name] : undefined, [...path, name], [...segments, name], out)
+      else if (!has) out.push([...segments, name])
     } else if (k.startsWith('k:')) {
       const key = parseJson(k.slice(2))
       if (!isMap(key)) continue

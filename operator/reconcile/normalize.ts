@@ -9,6 +9,7 @@
  *   is not ours and is left out, as server-side apply would leave it in place;
  * - atomic lists and maps (args, command, tolerations, label selectors, a Service's selector,
  *   nodeSelector) are replaced whole by an apply, so they are compared whole;
+ * - sets (metadata.finalizers) are compared by value: another manager's finalizer is not ours;
  * - quantities are re-spelled canonically (`0.5` → `500m`), a missing key field takes its
  *   default (`protocol: TCP`), empty maps and lists and nulls disappear (Go's `omitempty`).
  *
@@ -42,6 +43,15 @@ const LIST_MAP_KEYS: Readonly<Record<string, readonly string[]>> = {
   hostAliases: ['ip'],
   schedulingGates: ['name'],
   resourceClaims: ['name'],
+}
+
+/** Lists that are sets (`x-kubernetes-list-type: set`): items are kept by value, order is irrelevant. */
+const SETS = new Set(['finalizers'])
+
+/** Whether the list at `path` is a set of scalars. */
+export function isSet(path: readonly string[]): boolean {
+  const last = path[path.length - 1]
+  return last !== undefined && SETS.has(last)
 }
 
 /** Defaults of key fields: a port without protocol is the TCP port (the key includes the default). */
@@ -138,6 +148,7 @@ function project(d: unknown, l: unknown, path: readonly string[]): unknown {
     }
     return out
   }
+  if (isSet(path) && Array.isArray(d) && Array.isArray(l)) return l.filter((x) => d.some((y) => jsonEqual(x, y)))
   const keys = listMapKeys(path)
   if (keys && Array.isArray(d) && Array.isArray(l)) {
     const out: unknown[] = []
@@ -169,7 +180,9 @@ export function normalize(value: unknown, path: readonly string[] = []): unknown
       for (const item of value) out[keySegment(keys, item)] = normalize(item, path) ?? {}
       return out
     }
-    return value.map((x) => normalize(x, path) ?? null)
+    const items = value.map((x) => normalize(x, path) ?? null)
+    if (isSet(path)) return [...new Map(items.map((x) => [JSON.stringify(x), x])).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, x]) => x)
+    return items
   }
   if (isMap(value)) {
     const out: JsonMap = {}
