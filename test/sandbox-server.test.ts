@@ -327,3 +327,55 @@ t.test('the watch history window bounds resumption', async (t) => {
   t.equal(ok.events.length, 3)
   ok.stop()
 })
+
+t.test('built-in validation refuses what a real server refuses, with its messages', async (t) => {
+  const c = createCluster()
+  const d = (mutate: (o: { metadata: KubeObject['metadata']; spec: any }) => void): KubeObject => {
+    const o = deployment('v') as unknown as { metadata: KubeObject['metadata']; spec: any }
+    mutate(o)
+    return o as unknown as KubeObject
+  }
+  const msg = (o: KubeObject): string => call(c, `POST ${D}`, o).body.message
+  t.equal(msg(d((o) => (o.spec.template.metadata.labels = { app: 'other' }))), 'Deployment.apps "v" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{"app":"other"}: `selector` does not match template `labels`')
+  t.equal(msg(d((o) => delete o.spec.selector)), 'Deployment.apps "v" is invalid: spec.selector: Required value')
+  t.match(msg(d((o) => (o.spec.selector = {}))), 'spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment')
+  t.equal(msg(d((o) => (o.spec.template.spec.containers = [{ name: 'a' }]))), 'Deployment.apps "v" is invalid: spec.template.spec.containers[0].image: Required value')
+  t.match(msg(d((o) => (o.spec.template.spec.containers = [{ name: 'a', image: 'x' }, { name: 'a', image: 'y' }]))), 'spec.template.spec.containers[1].name: Duplicate value: "a"')
+  t.match(msg(d((o) => (o.spec.template.spec.containers = []))), 'spec.template.spec.containers: Required value')
+  t.match(msg(d((o) => (o.spec.template.spec.containers = [{ name: '', image: 'x', ports: [{ containerPort: 0 }] }]))), '[spec.template.spec.containers[0].name: Required value, spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive]')
+  t.match(msg(d((o) => (o.spec.replicas = -1))), 'spec.replicas: Invalid value: -1: must be greater than or equal to 0')
+  t.match(msg(d((o) => (o.spec.selector = { matchExpressions: [{ key: 'app', operator: 'In', values: ['nope'] }] }))), '`selector` does not match template `labels`')
+  t.equal(call(c, `POST ${D}`, d((o) => (o.spec.selector = { matchExpressions: [{ key: 'app', operator: 'Exists' }, { key: 'x', operator: 'DoesNotExist' }, { key: 'app', operator: 'NotIn', values: ['z'] }] }))).status, 201)
+  call(c, `DELETE ${D}/v`)
+  t.match(msg(d((o) => (o.metadata.labels = { 'bad key': 'x' }))), `metadata.labels: Invalid value: "bad key": name part must consist of alphanumeric characters`)
+  t.match(msg(d((o) => (o.metadata.labels = { a: 'x'.repeat(64) }))), 'must be no more than 63 characters')
+  t.match(msg(d((o) => (o.metadata.labels = { a: '-x' }))), 'a valid label must be an empty string')
+  t.match(msg(d((o) => (o.metadata.labels = { 'Bad_Prefix/a': 'x' }))), 'prefix part a lowercase RFC 1123 subdomain')
+  t.match(msg(d((o) => (o.metadata.labels = { 'a/b/c': 'x' }))), 'a qualified name must consist of')
+  t.match(msg(d((o) => (o.metadata.labels = { '/a': 'x' }))), 'prefix part must be non-empty')
+  t.match(msg(d((o) => (o.metadata.labels = { 'a/': 'x' }))), 'name part must be non-empty')
+  t.match(msg(d((o) => (o.metadata.labels = { ['x'.repeat(64)]: 'x' }))), 'name part must be no more than 63 characters')
+  t.match(msg(d((o) => (o.metadata.labels = { [`${'a'.repeat(254)}/b`]: 'x' }))), 'prefix part must be no more than 253 characters')
+  t.match(msg(d((o) => (o.metadata.annotations = { 'bad key': 'x' }))), 'metadata.annotations: Invalid value: "bad key"')
+  t.match(msg(d((o) => (o.metadata.annotations = { big: 'x'.repeat(262_145) }))), 'metadata.annotations: Too long: may not be more than 262144 bytes')
+
+  t.equal(call(c, `POST ${D}`, deployment('imm')).status, 201)
+  const changed = call(c, `PATCH ${D}/imm`, { spec: { selector: { matchLabels: { app: 'imm', more: 'x' } }, template: { metadata: { labels: { more: 'x' } } } } })
+  t.equal(changed.body.message, 'Deployment.apps "imm" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"imm", "more":"x"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable')
+
+  const svc = (spec: object) => call(c, 'POST /api/v1/namespaces/default/services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 's' }, spec })
+  t.equal(svc({}).body.message, 'Service "s" is invalid: spec.ports: Required value')
+  t.match(svc({ ports: [{ port: 70000 }] }).body.message, 'spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive')
+  t.match(svc({ ports: [{ port: 1 }, { port: 2 }] }).body.message, 'spec.ports[0].name: Required value')
+  t.match(svc({ ports: [{ port: 1, name: 'a' }, { port: 2, name: 'a' }] }).body.message, 'spec.ports[1].name: Duplicate value: "a"')
+  t.equal(svc({ clusterIP: 'None' }).status, 201)
+  t.match(call(c, 'POST /api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: {} }).body.message, 'spec.containers: Required value')
+  t.match(call(c, 'POST /api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' } }).body.message, 'spec.containers: Required value')
+  const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'p' }, spec: { minAvailable: 1, maxUnavailable: 1 } }
+  t.match(call(c, 'POST /apis/policy/v1/namespaces/default/poddisruptionbudgets', pdb).body.message, 'minAvailable and maxUnavailable cannot be both set')
+  const rs = { apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: 'r' }, spec: { selector: {}, template: { spec: { containers: [{ name: 'a', image: 'b' }] } } } }
+  t.match(call(c, 'POST /apis/apps/v1/namespaces/default/replicasets', rs).body.message, 'empty selector is invalid for replicaset')
+  for (const crd of widgetCRDs()) call(c, `POST ${CRDS}`, crd)
+  const bad = { ...widget('w'), metadata: { name: 'w', labels: { 'no way': 'x' } } }
+  t.match(call(c, 'POST /apis/test.example.com/v1/namespaces/default/widgets', bad).body.message, 'Widget.test.example.com "w" is invalid: metadata.labels: Invalid value: "no way"')
+})

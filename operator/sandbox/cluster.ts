@@ -36,6 +36,7 @@ import { Faults, type FaultTarget } from './faults.ts'
 import { everything, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
+import { validateBuiltin, validateMetadata } from './validation.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
 
 /** One field that an apply could not take from its other owner. */
@@ -567,7 +568,7 @@ export class Cluster implements ClusterAccess {
   }
 
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
-  #admit(type: ResourceType, obj: KubeObject, req: ApiRequest): string[] {
+  #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
     if (type.prune) {
       const pruned = type.prune(obj)
@@ -577,7 +578,8 @@ export class Cluster implements ClusterAccess {
         if (mode !== 'Ignore') for (const p of pruned) warnings.push(`unknown field "${p}"`)
       }
     }
-    const causes = type.validate?.(obj) ?? []
+    const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
+    causes.push(...(type.validate?.(obj) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)
     return warnings
   }
@@ -635,7 +637,7 @@ export class Cluster implements ClusterAccess {
     if (this.#live(type, ns, name)) throw alreadyExists(type.group, type.resource, name)
     this.#initialise(type, obj)
     this.#default(type, obj, undefined)
-    const warnings = this.#admit(type, obj, req)
+    const warnings = this.#admit(type, obj, req, undefined)
     const managed = this.#engine.track(undefined, obj, { manager: managerOf(req), topology: type.topology, apiVersion: obj.apiVersion, resetFields: resetFieldsOf(type, undefined) })
     if (isDryRun(req)) return { status: 201, body: managed, headers: headerMap(undefined, warnings) ?? {} }
     const stored = this.#commitNew(type, managed)
@@ -702,7 +704,7 @@ export class Cluster implements ClusterAccess {
       this.#default(type, obj, old)
     }
     obj.metadata.resourceVersion = old.metadata.resourceVersion ?? ''
-    const warnings = this.#admit(type, obj, req)
+    const warnings = this.#admit(type, obj, req, old)
     setGeneration(type, old, obj, o.subresource)
     if (sameObject(obj, old, false)) return this.#objectReply(type, 200, live)
     const subresource = o.subresource === 'status' || o.subresource === 'scale' ? o.subresource : undefined
@@ -810,7 +812,7 @@ export class Cluster implements ClusterAccess {
     if (!live) {
       this.#initialise(type, obj)
       this.#default(type, obj, undefined)
-      const warnings = this.#admit(type, obj, req)
+      const warnings = this.#admit(type, obj, req, undefined)
       if (isDryRun(req)) return { status: 201, body: obj, headers: headerMap(undefined, warnings) ?? {} }
       return this.#objectReply(type, 201, this.#commitNew(type, obj), headerMap(undefined, warnings))
     }
@@ -840,7 +842,7 @@ export class Cluster implements ClusterAccess {
       }
     }
     next.metadata.resourceVersion = old.metadata.resourceVersion ?? ''
-    const warnings = this.#admit(type, next, req)
+    const warnings = this.#admit(type, next, req, old)
     setGeneration(type, old, next, subresource)
     if (sameObject(next, old, true)) return this.#objectReply(type, 200, live)
     return this.#commitUpdate(type, req, live, next, warnings)
