@@ -96,6 +96,27 @@ const cases: Case[] = [
       tt.same(r.body.data, { k: 'on' })
     },
   },
+  {
+    ref: '1.1',
+    name: 'apply of a field the CRD schema does not declare is 500 "field not declared in schema"',
+    run(tt, c) {
+      const r = call(c, `PATCH ${W}/w?fieldManager=m`, widget('w', { size: 1, bogus: true }), { type: 'apply' })
+      ok(tt, r, 500)
+      tt.same(r.body, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'failed to create typed patch object (test.example.com/v1, Kind=Widget): .spec.bogus: field not declared in schema', code: 500 })
+    },
+  },
+  {
+    ref: '1.1',
+    name: 'apply with duplicate list-map keys is 500 from the typed conversion',
+    run(tt, c) {
+      const d = deployment('x')
+      ;(d.spec as { template: { spec: { containers: unknown[] } } }).template.spec.containers = [{ name: 'a', image: 'x' }, { name: 'a', image: 'y' }]
+      const r = call(c, `PATCH ${D}/x?fieldManager=m`, d, { type: 'apply' })
+      ok(tt, r, 500)
+      tt.equal(r.body.reason, undefined)
+      tt.match(r.body.message, /^failed to create typed patch object \(apps\/v1, Kind=Deployment\): \.spec\.template\.spec\.containers: duplicate entries for key \[name="a"\]/)
+    },
+  },
   // §1.2 managedFields
   {
     ref: '1.2',

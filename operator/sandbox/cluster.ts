@@ -798,6 +798,12 @@ export class Cluster implements ClusterAccess {
     }
     const call: ApplyCall = { manager, force, topology: type.topology, apiVersion: gv, resetFields: resetFieldsOf(type, subresource), defaulter: (o) => this.#default(type, o, live?.obj) }
     if (subresource) call.subresource = subresource
+    if (type.prune) {
+      // A field the CRD schema does not declare fails the typed conversion of the patch; the
+      // server answers with that raw error (HTTP 500, no reason), whatever fieldValidation says.
+      const undeclared = type.prune(structuredClone(cfg))
+      if (undeclared.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${gv}, Kind=${type.kind}): .${undeclared[0] ?? ''}: field not declared in schema`)
+    }
     let result: ReturnType<WriteEngine['apply']>
     try {
       result = this.#engine.apply(live?.copy(), cfg, call)
@@ -805,7 +811,7 @@ export class Cluster implements ClusterAccess {
       if (e instanceof StatusError) throw e
       const msg = e instanceof Error ? e.message : String(e)
       // The engine's typing errors already carry the server's `failed to create typed patch object …` text.
-      throw new StatusError(500, 'InternalError', msg.startsWith('failed to create typed patch object') ? msg : `failed to create typed patch object (${gv}, Kind=${type.kind}): ${msg}`)
+      throw new StatusError(500, '', msg.startsWith('failed to create typed patch object') ? msg : `failed to create typed patch object (${gv}, Kind=${type.kind}): ${msg}`)
     }
     if (!result.ok) throw applyConflict(result.conflicts, result.message)
     const obj = this.#stamp(type, result.object)

@@ -44,7 +44,9 @@ export class StatusError extends Error {
 
 /** Builds a Failure Status body in the server's key order; `details` is omitted when empty (omitempty). */
 export function failure(code: number, reason: string, message: string, details?: StatusDetails): StatusBody {
-  const body: StatusBody = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason }
+  // An empty reason is StatusReasonUnknown, which the server omits (errors that were not API errors).
+  const body: StatusBody = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message }
+  if (reason !== '') body.reason = reason
   if (details && Object.keys(details).length > 0) body.details = details
   body.code = code
   return body
