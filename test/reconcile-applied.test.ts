@@ -1,0 +1,68 @@
+import t from 'tap'
+import { AppliedMemory, hashDesired, stableJson } from '../operator/reconcile/applied.ts'
+
+const desired = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'cache', namespace: 'team' }, spec: { ports: [{ port: 11211 }] } }
+const live = (uid: string, resourceVersion: string, owner = 'cr-1') => ({ metadata: { name: 'cache', uid, resourceVersion, ownerReferences: [{ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', name: 'cache', uid: owner, controller: true }] } })
+
+t.test('stable JSON and the hash ignore map key order, not list order', async (t) => {
+  t.equal(stableJson({ b: 1, a: { d: [2, { y: 1, x: 0 }], c: null } }), '{"a":{"c":null,"d":[2,{"x":0,"y":1}]},"b":1}')
+  t.equal(stableJson({ a: undefined, b: [undefined] }), '{"b":[null]}', 'undefined as JSON.stringify treats it')
+  t.equal(stableJson(undefined), 'null')
+  t.equal(hashDesired({ a: 1, b: 2 }), hashDesired({ b: 2, a: 1 }))
+  t.not(hashDesired({ a: [1, 2] }), hashDesired({ a: [2, 1] }))
+  t.match(hashDesired(desired), /^[0-9a-f]{64}$/)
+})
+
+t.test('unchanged since apply: same uid, same resourceVersion, same desired', async (t) => {
+  const m = new AppliedMemory()
+  m.remember(live('u1', '10'), desired)
+  t.ok(m.isUnchangedSinceApply(structuredClone(desired), live('u1', '10')))
+  t.notOk(m.isUnchangedSinceApply(desired, live('u1', '11')), 'someone wrote the object since')
+  t.notOk(m.isUnchangedSinceApply({ ...desired, spec: { ports: [{ port: 11311 }] } }, live('u1', '10')), 'we render something else now')
+  t.notOk(m.isUnchangedSinceApply(desired, live('u2', '10')), 'another object of the same name (re-created)')
+  t.notOk(m.isUnchangedSinceApply(desired, undefined), 'a missing object')
+  t.notOk(m.isUnchangedSinceApply(desired, { metadata: { name: 'cache' } }), 'an object without uid')
+})
+
+t.test('remembering again replaces the entry; objects without uid or resourceVersion are not remembered', async (t) => {
+  const m = new AppliedMemory()
+  m.remember(live('u1', '10'), desired)
+  m.remember(live('u1', '12'), desired)
+  t.equal(m.size, 1)
+  t.notOk(m.isUnchangedSinceApply(desired, live('u1', '10')))
+  t.ok(m.isUnchangedSinceApply(desired, live('u1', '12')))
+  t.same(m.get('u1'), { resourceVersion: '12', desiredHash: hashDesired(desired), ownerUid: 'cr-1' })
+  m.remember({ metadata: { name: 'x', uid: 'u9' } }, desired)
+  m.remember({ metadata: { name: 'x', resourceVersion: '1' } }, desired)
+  t.equal(m.size, 1)
+})
+
+t.test('forget one object, all objects of a CR, or everything', async (t) => {
+  const m = new AppliedMemory()
+  m.remember(live('a', '1', 'cr-1'), desired)
+  m.remember(live('b', '1', 'cr-1'), desired)
+  m.remember(live('c', '1', 'cr-2'), desired)
+  m.remember({ metadata: { name: 'orphan', uid: 'd', resourceVersion: '1' } }, desired)
+  m.forget('a')
+  t.notOk(m.isUnchangedSinceApply(desired, live('a', '1')))
+  t.equal(m.forgetOwner('cr-1'), 1)
+  t.equal(m.forgetOwner('cr-1'), 0)
+  t.ok(m.isUnchangedSinceApply(desired, live('c', '1', 'cr-2')), 'other CRs are kept')
+  t.equal(m.get('d')?.ownerUid, undefined)
+  m.clear()
+  t.equal(m.size, 0)
+})
+
+t.test('the memory is bounded: the least recently used entry goes first', async (t) => {
+  const m = new AppliedMemory({ maxEntries: 2 })
+  m.remember(live('a', '1'), desired)
+  m.remember(live('b', '1'), desired)
+  t.ok(m.isUnchangedSinceApply(desired, live('a', '1')), 'a is used, so b is now the oldest')
+  m.remember(live('c', '1'), desired)
+  t.equal(m.size, 2)
+  t.notOk(m.isUnchangedSinceApply(desired, live('b', '1')), 'b was dropped')
+  t.ok(m.isUnchangedSinceApply(desired, live('a', '1')))
+  t.ok(m.isUnchangedSinceApply(desired, live('c', '1')))
+  t.throws(() => new AppliedMemory({ maxEntries: 0 }), RangeError)
+  t.throws(() => new AppliedMemory({ maxEntries: 1.5 }), RangeError)
+})

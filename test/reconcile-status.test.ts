@@ -1,0 +1,164 @@
+import t from 'tap'
+import type { Memcached, MemcachedStatus } from '../operator/api/memcached.ts'
+import { RenderError } from '../operator/render/errors.ts'
+import { findCondition } from '../operator/reconcile/conditions.ts'
+import { computeStatus, formatSelector, outcomeOfRenderError, podNames, selectorMatches, statusEqual, type DeploymentLike, type PodLike, type ReconcileOutcome, type StatusInput } from '../operator/reconcile/status.ts'
+
+const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' }
+const t0 = new Date('2026-11-21T10:00:00Z')
+const t1 = new Date('2026-11-21T10:05:00Z')
+
+const cr = (generation = 2, status?: MemcachedStatus): Memcached => ({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'cache', namespace: 'team', uid: 'u', generation }, spec: { size: 3 }, ...(status ? { status } : {}) })
+const rendered = (replicas: number | null = 3): DeploymentLike => ({ metadata: { name: 'cache' }, spec: { ...(replicas === null ? {} : { replicas }), selector: { matchLabels: { ...labels } } } })
+const liveDep = (status: NonNullable<DeploymentLike['status']>, generation = 5, replicas = 3): DeploymentLike => ({ metadata: { name: 'cache', generation }, spec: { replicas, selector: { matchLabels: { ...labels } } }, status: { observedGeneration: generation, ...status } })
+const ready = (n: number) => liveDep({ replicas: n, updatedReplicas: n, readyReplicas: n, availableReplicas: n }, 5, n)
+const pod = (name: string, extra: Partial<{ phase: string; deleting: boolean; labels: Record<string, string>; namespace: string }> = {}): PodLike => ({
+  metadata: { name, namespace: extra.namespace ?? 'team', labels: extra.labels ?? { ...labels, 'pod-template-hash': 'abc' }, ...(extra.deleting ? { deletionTimestamp: '2026-11-21T09:00:00Z' } : {}) },
+  status: { phase: extra.phase ?? 'Running' },
+})
+
+const input = (over: Partial<StatusInput> = {}): StatusInput => ({ cr: cr(), desiredDeployment: rendered(), liveDeployment: ready(3), pods: [pod('cache-b'), pod('cache-a'), pod('cache-c')], outcome: { kind: 'ok' }, now: t0, ...over })
+const summary = (s: MemcachedStatus) => Object.fromEntries((s.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]))
+
+t.test('a healthy instance: pod names sorted, counts, selector for kubectl scale, generation everywhere', async (t) => {
+  const s = computeStatus(input())
+  t.same(s.nodes, ['cache-a', 'cache-b', 'cache-c'])
+  t.equal(s.replicas, 3)
+  t.equal(s.readyReplicas, 3)
+  t.equal(s.selector, 'app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached')
+  t.equal(s.observedGeneration, 2)
+  t.same(summary(s), { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected' })
+  for (const c of s.conditions ?? []) {
+    t.equal(c.observedGeneration, 2, `${c.type} carries the generation`)
+    t.equal(c.lastTransitionTime, '2026-11-21T10:00:00Z')
+  }
+  t.equal(findCondition(s.conditions, 'Available')?.message, '3/3 replicas ready')
+})
+
+t.test('conditions through the life of an instance', async (t) => {
+  const cases: { name: string; over: Partial<StatusInput>; want: Record<string, string>; messages?: Record<string, string> }[] = [
+    { name: 'just applied, not yet in the cache', over: { liveDeployment: undefined, pods: [] }, want: { Available: 'False/DeploymentNotFound', Progressing: 'True/Creating', Degraded: 'False/AsExpected' } },
+    { name: 'created, no pod ready', over: { liveDeployment: liveDep({ replicas: 3, updatedReplicas: 3, readyReplicas: 0, availableReplicas: 0 }) }, want: { Available: 'False/ReplicasNotReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' }, messages: { Available: '0/3 replicas ready', Progressing: 'rolling out: 3/3 updated, 0/3 ready, 3 running' } },
+    { name: 'deployment controller has not seen the new spec', over: { liveDeployment: { ...ready(3), status: { ...ready(3).status, observedGeneration: 4 } } }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' }, messages: { Progressing: 'waiting for the Deployment controller to observe generation 5' } },
+    { name: 'rollout half done: old pods still serve', over: { liveDeployment: liveDep({ replicas: 4, updatedReplicas: 1, readyReplicas: 3, availableReplicas: 3 }) }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' } },
+    { name: 'scaling up', over: { desiredDeployment: rendered(5) }, want: { Available: 'False/ReplicasNotReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' } },
+    { name: 'scaling down: surplus pods still running', over: { desiredDeployment: rendered(1) }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' } },
+    { name: 'scaled to zero', over: { desiredDeployment: rendered(0), liveDeployment: ready(0), pods: [] }, want: { Available: 'True/ScaledToZero', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected' } },
+    { name: 'replicas omitted means 1', over: { desiredDeployment: rendered(null), liveDeployment: ready(1) }, want: { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected' } },
+    {
+      name: 'rollout stuck',
+      over: { liveDeployment: { ...liveDep({ replicas: 4, updatedReplicas: 1, readyReplicas: 3 }), status: { observedGeneration: 5, replicas: 4, updatedReplicas: 1, readyReplicas: 3, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "cache-x" has timed out progressing.' }] } } },
+      want: { Available: 'True/AllReplicasReady', Progressing: 'False/ProgressDeadlineExceeded', Degraded: 'True/ProgressDeadlineExceeded' },
+      messages: { Degraded: 'ReplicaSet "cache-x" has timed out progressing.' },
+    },
+  ]
+  for (const c of cases) {
+    const s = computeStatus(input(c.over))
+    t.same(summary(s), c.want, c.name)
+    for (const [type, message] of Object.entries(c.messages ?? {})) t.equal(findCondition(s.conditions, type)?.message, message, `${c.name}: ${type} message`)
+  }
+})
+
+t.test('every failed outcome is Degraded with its reason and message, and the running objects still count', async (t) => {
+  const outcomes: [ReconcileOutcome, string][] = [
+    [{ kind: 'invalid', message: 'spec.size: must be >= 0' }, 'InvalidSpec'],
+    [{ kind: 'template', message: 'templates/deployment.ejs:12: x is not defined' }, 'TemplateError'],
+    [{ kind: 'refused', message: 'Namespace/x: not managed' }, 'ObjectRefused'],
+    [{ kind: 'ownership', message: 'Service team/cache exists and has no controller' }, 'OwnershipConflict'],
+    [{ kind: 'apply-failed', message: 'Deployment team/cache: 422 …' }, 'ApplyFailed'],
+    [{ kind: 'prune-failed', message: 'PodDisruptionBudget team/cache: 403' }, 'PruneFailed'],
+    [{ kind: 'error', message: 'boom' }, 'ReconcileError'],
+  ]
+  for (const [outcome, reason] of outcomes) {
+    const s = computeStatus(input({ outcome, desiredDeployment: outcome.kind === 'invalid' ? undefined : rendered() }))
+    const degraded = findCondition(s.conditions, 'Degraded')
+    t.same([degraded?.status, degraded?.reason, degraded?.message], ['True', reason, 'message' in outcome ? outcome.message : ''], reason)
+    t.same(s.nodes, ['cache-a', 'cache-b', 'cache-c'], `${reason}: the previous pods are still reported`)
+    t.equal(findCondition(s.conditions, 'Available')?.status, 'True', `${reason}: still available`)
+  }
+  const never = computeStatus(input({ outcome: { kind: 'invalid', message: 'bad' }, desiredDeployment: undefined, liveDeployment: undefined, pods: [] }))
+  t.same(summary(never), { Available: 'False/DeploymentNotFound', Progressing: 'False/NotApplied', Degraded: 'True/InvalidSpec' }, 'invalid from the start')
+  t.same([never.nodes, never.replicas, never.readyReplicas, never.selector], [[], 0, 0, undefined])
+})
+
+t.test('without a rendered Deployment the live one gives selector and size; without either the old selector stays', async (t) => {
+  const s = computeStatus(input({ desiredDeployment: undefined, outcome: { kind: 'template', message: 'x' } }))
+  t.equal(s.selector, 'app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached')
+  t.equal(findCondition(s.conditions, 'Available')?.message, '3/3 replicas ready')
+  const kept = computeStatus(input({ cr: cr(2, { selector: 'a=b' }), desiredDeployment: undefined, liveDeployment: undefined, outcome: { kind: 'template', message: 'x' } }))
+  t.equal(kept.selector, 'a=b')
+  t.same(kept.nodes, [])
+  const noSelector = computeStatus(input({ desiredDeployment: { metadata: { name: 'cache' }, spec: { replicas: 3 } }, liveDeployment: { metadata: { name: 'cache' }, spec: { selector: 'bogus' as never } } }))
+  t.equal(noSelector.selector, undefined, 'a Deployment without a usable selector gives none')
+  t.same(noSelector.nodes, [])
+})
+
+t.test('nodes: pods being deleted, finished, of another namespace or not selected are left out; pending pods are in', async (t) => {
+  const pods = [
+    pod('cache-running'),
+    pod('cache-pending', { phase: 'Pending' }),
+    pod('cache-nophase'),
+    pod('cache-deleting', { deleting: true }),
+    pod('cache-succeeded', { phase: 'Succeeded' }),
+    pod('cache-failed', { phase: 'Failed' }),
+    pod('cache-elsewhere', { namespace: 'other' }),
+    pod('other-instance', { labels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'other' } }),
+    pod('cache-running'),
+  ]
+  delete (pods[2] as PodLike).status
+  t.same(computeStatus(input({ pods })).nodes, ['cache-nophase', 'cache-pending', 'cache-running'])
+  t.same(podNames([pod('b'), pod('a', { namespace: 'x' })], { matchLabels: labels }, undefined), ['a', 'b'], 'no namespace filter without a namespace')
+})
+
+t.test('selectors: string form and matching as apimachinery does', async (t) => {
+  t.equal(formatSelector({ matchLabels: { b: '2', a: '1' } }), 'a=1,b=2')
+  t.equal(formatSelector({}), '')
+  const expr = { matchLabels: { app: 'x' }, matchExpressions: [
+    { key: 'tier', operator: 'In' as const, values: ['cache', 'db'] },
+    { key: 'env', operator: 'NotIn' as const, values: ['prod'] },
+    { key: 'canary', operator: 'DoesNotExist' as const },
+    { key: 'zone', operator: 'Exists' as const },
+  ] }
+  t.equal(formatSelector(expr), 'app=x,!canary,env notin (prod),tier in (cache,db),zone')
+  t.ok(selectorMatches(expr, { app: 'x', tier: 'db', zone: 'a' }))
+  t.ok(selectorMatches(expr, { app: 'x', tier: 'db', zone: 'a', env: 'dev' }))
+  t.notOk(selectorMatches(expr, { app: 'x', tier: 'web', zone: 'a' }), 'In')
+  t.notOk(selectorMatches(expr, { app: 'x', tier: 'db', zone: 'a', env: 'prod' }), 'NotIn')
+  t.notOk(selectorMatches(expr, { app: 'x', tier: 'db', zone: 'a', canary: '' }), 'DoesNotExist')
+  t.notOk(selectorMatches(expr, { app: 'x', tier: 'db' }), 'Exists')
+  t.notOk(selectorMatches(expr, { tier: 'db', zone: 'a' }), 'matchLabels')
+  t.notOk(selectorMatches({ matchExpressions: [{ key: 'k', operator: 'In' }] }, { k: 'v' }), 'In without values selects nothing')
+  t.ok(selectorMatches({}, undefined), 'an empty selector selects everything')
+})
+
+t.test('recomputing an unchanged world gives an equal status: no write, no time churn', async (t) => {
+  const first = computeStatus(input())
+  const again = computeStatus(input({ cr: cr(2, first), now: t1 }))
+  t.ok(statusEqual(first, again))
+  t.same(again, first, 'identical, transition times included')
+  const progressed = computeStatus(input({ cr: cr(2, first), now: t1, liveDeployment: liveDep({ replicas: 3, updatedReplicas: 3, readyReplicas: 2, availableReplicas: 2 }) }))
+  t.notOk(statusEqual(first, progressed))
+  t.equal(findCondition(progressed.conditions, 'Available')?.lastTransitionTime, '2026-11-21T10:05:00Z', 'a flip moves the time')
+  t.equal(findCondition(progressed.conditions, 'Degraded')?.lastTransitionTime, '2026-11-21T10:00:00Z', 'an unchanged condition keeps it')
+  const newGeneration = computeStatus(input({ cr: cr(3, first), now: t1 }))
+  t.notOk(statusEqual(first, newGeneration), 'a new generation is written')
+})
+
+t.test('status equality ignores condition order, transition times and absent fields only', async (t) => {
+  const base = computeStatus(input())
+  const conditions = [...(base.conditions ?? [])].reverse().map((c) => ({ ...c, lastTransitionTime: '2020-01-01T00:00:00Z' }))
+  t.ok(statusEqual(base, { ...base, conditions }))
+  t.ok(statusEqual({ nodes: ['a'], selector: undefined }, { nodes: ['a'] }))
+  t.ok(statusEqual(undefined, {}))
+  t.ok(statusEqual({ conditions: [] }, {}))
+  t.notOk(statusEqual(base, { ...base, nodes: ['cache-a'] }))
+  t.notOk(statusEqual(base, { ...base, readyReplicas: 2 }))
+  t.notOk(statusEqual(base, { ...base, conditions: conditions.map((c) => (c.type === 'Degraded' ? { ...c, message: 'other' } : c)) }))
+  t.notOk(statusEqual(undefined, { nodes: [] }), 'an empty node list is written once')
+})
+
+t.test('render errors map to outcomes', async (t) => {
+  t.same(outcomeOfRenderError(new RenderError('values', ['spec.size: must be >= 0'])), { kind: 'invalid', message: 'spec.size: must be >= 0' })
+  t.same(outcomeOfRenderError(new RenderError('guard', ['a', 'b'])), { kind: 'refused', message: '2 problems:\n  - a\n  - b' })
+  for (const kind of ['template', 'yaml', 'input'] as const) t.equal(outcomeOfRenderError(new RenderError(kind, ['x'])).kind, 'template', kind)
+})
