@@ -8,7 +8,7 @@
  * Pure data: the caller feeds it the objects the server returned.
  */
 import { createHash } from 'node:crypto'
-import { controllerOf, type LiveObject } from './owner.ts'
+import { controllerOf } from './owner.ts'
 
 /** JSON with map keys sorted at every level: the same value always gives the same text. */
 export function stableJson(value: unknown): string {
@@ -43,8 +43,10 @@ export interface AppliedMemoryOptions {
   maxEntries?: number
 }
 
-/** The object identity the memory needs from a live object. */
-type Versioned = Pick<LiveObject, 'metadata'>
+/** What the memory reads of a live object: its uid, resourceVersion and controller. */
+export interface VersionedObject {
+  metadata: { uid?: string; resourceVersion?: string; ownerReferences?: unknown }
+}
 
 /**
  * What was applied, by object uid. Bounded (least recently used entries are dropped, which only
@@ -71,7 +73,7 @@ export class AppliedMemory {
    * resourceVersion) and `desired` hashes as what we applied then: nothing to do, no diff needed.
    * False for a missing object or one we never applied.
    */
-  isUnchangedSinceApply(desired: unknown, live: Versioned | undefined): boolean {
+  isUnchangedSinceApply(desired: unknown, live: VersionedObject | undefined): boolean {
     const uid = live?.metadata.uid
     if (uid === undefined || live === undefined) return false
     const entry = this.#entries.get(uid)
@@ -87,7 +89,7 @@ export class AppliedMemory {
    * what `desired` produces. Also right after a diff found `live` equal to `desired`: then the
    * next resync skips even the diff. Objects without uid or resourceVersion are not remembered.
    */
-  remember(liveAfterApply: Versioned, desired: unknown): void {
+  remember(liveAfterApply: VersionedObject, desired: unknown): void {
     const { uid, resourceVersion } = liveAfterApply.metadata
     if (uid === undefined || resourceVersion === undefined) return
     this.#entries.delete(uid)

@@ -17,6 +17,11 @@ export interface OwnerReference {
   blockOwnerDeletion?: boolean
 }
 
+/** Any object whose owners can be read (a live object from a cache, typed or not). */
+export interface OwnedObject {
+  metadata: { ownerReferences?: unknown }
+}
+
 /** The identity of an object, enough to address it and to name it in a message. */
 export interface ObjectIdentity {
   apiVersion: string
@@ -91,14 +96,14 @@ export function stampOwner(objects: readonly RenderedObject[], cr: Memcached): R
 }
 
 /** The controller reference of an object (the one with `controller: true`), if any. */
-export function controllerOf(obj: { metadata: { ownerReferences?: unknown } }): OwnerReference | undefined {
+export function controllerOf(obj: OwnedObject): OwnerReference | undefined {
   const refs = obj.metadata.ownerReferences
   if (!Array.isArray(refs)) return undefined
   return (refs as OwnerReference[]).find((r) => r !== null && typeof r === 'object' && r.controller === true)
 }
 
 /** Whether `cr` is the controller of `obj`, compared by uid. */
-export function isControlledBy(obj: { metadata: { ownerReferences?: unknown } }, cr: Memcached): boolean {
+export function isControlledBy(obj: OwnedObject, cr: Pick<Memcached, 'metadata'>): boolean {
   const ref = controllerOf(obj)
   return ref !== undefined && cr.metadata.uid !== undefined && ref.uid === cr.metadata.uid
 }
@@ -123,7 +128,7 @@ export interface OwnershipConflict {
  * operator never takes those over. `live` maps {@link objectKey} to the live object, or to
  * undefined / no entry when it does not exist. In the order of `desired`.
  */
-export function ownershipConflicts(desired: readonly ObjectIdentity[], live: ReadonlyMap<string, LiveObject | undefined>, cr: Memcached): OwnershipConflict[] {
+export function ownershipConflicts(desired: readonly ObjectIdentity[], live: ReadonlyMap<string, OwnedObject | undefined>, cr: Pick<Memcached, 'metadata'>): OwnershipConflict[] {
   const out: OwnershipConflict[] = []
   for (const d of desired) {
     const key = objectKey(d)

@@ -73,7 +73,11 @@ export interface StatusInput {
   cr: Memcached
   /** The rendered Deployment; undefined when the render failed (then the live one's selector and size are used). */
   desiredDeployment: DeploymentLike | undefined
-  /** The live Deployment from the cache; undefined when it does not exist (yet). */
+  /**
+   * The live Deployment from the cache, only if this CR controls it (owner.ts `isControlledBy`);
+   * undefined when it does not exist (yet) — or belongs to someone else: an object in conflict is
+   * not ours to report.
+   */
   liveDeployment: DeploymentLike | undefined
   /** Pods from the cache; filtered again here by namespace and selector, so a wider list is fine. */
   pods: readonly PodLike[]
