@@ -174,3 +174,27 @@ t.test('a watcher sees a pod scheduled, then ContainerCreating, then Running', a
   await until('running', async () => (await list('pods')).some((p) => (p as Obj).status?.phase === 'Running'))
   t.same(seen, ['ADDED - Pending', 'MODIFIED sandbox-node Pending', 'MODIFIED sandbox-node Pending ContainerCreating', 'MODIFIED sandbox-node Running'])
 })
+
+t.test('a paused Deployment does not roll out, still scales, and reports DeploymentPaused then DeploymentResumed', async (t) => {
+  const { call, list } = await sandbox(t)
+  await call({ verb: 'create', group: 'apps', resource: 'deployments', namespace: 'default', body: deployment('web', 1) })
+  const get = async () => (await call({ verb: 'get', group: 'apps', resource: 'deployments', namespace: 'default', name: 'web' })).body as Obj
+  await until('available', async () => (await get()).status?.availableReplicas === 1)
+  const patch = (body: Obj) => call({ verb: 'patch', group: 'apps', resource: 'deployments', namespace: 'default', name: 'web', contentType: 'application/merge-patch+json', body })
+  await patch({ spec: { paused: true, replicas: 2, template: { metadata: { labels: { app: 'web', v: '2' } } } } })
+  const paused = await until('paused and scaled', async () => {
+    const d = await get()
+    return d.status?.observedGeneration === d.metadata.generation && d.status?.availableReplicas === 2 ? d : undefined
+  })
+  t.match(paused.status.conditions.find((c: Obj) => c.type === 'Progressing'), { status: 'Unknown', reason: 'DeploymentPaused', message: 'Deployment is paused' })
+  t.equal((await list('replicasets', 'apps')).length, 1, 'no new ReplicaSet while paused')
+  t.ok((await list('pods')).every((p) => (p as Obj).metadata.labels.v === undefined), 'the old template still runs')
+  await patch({ spec: { paused: null } })
+  const resumed = await until('rolled out after resume', async () => {
+    const d = await get()
+    const done = d.status?.observedGeneration === d.metadata.generation && d.status?.updatedReplicas === 2 && d.status?.replicas === 2 && d.status?.availableReplicas === 2
+    return done && d.status.conditions.some((c: Obj) => c.type === 'Progressing' && c.reason === 'NewReplicaSetAvailable') ? d : undefined
+  })
+  t.ok(resumed)
+  t.equal((await list('replicasets', 'apps')).length, 2)
+})

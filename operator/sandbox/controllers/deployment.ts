@@ -8,7 +8,9 @@
  * - old ReplicaSets shrink (oldest first) while the available pods of all ReplicaSets stay at or
  *   above `replicas - maxUnavailable`; an old ReplicaSet's unavailable pods may go first;
  * - `Recreate` scales the old ReplicaSets to 0, waits for their pods to go, then scales up the new one.
- * Not simulated: proportional scaling of several ReplicaSets mid-rollout, `paused`, minReadySeconds
+ * `paused` stops rollouts (a lone active ReplicaSet still follows the scale) and shows
+ * Progressing=Unknown DeploymentPaused, then DeploymentResumed.
+ * Not simulated: proportional scaling of several ReplicaSets mid-rollout, minReadySeconds
  * (ready counts as available), progressDeadlineSeconds (no ProgressDeadlineExceeded), rollback.
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
@@ -126,6 +128,14 @@ export class DeploymentController {
     const hash = podTemplateHash(template)
     let newRS = owned.find((rs) => rs.metadata.labels?.['pod-template-hash'] === hash)
     const olds = owned.filter((rs) => rs !== newRS)
+    if (obj(d['spec'])['paused'] === true) {
+      // Paused: no new ReplicaSet, no rollout; a lone active ReplicaSet still follows the scale.
+      const active = owned.filter((rs) => specReplicas(rs) > 0)
+      const target = active.length === 1 ? active[0] : active.length === 0 ? newRS : undefined
+      if (target) await this.#scale(d, target, specReplicas(d))
+      await this.#updateStatus(d, newRS, olds, 'paused')
+      return
+    }
     const maxOldRevision = Math.max(0, ...olds.map(revisionOf))
     let created = false
     if (!newRS) {
@@ -137,7 +147,7 @@ export class DeploymentController {
     }
     const changed = created || (await this.#rollout(d, newRS, olds))
     await this.#cleanup(d, olds)
-    await this.#updateStatus(d, newRS, olds, created, changed)
+    await this.#updateStatus(d, newRS, olds, created ? 'created' : changed ? 'changed' : 'steady')
   }
 
   async #createRS(d: KubeObject, template: JsonObject, hash: string, olds: KubeObject[], revision: number): Promise<KubeObject> {
@@ -259,8 +269,8 @@ export class DeploymentController {
     }
   }
 
-  async #updateStatus(d: KubeObject, newRS: KubeObject, olds: KubeObject[], created: boolean, changed: boolean): Promise<void> {
-    const all = [newRS, ...olds]
+  async #updateStatus(d: KubeObject, newRS: KubeObject | undefined, olds: KubeObject[], step: 'created' | 'changed' | 'steady' | 'paused'): Promise<void> {
+    const all = newRS ? [newRS, ...olds] : olds
     const replicas = specReplicas(d)
     const sum = (f: string) => all.reduce((n, rs) => n + statusOf(rs, f), 0)
     const specTotal = all.reduce((n, rs) => n + specReplicas(rs), 0)
@@ -273,7 +283,7 @@ export class DeploymentController {
       if (v) status[k] = v
     }
     put('replicas', sum('replicas'))
-    put('updatedReplicas', statusOf(newRS, 'replicas'))
+    put('updatedReplicas', newRS ? statusOf(newRS, 'replicas') : 0)
     put('readyReplicas', sum('readyReplicas'))
     put('availableReplicas', available)
     put('unavailableReplicas', Math.max(0, specTotal - available))
@@ -284,13 +294,18 @@ export class DeploymentController {
     conds = available >= replicas - unavailable
       ? setCondition(conds, cond('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.'))
       : setCondition(conds, cond('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.'))
-    const rsName = newRS.metadata.name ?? ''
-    const complete = statusOf(newRS, 'replicas') === replicas && statusOf(newRS, 'availableReplicas') === replicas && sum('replicas') === replicas && specReplicas(newRS) === replicas
-    if (created) {
+    const rsName = newRS?.metadata.name ?? ''
+    const complete = !!newRS && statusOf(newRS, 'replicas') === replicas && statusOf(newRS, 'availableReplicas') === replicas && sum('replicas') === replicas && specReplicas(newRS) === replicas
+    const wasPaused = conds.some((c) => c.type === 'Progressing' && c.reason === 'DeploymentPaused')
+    if (step === 'paused') {
+      conds = setCondition(conds, cond('Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused'))
+    } else if (wasPaused) {
+      conds = setCondition(conds, cond('Progressing', 'Unknown', 'DeploymentResumed', 'Deployment is resumed'))
+    } else if (step === 'created') {
       conds = setCondition(conds, cond('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`))
     } else if (complete) {
       conds = setCondition(conds, cond('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`))
-    } else if (changed || !conds.some((c) => c.type === 'Progressing' && c.reason === 'ReplicaSetUpdated' && c.message.includes(`"${rsName}"`))) {
+    } else if (step === 'changed' || !conds.some((c) => c.type === 'Progressing' && c.reason === 'ReplicaSetUpdated' && c.message.includes(`"${rsName}"`))) {
       // Progress was made (or a new rollout began): refresh lastUpdateTime, keep the transition time.
       const cur = conds.find((c) => c.type === 'Progressing')
       const c = cond('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`)
@@ -299,13 +314,13 @@ export class DeploymentController {
     }
     if (conds.length > 0) status['conditions'] = conds as unknown as Json
     if (typeof old['collisionCount'] === 'number') status['collisionCount'] = old['collisionCount']
-    const revision = String(revisionOf(newRS))
+    const revision = newRS ? String(revisionOf(newRS)) : d.metadata.annotations?.[revisionKey] ?? ''
     const annotations = { ...(d.metadata.annotations ?? {}) }
     const uid = d.metadata.uid ?? ''
     // Sent once per revision: a server that drops metadata changes on /status must not make
     // the controller rewrite an unchanged status on every resync.
-    const revisionChanged = annotations[revisionKey] !== revision && this.#revisionSent.get(uid) !== revision
-    annotations[revisionKey] = revision
+    const revisionChanged = revision !== '' && annotations[revisionKey] !== revision && this.#revisionSent.get(uid) !== revision
+    if (revision !== '') annotations[revisionKey] = revision
     if (!revisionChanged && sameJson(old, status)) return
     this.#revisionSent.set(uid, revision)
     // Like the real controller, the revision annotation rides along with the status update
