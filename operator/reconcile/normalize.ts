@@ -16,6 +16,12 @@
  * int-or-string fields keep their JSON type on the server, so `targetPort: 11211` and
  * `targetPort: "11211"` stay different here too.
  *
+ * Deliberate blind spots, each cheaper than the perpetual diffs it avoids:
+ * - the order of list-map items is not compared (another manager reordering containers or env
+ *   vars is not corrected until something else changes);
+ * - an empty map or list is the same as an absent one (the Go types cannot tell most of them
+ *   apart either; `selector: {}` vs no selector is the exception, and no chart renders it).
+ *
  * Topology covers the kinds the operator manages (guard.ts MANAGED_KINDS) and is looked up by
  * field name; it follows the table of the API server reference (§1.6), which follows k8s.io/api's
  * `patchMergeKey` / `listType` markers.
