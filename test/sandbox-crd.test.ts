@@ -113,6 +113,35 @@ t.test('anyOf, oneOf and not are reported the way apiextensions renders kube-ope
   t.same(check({ n: 'bad' }), ['<nil>: Invalid value: "": "spec.n" must not validate the schema (not)'])
 })
 
+t.test('multipleOf, property counts, formats and structured enums', async (t) => {
+  const crd = memcachedCRD()
+  const v = (crd['spec'] as { versions: Record<string, any>[] }).versions[0] as Record<string, any>
+  v['schema'] = { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: {
+    m: { type: 'number', multipleOf: 0.5 },
+    p: { type: 'object', minProperties: 1, maxProperties: 2, additionalProperties: { type: 'string' } },
+    when: { type: 'string', format: 'date-time' },
+    id: { type: 'string', format: 'uuid' },
+    ip: { type: 'string', format: 'ipv4' },
+    pair: { type: 'array', items: { type: 'integer' }, enum: [[1, 2], [3, 4]] },
+    obj: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, enum: [{ a: 1 }] },
+  } } } } }
+  const type = typeOf(crd)
+  const check = (spec: Record<string, unknown>) => type.validate?.(cr(spec)).map((c) => `${c.field}: ${c.message}`)
+  t.same(check({ m: 1.5, p: { a: 'x' }, when: '2024-01-02T03:04:05Z', id: '123e4567-e89b-12d3-a456-426614174000', ip: '10.0.0.1', pair: [3, 4], obj: { a: 1 } }), [])
+  t.same(check({ m: 1.2 }), ['spec.m: Invalid value: 1.2: spec.m in body should be a multiple of 0.5'])
+  t.same(check({ p: {} }), ['spec.p: Invalid value: 0: spec.p in body should have at least 1 properties'])
+  t.same(check({ p: { a: 'x', b: 'y', c: 'z' } }), ['spec.p: Too many: 3: must have at most 2 items'])
+  t.same(check({ when: 'yesterday', id: 'nope', ip: '300.1.1.1' }), [
+    'spec.when: Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"',
+    'spec.id: Invalid value: "nope": spec.id in body must be of type uuid: "nope"',
+    'spec.ip: Invalid value: "300.1.1.1": spec.ip in body must be of type ipv4: "300.1.1.1"',
+  ])
+  t.same(check({ pair: [2, 1], obj: { a: 2 } }), [
+    'spec.pair: Unsupported value: []interface {}{2, 1}: supported values: "[1,2]", "[3,4]"',
+    'spec.obj: Unsupported value: map[string]interface {}{"a":2}: supported values: "{\\"a\\":1}"',
+  ])
+})
+
 t.test('Go float formatting matches %v', async (t) => {
   t.equal(goFloat(0), '0')
   t.equal(goFloat(0.5), '0.5')
@@ -150,6 +179,50 @@ t.test('a valid CRD passes validation; a malformed one is refused with causes', 
     'spec.versions[2].schema.openAPIV3Schema: Required value: schemas are required',
   ])
   t.same(validateCRD({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'x' }, spec: {} }).map((c) => c.field).slice(0, 4), ['spec.group', 'spec.names.plural', 'spec.names.kind', 'metadata.name'])
+})
+
+t.test('structural schema rules and names are enforced', async (t) => {
+  const crd = memcachedCRD()
+  const spec = crd['spec'] as Record<string, any>
+  spec['names'] = { plural: 'Memcacheds', singular: 'Memcached', kind: 'Memcached', listKind: 'Memcached' }
+  crd.metadata.name = 'Memcacheds.cache.example.com'
+  spec['versions'] = [
+    { name: 'V1', served: true, storage: true, subresources: { scale: { specReplicasPath: '.spec.size', statusReplicasPath: 'status.r', labelSelectorPath: 'selector' } }, schema: { openAPIV3Schema: { type: 'object', properties: {
+      a: { type: 'object', properties: { x: { type: 'string' } }, additionalProperties: { type: 'string' } },
+      b: { type: 'array', items: { type: 'object', properties: { k: { type: 'string' } } }, 'x-kubernetes-list-type': 'map' },
+      c: { type: 'array', items: { type: 'string' }, 'x-kubernetes-list-map-keys': ['k'] },
+      d: { type: 'string', pattern: '([' },
+      e: { type: 'float' },
+      f: { type: 'object', additionalProperties: { type: 'array' } },
+      g: { 'x-kubernetes-int-or-string': true },
+      h: { 'x-kubernetes-preserve-unknown-fields': true },
+    } } } },
+    { name: 'v2', served: true, storage: false, schema: { openAPIV3Schema: { type: 'string' } }, additionalPrinterColumns: [{}] },
+    { name: 'v3', served: true, storage: false, schema: { openAPIV3Schema: { properties: {} } } },
+  ]
+  t.same(validateCRD(crd).map((c) => `${c.field}: ${c.message}`), [
+    "spec.names.plural: Invalid value: \"Memcacheds\": a lowercase RFC 1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+    "spec.names.singular: Invalid value: \"Memcached\": a lowercase RFC 1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+    'spec.names.listKind: Invalid value: "Memcached": kind and listKind may not be the same',
+    "spec.versions[0].name: Invalid value: \"V1\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+    'spec.versions[0].schema.openAPIV3Schema.properties[a].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive',
+    'spec.versions[0].schema.openAPIV3Schema.properties[b].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map',
+    'spec.versions[0].schema.openAPIV3Schema.properties[c].x-kubernetes-list-map-keys: Forbidden: must not be set if x-kubernetes-list-type is not map',
+    'spec.versions[0].schema.openAPIV3Schema.properties[d].pattern: Invalid value: "([": must be a valid regular expression',
+    'spec.versions[0].schema.openAPIV3Schema.properties[e].type: Unsupported value: "float": supported values: "array", "boolean", "integer", "number", "object", "string"',
+    'spec.versions[0].schema.openAPIV3Schema.properties[f].additionalProperties.items: Required value: must be specified',
+    'spec.versions[0].subresources.scale.statusReplicasPath: Invalid value: "status.r": should be a json path under .status',
+    'spec.versions[0].subresources.scale.labelSelectorPath: Invalid value: "selector": should be a json path under either .spec or .status',
+    'spec.versions[1].schema.openAPIV3Schema.type: Invalid value: "string": must be object at the root',
+    'spec.versions[1].additionalPrinterColumns[0].name: Required value',
+    'spec.versions[1].additionalPrinterColumns[0].type: Required value',
+    'spec.versions[1].additionalPrinterColumns[0].jsonPath: Required value',
+    'spec.versions[2].schema.openAPIV3Schema.type: Required value: must not be empty at the root',
+  ])
+  const scaleless = memcachedCRD()
+  const sv = (scaleless['spec'] as Record<string, any>).versions[0]
+  sv.subresources = { scale: {} }
+  t.same(validateCRD(scaleless).map((c) => c.field), ['spec.versions[0].subresources.scale.specReplicasPath', 'spec.versions[0].subresources.scale.statusReplicasPath'])
 })
 
 t.test('CRD defaults and status conditions', async (t) => {
