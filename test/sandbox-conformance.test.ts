@@ -102,7 +102,7 @@ const cases: Case[] = [
     run(tt, c) {
       const r = call(c, `PATCH ${W}/w?fieldManager=m`, widget('w', { size: 1, bogus: true }), { type: 'apply' })
       ok(tt, r, 500)
-      tt.same(r.body, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'failed to create typed patch object (test.example.com/v1, Kind=Widget): .spec.bogus: field not declared in schema', code: 500 })
+      tt.same(r.body, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'failed to create typed patch object (default/w; test.example.com/v1, Kind=Widget): .spec.bogus: field not declared in schema', code: 500 })
     },
   },
   {
@@ -114,7 +114,7 @@ const cases: Case[] = [
       const r = call(c, `PATCH ${D}/x?fieldManager=m`, d, { type: 'apply' })
       ok(tt, r, 500)
       tt.equal(r.body.reason, undefined)
-      tt.match(r.body.message, /^failed to create typed patch object \(apps\/v1, Kind=Deployment\): \.spec\.template\.spec\.containers: duplicate entries for key \[name="a"\]/)
+      tt.match(r.body.message, /^failed to create typed patch object \(default\/x; apps\/v1, Kind=Deployment\): \.spec\.template\.spec\.containers: duplicate entries for key \[name="a"\]/)
     },
   },
   // §1.2 managedFields

@@ -285,6 +285,14 @@ t.test('over HTTP', async (t) => {
     const dropped = await watchLines(sb, `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${sb.cluster.store.resourceVersion}`, 5)
     t.ok(dropped.ended, 'the connection was cut')
     t.same(dropped.lines, [])
+    sb.faults.set({ paused: true, watchDropS: 0.05 })
+    // Cut before the response began: the client sees the socket hang up.
+    const held = await watchLines(sb, '/api/v1/namespaces/default/configmaps?watch=true', 5).then(
+      () => 'answered',
+      (e: Error) => e.message,
+    )
+    t.equal(held, 'socket hang up', 'a watch held by a pause is cut too')
+    sb.faults.set({})
     sb.faults.set({ errorRate: 1, verbs: ['watch'] })
     t.equal((await watchLines(sb, '/api/v1/namespaces/default/configmaps?watch=true', 1)).lines.length, 0)
   })

@@ -798,20 +798,24 @@ export class Cluster implements ClusterAccess {
     }
     const call: ApplyCall = { manager, force, topology: type.topology, apiVersion: gv, resetFields: resetFieldsOf(type, subresource), defaulter: (o) => this.#default(type, o, live?.obj) }
     if (subresource) call.subresource = subresource
+    // structured-merge-diff names the object as `<namespace>/<name>; <group>/<version>, Kind=<kind>`.
+    const typedName = `${type.namespaced ? (req.namespace ?? '') : ''}/${name}; ${type.group}/${type.version}, Kind=${type.kind}`
     if (type.prune) {
       // A field the CRD schema does not declare fails the typed conversion of the patch; the
-      // server answers with that raw error (HTTP 500, no reason), whatever fieldValidation says.
+      // server answers with that raw error (HTTP 500, no reason), whatever fieldValidation says
+      // (kubernetes/kubernetes#139253).
       const undeclared = type.prune(structuredClone(cfg))
-      if (undeclared.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${gv}, Kind=${type.kind}): .${undeclared[0] ?? ''}: field not declared in schema`)
+      if (undeclared.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${typedName}): .${undeclared[0] ?? ''}: field not declared in schema`)
     }
     let result: ReturnType<WriteEngine['apply']>
     try {
       result = this.#engine.apply(live?.copy(), cfg, call)
     } catch (e) {
       if (e instanceof StatusError) throw e
-      const msg = e instanceof Error ? e.message : String(e)
-      // The engine's typing errors already carry the server's `failed to create typed patch object …` text.
-      throw new StatusError(500, '', msg.startsWith('failed to create typed patch object') ? msg : `failed to create typed patch object (${gv}, Kind=${type.kind}): ${msg}`)
+      // The engine's typing errors (duplicate list-map keys, missing key fields) carry path and detail.
+      const typed = e as { path?: unknown; detail?: unknown; message?: unknown }
+      const what = typeof typed.path === 'string' && typeof typed.detail === 'string' ? `${typed.path}: ${typed.detail}` : String(typed.message ?? e)
+      throw new StatusError(500, '', `failed to create typed patch object (${typedName}): ${what}`)
     }
     if (!result.ok) throw applyConflict(result.conflicts, result.message)
     const obj = this.#stamp(type, result.object)

@@ -180,9 +180,13 @@ async function handle(cluster: Cluster, serverAddress: () => string, req: Incomi
 
 async function watch(cluster: Cluster, apiReq: ApiRequest, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const target = { verb: 'watch', group: apiReq.group, resource: apiReq.resource, namespace: apiReq.namespace, name: apiReq.name }
+  // A watch connection held by a pause is a watch connection too: watch-drop-s cuts it as well.
+  const unregister = cluster.faults.onWatchDrop(() => res.destroy())
+  res.on('close', unregister)
   await cluster.faults.whenUnpaused()
   const ms = cluster.faults.latencyFor(target)
   if (ms > 0) await new Promise((r) => setTimeout(r, ms))
+  if (res.destroyed) return
   const injected = cluster.faults.errorFor(target)
   if (injected) {
     cluster.account(apiReq, injected.code)
@@ -221,13 +225,8 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, req: IncomingMessage,
   }
   cluster.account(apiReq, 200)
   begin()
-  const unregister = cluster.faults.onWatchDrop(() => res.destroy())
-  const cleanup = (): void => {
-    stop()
-    unregister()
-  }
-  res.on('close', cleanup)
-  req.on('close', cleanup)
+  res.on('close', stop)
+  req.on('close', stop)
 }
 
 async function discovery(cluster: Cluster, serverAddress: () => string, method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
