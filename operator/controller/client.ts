@@ -211,10 +211,12 @@ export interface ListOptions {
   resourceVersion?: string | undefined
   /** Page size; the client follows `continue` tokens and returns all pages. */
   limit?: number | undefined
+  /** Aborts the request (e.g. when an informer stops). */
+  signal?: AbortSignal | undefined
 }
 
 /** Options of {@link KubeClient.watch}. */
-export interface WatchOptions extends Omit<ListOptions, 'limit'> {
+export interface WatchOptions extends Omit<ListOptions, 'limit' | 'signal'> {
   /** Ask for BOOKMARK events (default true). */
   allowWatchBookmarks?: boolean
   /** The server ends the watch after this long (client-go picks 5–10 minutes at random). */
@@ -371,8 +373,11 @@ export class KubeClient {
       headers['Content-Length'] = String(Buffer.byteLength(bodyText))
     }
     const mod = url.protocol === 'https:' ? https : http
+    if (req.signal?.aborted) throw new Error(`${req.method} ${req.path}: aborted`)
     return new Promise((resolve, reject) => {
       const r = mod.request(url, { method: req.method, headers, agent: conn.agent, ...conn.tls })
+      // Errors after the first (a socket failing after the answer began) must not go unhandled.
+      r.on('error', () => {})
       let timer: NodeJS.Timeout | undefined
       const abort = (): void => {
         if (timer) clearTimeout(timer)
@@ -384,10 +389,6 @@ export class KubeClient {
       }
       const signal = req.signal
       if (signal) {
-        if (signal.aborted) {
-          reject(new Error(`${req.method} ${req.path}: aborted`))
-          return
-        }
         signal.addEventListener('abort', abort, { once: true })
         r.once('close', () => signal.removeEventListener('abort', abort))
       }
@@ -456,7 +457,7 @@ export class KubeClient {
       if (opts.limit) q.set('limit', String(opts.limit))
       if (cont) q.set('continue', cont)
       else if (opts.resourceVersion !== undefined) q.set('resourceVersion', opts.resourceVersion)
-      const page = await this.#json<KubeList<T>>({ method: 'GET', path, query: q })
+      const page = await this.#json<KubeList<T>>({ method: 'GET', path, query: q, ...(opts.signal ? { signal: opts.signal } : {}) })
       first ??= page
       for (const item of page.items ?? []) {
         item.apiVersion ??= ref.apiVersion
