@@ -12,8 +12,11 @@ export interface GVR {
   resource: string
 }
 
+/** core/v1 pods */
 export const pods: GVR = { group: '', version: 'v1', resource: 'pods' }
+/** apps/v1 replicasets */
 export const replicaSets: GVR = { group: 'apps', version: 'v1', resource: 'replicasets' }
+/** apps/v1 deployments */
 export const deployments: GVR = { group: 'apps', version: 'v1', resource: 'deployments' }
 
 /** A failed request, with the HTTP status and the Status `reason` the server gave. */

@@ -81,6 +81,7 @@ function setCondition(conds: Condition[], c: Condition): Condition[] {
   return [...conds.filter((x) => x.type !== c.type), c]
 }
 
+/** Reconciles each Deployment's ReplicaSets and status (see the module comment). */
 export class DeploymentController {
   #client: Client
   #deployments: Informer

@@ -65,6 +65,7 @@ interface Node {
   obj: KubeObject
 }
 
+/** The dependency graph and the collector's work queue (see the module comment). */
 export class GarbageCollector {
   #client: Client
   /** group/Kind → how to reach it */

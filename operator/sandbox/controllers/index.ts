@@ -12,6 +12,7 @@ import { Informer } from './informer.ts'
 import { Kubelet } from './kubelet.ts'
 import { ReplicaSetController } from './replicaset.ts'
 
+/** Options of {@link startControllers}. */
 export interface ControllerOptions {
   /** How long a new pod stays Pending before the kubelet reports it Running and Ready. */
   podReadyDelayMs: number

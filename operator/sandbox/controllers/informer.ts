@@ -8,7 +8,9 @@
 import type { KubeObject, WatchEvent } from '../types.ts'
 import type { Client, GVR } from './client.ts'
 
+/** What happened to a cached object. */
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED'
+/** An informer's event callback. */
 export type Handler = (type: EventType, obj: KubeObject) => void
 
 /** `namespace/name` (or `name` for cluster-scoped objects). */

@@ -11,7 +11,9 @@ import { Client, isConflict, isNotFound, pods } from './client.ts'
 import type { Informer } from './informer.ts'
 import { isPodReady } from './replicaset.ts'
 
+/** The one node pods are scheduled to. */
 export const nodeName = 'sandbox-node'
+/** The node's address, reported as every pod's hostIP. */
 export const hostIP = '172.18.0.2'
 
 function obj(v: unknown): JsonObject {
@@ -68,6 +70,7 @@ export function creatingStatus(pod: KubeObject, time: string): JsonObject {
   }
 }
 
+/** Schedules pods to the node and reports them Running/Ready after the configured delay. */
 export class Kubelet {
   #scheduler: Client
   #kubelet: Client

@@ -50,6 +50,7 @@ interface Expectation {
 /** How long an unmet expectation holds syncs back before the controller stops waiting. */
 const expectationTtlMs = 30_000
 
+/** Keeps each ReplicaSet's pod count and status (see the module comment). */
 export class ReplicaSetController {
   #client: Client
   #rs: Informer
