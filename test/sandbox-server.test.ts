@@ -379,3 +379,14 @@ t.test('built-in validation refuses what a real server refuses, with its message
   const bad = { ...widget('w'), metadata: { name: 'w', labels: { 'no way': 'x' } } }
   t.match(call(c, 'POST /apis/test.example.com/v1/namespaces/default/widgets', bad).body.message, 'Widget.test.example.com "w" is invalid: metadata.labels: Invalid value: "no way"')
 })
+
+t.test('store: a subscriber that writes while notified does not reorder events for the others', async (t) => {
+  const s = new Store(100, 0)
+  const seen: number[] = []
+  s.subscribe('/configmaps', (e) => {
+    if (e.current.name === 'first') s.put('/configmaps', cm('second'))
+  })
+  s.subscribe('/configmaps', (e) => seen.push(e.rv))
+  s.put('/configmaps', cm('first'))
+  t.same(seen, [1, 2])
+})

@@ -95,6 +95,8 @@ export class Store {
   #window: number
   #compacted: number
   #subscribers = new Map<string, Set<Subscriber>>()
+  #pending: StoreEvent[] = []
+  #delivering = false
 
   /**
    * @param window how many events are kept for watch resumption; older resourceVersions get 410.
@@ -202,8 +204,31 @@ export class Store {
         this.#historyStart = 0
       }
     }
-    const subs = this.#subscribers.get(event.table)
-    if (subs) for (const fn of [...subs]) fn(event)
+    this.#pending.push(event)
+    // A subscriber that writes while being told of an event (an in-process controller) must not
+    // make other subscribers see the new event before the current one: deliver in order, once.
+    if (this.#delivering) return
+    this.#delivering = true
+    try {
+      for (let i = 0; i < this.#pending.length; i++) {
+        const e = this.#pending[i] as StoreEvent
+        const subs = this.#subscribers.get(e.table)
+        if (!subs) continue
+        for (const fn of [...subs]) {
+          try {
+            fn(e)
+          } catch (err) {
+            // A failing subscriber must not stop delivery to the others; its error still surfaces.
+            queueMicrotask(() => {
+              throw err
+            })
+          }
+        }
+      }
+    } finally {
+      this.#pending = []
+      this.#delivering = false
+    }
   }
 
   /**
