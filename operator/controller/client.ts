@@ -44,11 +44,17 @@ export interface KubeObject {
 }
 
 /** What the client needs to know of an object it sends: its type, name and namespace. */
-export interface ObjectLike {
+export interface NamedObject {
   apiVersion: string
   kind: string
   metadata: { name?: string; namespace?: string; [field: string]: unknown }
 }
+
+/**
+ * An object to send: any {@link KubeObject} literal, or a value of a narrower interface (such as
+ * `Memcached`) that has the type, name and namespace.
+ */
+export type ObjectLike = KubeObject | NamedObject
 
 /** A type of object: `apiVersion` + `kind`. */
 export interface ResourceRef {
