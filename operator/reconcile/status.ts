@@ -25,7 +25,8 @@ export type ReconcileOutcome =
   | { kind: 'prune-failed'; message: string }
   | { kind: 'error'; message: string }
 
-const DEGRADED_REASON: Record<Exclude<ReconcileOutcome['kind'], 'ok'>, Reason> = {
+/** The Degraded reason (and Warning event reason) of each failed outcome. */
+export const DEGRADED_REASON: Record<Exclude<ReconcileOutcome['kind'], 'ok'>, Reason> = {
   invalid: REASONS.InvalidSpec,
   template: REASONS.TemplateError,
   refused: REASONS.ObjectRefused,
@@ -36,7 +37,7 @@ const DEGRADED_REASON: Record<Exclude<ReconcileOutcome['kind'], 'ok'>, Reason> =
 }
 
 /** The outcome of a reconcile whose render failed: values → invalid, guard → refused, the rest → template. */
-export function outcomeOfRenderError(err: RenderError): ReconcileOutcome {
+export function outcomeOfRenderError(err: RenderError): Exclude<ReconcileOutcome, { kind: 'ok' }> {
   const kind = err.kind === 'values' ? 'invalid' : err.kind === 'guard' ? 'refused' : 'template'
   return { kind, message: err.message }
 }

@@ -1,0 +1,241 @@
+/**
+ * One reconcile of one Memcached: render → stamp → guard → diff → server-side apply → prune →
+ * status. Reads come from informer caches (never a GET per reconcile); the only requests are the
+ * writes that something actually needs.
+ */
+import type { Logger } from 'pino'
+import { API_VERSION, KIND, type Memcached } from '../api/memcached.ts'
+import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
+import type { Informer } from '../controller/informer.ts'
+import type { Chart } from '../render/chart.ts'
+import { renderInstance } from '../render/engine.ts'
+import { RenderError } from '../render/errors.ts'
+import { MANAGED_KINDS } from '../render/guard.ts'
+import type { RenderedObject } from '../render/manifest.ts'
+import { labelValue } from '../render/names.ts'
+import type { AppliedMemory } from './applied.ts'
+import { diffObject, FIELD_MANAGER } from './diff.ts'
+import type { EventRecorder } from './recorder.ts'
+import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
+import { computeStatus, DEGRADED_REASON, outcomeOfRenderError, statusEqual, type DeploymentLike, type PodLike, type ReconcileOutcome } from './status.ts'
+
+/** A Memcached as the informer caches it. */
+export type MemcachedObject = Memcached & KubeObject
+
+/** Index of child informers: the uid of an object's controller. */
+export const CONTROLLER_INDEX = 'controller'
+/** Index of the pod informer: `<namespace>/<instance label>`. */
+export const INSTANCE_INDEX = 'instance'
+/** The label pods carry that names their instance (its value shortened past 63 characters). */
+export const INSTANCE_LABEL = 'app.kubernetes.io/instance'
+
+/** Counters the reconciler reports (metrics.ts implements them with prom-client). */
+export interface ReconcileMetrics {
+  applied(kind: string): void
+  skipped(kind: string): void
+  pruned(kind: string): void
+  failed(reason: string): void
+}
+
+/** What a reconcile needs. */
+export interface ReconcilerDeps {
+  client: KubeClient
+  /** The chart now (it may be reloaded when its files change). */
+  chart: () => Chart
+  memcacheds: Informer<MemcachedObject>
+  /** One informer per managed kind, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
+  children: ReadonlyMap<string, Informer>
+  /** Pods, indexed by {@link INSTANCE_INDEX}. */
+  pods: Informer
+  memory: AppliedMemory
+  events: EventRecorder
+  metrics: ReconcileMetrics
+  now?: () => Date
+}
+
+/** A failed outcome. */
+type Failure = Exclude<ReconcileOutcome, { kind: 'ok' }>
+
+/** What the worker does after a reconcile. */
+export interface ReconcileResult {
+  /** Reconcile again after this long (e.g. an ownership conflict, which no watched event would end). */
+  requeueAfterMs?: number
+}
+
+/** A failure that was already reported (condition, event, metric); the worker retries it with backoff. */
+export class ReconcileError extends Error {
+  override readonly cause: unknown
+  /** A server's Retry-After, in milliseconds. */
+  readonly retryAfterMs: number | undefined
+  constructor(message: string, cause: unknown) {
+    super(message)
+    this.name = 'ReconcileError'
+    this.cause = cause
+    this.retryAfterMs = cause instanceof ApiError && cause.retryAfterSeconds !== undefined ? cause.retryAfterSeconds * 1000 : undefined
+  }
+}
+
+const OWNERSHIP_RETRY_MS = 60_000
+
+/** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
+export function kindKey(obj: { apiVersion: string; kind: string }): string {
+  return `${obj.apiVersion}/${obj.kind}`
+}
+
+/** Reconciles Memcached resources. */
+export class Reconciler {
+  #d: ReconcilerDeps
+  #now: () => Date
+
+  constructor(deps: ReconcilerDeps) {
+    this.#d = deps
+    this.#now = deps.now ?? (() => new Date())
+  }
+
+  /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it, for a retry with backoff */
+  async reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
+    const cr = this.#d.memcacheds.get(namespace, name)
+    if (!cr || cr.metadata.deletionTimestamp) return {}
+    let desired: RenderedObject[]
+    try {
+      const rendered = renderInstance(this.#d.chart(), { name, namespace, spec: cr.spec ?? {} })
+      desired = stampOwner(rendered.objects, cr)
+    } catch (err) {
+      if (!(err instanceof RenderError)) throw err
+      const outcome = outcomeOfRenderError(err)
+      // Nothing is applied and the previous objects keep running; editing the CR or the chart retries.
+      await this.#fail(cr, outcome, undefined, log)
+      return {}
+    }
+
+    const live = new Map<string, KubeObject | undefined>()
+    for (const d of desired) live.set(objectKey(d), this.#cached(d))
+    const conflicts = ownershipConflicts(desired, live, cr)
+    if (conflicts.length > 0) {
+      await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; ') }, desired, log)
+      return { requeueAfterMs: OWNERSHIP_RETRY_MS }
+    }
+
+    let liveDeployment: KubeObject | undefined
+    for (const d of desired) {
+      const current = live.get(objectKey(d))
+      const result = await this.#applyOne(cr, d, current, log)
+      if (d.kind === 'Deployment') liveDeployment = result
+    }
+    await this.#prune(cr, desired, log)
+    await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok' }, log)
+    return {}
+  }
+
+  /** The live object of a desired one, from its kind's cache. */
+  #cached(d: RenderedObject): KubeObject | undefined {
+    return this.#d.children.get(kindKey(d))?.get(d.metadata.namespace, d.metadata.name)
+  }
+
+  /** Applies one object unless it already is what we render; returns the live object after. */
+  async #applyOne(cr: MemcachedObject, d: RenderedObject, current: KubeObject | undefined, log: Logger): Promise<KubeObject | undefined> {
+    const { memory, metrics } = this.#d
+    if (current && memory.isUnchangedSinceApply(d, current)) {
+      metrics.skipped(d.kind)
+      return current
+    }
+    let fields: string[] = []
+    if (current) {
+      const diff = diffObject(d, current)
+      if (diff.equal) {
+        memory.remember(current, d)
+        metrics.skipped(d.kind)
+        return current
+      }
+      fields = diff.fields
+    }
+    let applied: KubeObject
+    try {
+      applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
+    } catch (err) {
+      const message = `${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
+      await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
+      throw new ReconcileError(`apply ${message}`, err)
+    }
+    memory.remember(applied, d)
+    metrics.applied(d.kind)
+    const what = describeObject(d)
+    if (current) {
+      const changed = fields.length > 0 ? `: ${fields.slice(0, 5).join(', ')}${fields.length > 5 ? ', …' : ''}` : ''
+      log.info({ object: what, fields }, 'updated')
+      await this.#d.events.record(cr, 'Normal', 'Updated', `Updated ${what}${changed}`, 'Apply')
+    } else {
+      log.info({ object: what }, 'created')
+      await this.#d.events.record(cr, 'Normal', 'Created', `Created ${what}`, 'Apply')
+    }
+    return applied
+  }
+
+  /** Deletes what this CR controls and no longer renders (found by label and controller uid). */
+  async #prune(cr: MemcachedObject, desired: RenderedObject[], log: Logger): Promise<void> {
+    const keep = new Set(desired.map((d) => objectKey(d)))
+    const uid = cr.metadata.uid
+    if (!uid) return
+    for (const kind of MANAGED_KINDS) {
+      const informer = this.#d.children.get(kindKey(kind))
+      for (const obj of informer?.byIndex(CONTROLLER_INDEX, uid) ?? []) {
+        const identity = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' } }
+        if (keep.has(objectKey(identity)) || obj.metadata.deletionTimestamp) continue
+        const what = describeObject(identity)
+        try {
+          await this.#d.client.delete(
+            { apiVersion: kind.apiVersion, kind: kind.kind, namespace: identity.metadata.namespace, name: identity.metadata.name },
+            { propagationPolicy: 'Background', ...(obj.metadata.uid ? { preconditions: { uid: obj.metadata.uid } } : {}) },
+          )
+        } catch (err) {
+          if (isNotFound(err)) continue
+          const message = `${what}: ${err instanceof Error ? err.message : String(err)}`
+          await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
+          throw new ReconcileError(`prune ${message}`, err)
+        }
+        if (obj.metadata.uid) this.#d.memory.forget(obj.metadata.uid)
+        this.#d.metrics.pruned(kind.kind)
+        log.info({ object: what }, 'pruned')
+        await this.#d.events.record(cr, 'Normal', 'Pruned', `Deleted ${what}, which the chart no longer renders`, 'Prune')
+      }
+    }
+  }
+
+  /** Reports a failure: condition (Degraded), Warning event, log line and metric. */
+  async #fail(cr: MemcachedObject, outcome: Failure, desired: RenderedObject[] | undefined, log: Logger): Promise<void> {
+    const reason = DEGRADED_REASON[outcome.kind]
+    this.#d.metrics.failed(reason)
+    log.warn({ reason, err: outcome.message }, 'reconcile failed')
+    await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' ? 'Apply' : outcome.kind === 'prune-failed' ? 'Prune' : 'Render')
+    await this.#writeStatus(cr, desired, undefined, outcome, log)
+  }
+
+  /** Writes `/status` (server-side apply) only when it changed. */
+  async #writeStatus(cr: MemcachedObject, desired: RenderedObject[] | undefined, applied: KubeObject | undefined, outcome: ReconcileOutcome, log: Logger): Promise<void> {
+    const namespace = cr.metadata.namespace ?? 'default'
+    const desiredDeployment = desired?.find((o) => o.kind === 'Deployment') as DeploymentLike | undefined
+    const deployments = this.#d.children.get('apps/v1/Deployment')
+    const cachedDeployment = (applied ?? (desiredDeployment ? deployments?.get(namespace, desiredDeployment.metadata.name) : undefined)) as KubeObject | undefined
+    // Only a Deployment this CR controls is ours to report (an object in conflict is not).
+    const liveDeployment = cachedDeployment?.metadata.ownerReferences?.some((r) => r.controller && r.uid === cr.metadata.uid)
+      ? (cachedDeployment as unknown as DeploymentLike)
+      : outcome.kind === 'ok' || outcome.kind === 'ownership'
+        ? undefined
+        : (deployments?.byIndex(CONTROLLER_INDEX, cr.metadata.uid ?? '')[0] as unknown as DeploymentLike | undefined)
+    const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
+    const status = computeStatus({ cr, desiredDeployment, liveDeployment, pods, outcome, now: this.#now() })
+    if (statusEqual(status, cr.status)) return
+    try {
+      await this.#d.client.apply(
+        { apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace }, status },
+        { fieldManager: FIELD_MANAGER, force: true, subresource: 'status' },
+      )
+    } catch (err) {
+      // The CR may be gone meanwhile; anything else is retried with backoff.
+      if (isNotFound(err)) return
+      this.#d.metrics.failed('StatusWriteFailed')
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'status write failed')
+      throw new ReconcileError(`status: ${err instanceof Error ? err.message : String(err)}`, err)
+    }
+  }
+}
