@@ -390,3 +390,16 @@ t.test('store: a subscriber that writes while notified does not reorder events f
   s.put('/configmaps', cm('first'))
   t.same(seen, [1, 2])
 })
+
+t.test('a watcher that writes while receiving its initial events still sees its write', async (t) => {
+  const c = createCluster()
+  call(c, `POST ${CM}`, configMap('seed'))
+  const seen: string[] = []
+  const stop = c.watch({ ...request(`GET ${CM}?watch=true`), verb: 'watch' }, (e) => {
+    const name = (e.object as KubeObject).metadata.name ?? ''
+    seen.push(`${e.type} ${name}`)
+    if (name === 'seed') call(c, `POST ${CM}`, configMap('echo'))
+  })
+  t.same(seen, ['ADDED seed', 'ADDED echo'])
+  stop()
+})

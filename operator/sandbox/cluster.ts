@@ -1122,23 +1122,33 @@ export class Cluster implements ClusterAccess {
         else if (before) send('DELETED', e.current)
       }
     }
-    if (rvParam === '' || rvParam === '0' || sendInitial) {
+    let since = 0
+    const initial = rvParam === '' || rvParam === '0' || sendInitial
+    if (!initial) {
+      since = Number(rvParam)
+      if (!Number.isInteger(since) || since < 0) throw badRequest(`invalid resource version "${rvParam}"`)
+    }
+    const history = initial || opts.forceExpire ? undefined : this.store.since(table, since)
+    if (!initial && !history) {
+      const err = expired(since, this.store.compactedResourceVersion + 1)
+      sink.event('ERROR', JSON.stringify(err.status))
+      // The stream ends right after the ERROR event, as the real server does.
+      queueMicrotask(end)
+      return stop
+    }
+    // Subscribe before replaying, and hold live events until the replay is out: a consumer that
+    // writes while receiving the replay must still see its own write's event, after the replay.
+    let replaying = true
+    const held: StoreEvent[] = []
+    unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)))
+    if (initial) {
       for (const o of this.store.list(table, filter.namespace)) if (matchesFilter(filter, o.obj)) send('ADDED', o)
       if (sendInitial && bookmarks) bookmark({ 'k8s.io/initial-events-end': 'true' })
     } else {
-      const since = Number(rvParam)
-      if (!Number.isInteger(since) || since < 0) throw badRequest(`invalid resource version "${rvParam}"`)
-      const events = opts.forceExpire ? undefined : this.store.since(table, since)
-      if (!events) {
-        const err = expired(since, this.store.compactedResourceVersion + 1)
-        sink.event('ERROR', JSON.stringify(err.status))
-        // The stream ends right after the ERROR event, as the real server does.
-        queueMicrotask(end)
-        return stop
-      }
-      for (const e of events) deliver(e)
+      for (const e of history ?? []) deliver(e)
     }
-    unsubscribe = this.store.subscribe(table, deliver)
+    for (let i = 0; i < held.length; i++) deliver(held[i] as StoreEvent)
+    replaying = false
     if (bookmarks) {
       const tick = (): void => {
         if (stopped) return
