@@ -6,7 +6,6 @@
 import type { Logger } from 'pino'
 import { API_VERSION, KIND, type Memcached } from '../api/memcached.ts'
 import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
-import type { Informer } from '../controller/informer.ts'
 import type { Chart } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
@@ -21,6 +20,12 @@ import { computeStatus, DEGRADED_REASON, outcomeOfRenderError, statusEqual, type
 
 /** A Memcached as the informer caches it. */
 export type MemcachedObject = Memcached & KubeObject
+
+/** What the reconciler reads of a cache (an informer, or several for several namespaces). */
+export interface Cache<T extends KubeObject = KubeObject> {
+  get(namespace: string | undefined, name: string): T | undefined
+  byIndex(index: string, value: string): T[]
+}
 
 /** Index of child informers: the uid of an object's controller. */
 export const CONTROLLER_INDEX = 'controller'
@@ -42,11 +47,11 @@ export interface ReconcilerDeps {
   client: KubeClient
   /** The chart now (it may be reloaded when its files change). */
   chart: () => Chart
-  memcacheds: Informer<MemcachedObject>
-  /** One informer per managed kind, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
-  children: ReadonlyMap<string, Informer>
-  /** Pods, indexed by {@link INSTANCE_INDEX}. */
-  pods: Informer
+  memcacheds: Cache<MemcachedObject>
+  /** One cache per managed kind, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
+  children: ReadonlyMap<string, Cache>
+  /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
+  pods: Cache
   memory: AppliedMemory
   events: EventRecorder
   metrics: ReconcileMetrics

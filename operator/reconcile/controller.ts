@@ -1,0 +1,237 @@
+/**
+ * The Memcached controller: informers for Memcacheds, for every kind the chart may render
+ * (label-filtered to objects the operator manages) and for pods; events mapped to the owning CR's
+ * key; a work queue and N workers running the {@link Reconciler}.
+ */
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import { API_VERSION, KIND } from '../api/memcached.ts'
+import type { KubeClient, KubeObject } from '../controller/client.ts'
+import { byControllerUid, Informer, objectKey, splitKey, stripManagedFields } from '../controller/informer.ts'
+import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
+import type { Chart } from '../render/chart.ts'
+import { MANAGED_KINDS } from '../render/guard.ts'
+import { labelValue } from '../render/names.ts'
+import { AppliedMemory } from './applied.ts'
+import { EventAggregator } from './events.ts'
+import { controllerOf } from './owner.ts'
+import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
+import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
+
+/** The label every object the operator renders carries; the informers of children select by it. */
+export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-operator'
+const UID_INDEX = 'uid'
+
+/** Metrics of the controller, named after controller-runtime's (metrics.ts implements them). */
+export interface ControllerMetrics extends ReconcileMetrics {
+  reconciled(result: 'success' | 'error' | 'requeue' | 'requeue_after', seconds: number): void
+  queueHooks: QueueHooks
+}
+
+/** Options of {@link MemcachedController}. */
+export interface MemcachedControllerOptions {
+  client: KubeClient
+  chart: () => Chart
+  /** Namespaces to watch; empty for all. */
+  namespaces: string[]
+  concurrency: number
+  resyncPeriodMs: number
+  log: Logger
+  metrics: ControllerMetrics
+  /** Overrides for tests. */
+  recorder?: EventRecorder
+}
+
+/** Informers of one resource, one per watched namespace (or one for all), seen as one cache. */
+class InformerSet<T extends KubeObject = KubeObject> implements Cache<T> {
+  readonly informers: Informer<T>[]
+  constructor(informers: Informer<T>[]) {
+    this.informers = informers
+  }
+  get(namespace: string | undefined, name: string): T | undefined {
+    for (const i of this.informers) {
+      const hit = i.get(namespace, name)
+      if (hit) return hit
+    }
+    return undefined
+  }
+  byIndex(index: string, value: string): T[] {
+    return this.informers.length === 1 ? this.informers[0]!.byIndex(index, value) : this.informers.flatMap((i) => i.byIndex(index, value))
+  }
+  list(): T[] {
+    return this.informers.flatMap((i) => i.list())
+  }
+  hasSynced(): boolean {
+    return this.informers.every((i) => i.hasSynced())
+  }
+}
+
+/** The controller; {@link start} the caches, then {@link runWorkers} (on the leader only). */
+export class MemcachedController {
+  #o: MemcachedControllerOptions
+  #queue: WorkQueue
+  #memcacheds: InformerSet<MemcachedObject>
+  #children = new Map<string, InformerSet>()
+  #pods: InformerSet
+  #memory = new AppliedMemory()
+  #aggregator = new EventAggregator()
+  #reconciler: Reconciler
+  #workers: Promise<void>[] = []
+
+  constructor(opts: MemcachedControllerOptions) {
+    this.#o = opts
+    this.#queue = new WorkQueue({ name: 'memcached', hooks: opts.metrics.queueHooks })
+    const onError = (what: string) => (err: Error, phase: string) => opts.log.warn({ informer: what, phase, err: err.message }, 'informer retrying')
+    const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>): InformerSet<T> =>
+      new InformerSet(
+        (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
+          const informer = new Informer<T>(opts.client, {
+            apiVersion,
+            kind,
+            ...(namespace ? { namespace } : {}),
+            ...(labelSelector ? { labelSelector } : {}),
+            // Cached objects need no managedFields (the diff reads only our own Apply entry from them).
+            transform: (o) => (kind === 'Pod' ? stripManagedFields(o) : o) as T,
+            onError: onError(kind),
+            ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
+          })
+          for (const [name, fn] of Object.entries(indexes)) informer.addIndex(name, fn)
+          return informer
+        }),
+      )
+
+    this.#memcacheds = make<MemcachedObject>(API_VERSION, KIND, undefined, {
+      [UID_INDEX]: (o) => (o.metadata.uid ? [o.metadata.uid] : []),
+      [INSTANCE_INDEX]: (o) => [`${o.metadata.namespace ?? ''}/${labelValue(o.metadata.name)}`],
+    })
+    for (const k of MANAGED_KINDS) this.#children.set(kindKey(k), make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid }))
+    this.#pods = make('v1', 'Pod', MANAGED_BY_SELECTOR, {
+      [INSTANCE_INDEX]: (o) => {
+        const instance = o.metadata.labels?.[INSTANCE_LABEL]
+        return instance ? [`${o.metadata.namespace ?? ''}/${instance}`] : []
+      },
+    })
+
+    const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
+    this.#reconciler = new Reconciler({
+      client: opts.client,
+      chart: opts.chart,
+      memcacheds: this.#memcacheds,
+      children: this.#children,
+      pods: this.#pods,
+      memory: this.#memory,
+      events: recorder,
+      metrics: opts.metrics,
+    })
+    this.#wire()
+  }
+
+  /** Maps every event to the key of the CR it concerns. */
+  #wire(): void {
+    const enqueue = (o: KubeObject): void => this.#queue.add(objectKey(o))
+    for (const i of this.#memcacheds.informers) {
+      i.onAdd(enqueue)
+      i.onUpdate((before, after) => {
+        // Our own status writes change neither generation nor deletion: no reconcile for them.
+        // A resync hands the same object twice: reconcile it (drift no event announced).
+        if (before === after || before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) enqueue(after)
+      })
+      i.onDelete((cr) => {
+        if (cr.metadata.uid) {
+          this.#memory.forgetOwner(cr.metadata.uid)
+          this.#aggregator.forgetObject(cr.metadata.uid)
+        }
+      })
+    }
+    const byOwner = (o: KubeObject): void => {
+      const owner = controllerOf(o)
+      if (owner?.kind !== KIND) return
+      for (const cr of this.#memcacheds.byIndex(UID_INDEX, owner.uid)) enqueue(cr)
+    }
+    for (const set of this.#children.values()) {
+      for (const i of set.informers) {
+        i.onAdd(byOwner)
+        i.onUpdate((before, after) => {
+          if (before.metadata.resourceVersion !== after.metadata.resourceVersion) byOwner(after)
+        })
+        i.onDelete(byOwner)
+      }
+    }
+    const byInstance = (pod: KubeObject): void => {
+      const instance = pod.metadata.labels?.[INSTANCE_LABEL]
+      if (!instance) return
+      for (const cr of this.#memcacheds.byIndex(INSTANCE_INDEX, `${pod.metadata.namespace ?? ''}/${instance}`)) enqueue(cr)
+    }
+    for (const i of this.#pods.informers) {
+      i.onAdd(byInstance)
+      i.onDelete(byInstance)
+      i.onUpdate((before, after) => {
+        // status.nodes lists pods that exist and are not terminating or finished.
+        const phase = (o: KubeObject) => (o.status as { phase?: string } | undefined)?.phase
+        if (before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp || phase(before) !== phase(after)) byInstance(after)
+      })
+    }
+  }
+
+  #all(): InformerSet[] {
+    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), this.#pods]
+  }
+
+  /** Starts every informer and resolves when all caches have synced. */
+  async start(): Promise<void> {
+    const informers = this.#all().flatMap((s) => s.informers)
+    for (const i of informers) i.start()
+    await Promise.all(informers.map((i) => i.waitForSync()))
+  }
+
+  /** True once every cache has synced (the readiness probe). */
+  hasSynced(): boolean {
+    return this.#all().every((s) => s.hasSynced())
+  }
+
+  /** Re-queues every Memcached (after a chart change). */
+  enqueueAll(): void {
+    for (const cr of this.#memcacheds.list()) this.#queue.add(objectKey(cr))
+  }
+
+  /** Starts the workers (call once this process leads). */
+  runWorkers(): void {
+    for (let i = 0; i < this.#o.concurrency; i++) this.#workers.push(this.#work())
+  }
+
+  async #work(): Promise<void> {
+    for (;;) {
+      const key = await this.#queue.get()
+      if (key === undefined) return
+      const { namespace, name } = splitKey(key)
+      const log = this.#o.log.child({ controller: 'memcached', key, reconcileID: randomUUID() })
+      const started = performance.now()
+      try {
+        const result = await this.#reconciler.reconcile(namespace ?? '', name, log)
+        this.#queue.forget(key)
+        if (result.requeueAfterMs !== undefined) this.#queue.addAfter(key, result.requeueAfterMs)
+        this.#o.metrics.reconciled(result.requeueAfterMs !== undefined ? 'requeue_after' : 'success', (performance.now() - started) / 1000)
+      } catch (err) {
+        const retryAfter = err instanceof ReconcileError ? err.retryAfterMs : undefined
+        const delay = this.#queue.addRateLimited(key, retryAfter !== undefined ? { minDelayMs: retryAfter } : {})
+        this.#o.metrics.reconciled('error', (performance.now() - started) / 1000)
+        if (!(err instanceof ReconcileError)) {
+          // Already-reported failures were logged by the reconciler; anything else is a bug worth a line.
+          this.#o.metrics.failed('ReconcileError')
+          log.error({ err }, 'reconcile failed unexpectedly')
+        }
+        log.debug({ retryInMs: delay }, 'requeued with backoff')
+      } finally {
+        this.#queue.done(key)
+      }
+    }
+  }
+
+  /** Stops taking work, waits for in-flight reconciles, stops the informers. */
+  async stop(): Promise<void> {
+    this.#queue.shutdown()
+    await this.#queue.drain()
+    await Promise.all(this.#workers)
+    for (const s of this.#all()) for (const i of s.informers) i.stop()
+  }
+}
