@@ -33,6 +33,9 @@ export class CountingMetrics implements ControllerMetrics {
 
 export interface Bed {
   sandbox: Sandbox
+  /** The operator's client (user agent memcached-operator/test). */
+  operatorClient: KubeClient
+  /** A user's client (user agent test-user/1, field manager test-user), for the test's own requests. */
   client: KubeClient
   controller: MemcachedController
   metrics: CountingMetrics
@@ -40,20 +43,21 @@ export interface Bed {
 }
 
 /** A client of the sandbox with the operator's identity. */
-export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test'): KubeClient {
+export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test', fieldManager = 'memcached-operator'): KubeClient {
   const kc = new KubeConfig()
   kc.loadFromFile(sandbox.kubeconfigPath)
-  return new KubeClient(kc, { userAgent, fieldManager: 'memcached-operator' })
+  return new KubeClient(kc, { userAgent, fieldManager })
 }
 
 /** A sandbox with the CRD and a running operator. */
 export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number } = {}): Promise<Bed> {
   const chart = opts.chart ?? loadChart()
   const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
-  const client = clientFor(sandbox)
+  const operatorClient = clientFor(sandbox)
+  const client = clientFor(sandbox, 'test-user/1', 'test-user')
   const metrics = new CountingMetrics()
   const controller = new MemcachedController({
-    client,
+    client: operatorClient,
     chart: () => chart,
     namespaces: [],
     concurrency: opts.concurrency ?? 2,
@@ -65,11 +69,13 @@ export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; 
   controller.runWorkers()
   return {
     sandbox,
+    operatorClient,
     client,
     controller,
     metrics,
     async stop() {
       await controller.stop()
+      operatorClient.close()
       client.close()
       await sandbox.close()
     },
@@ -90,4 +96,25 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`)
     await new Promise((r) => setTimeout(r, 25))
   }
+}
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection'])
+
+/** The operator's write requests in the sandbox's request log (by its user agent). */
+export function operatorWrites(sandbox: Sandbox, userAgent = 'memcached-operator/test'): { verb: string; resource: string; subresource?: string; name?: string }[] {
+  return sandbox.requests
+    .log()
+    .filter((r) => r.userAgent === userAgent && WRITE_VERBS.has(r.verb))
+    .map((r) => ({ verb: r.verb, resource: r.resource, ...(r.subresource ? { subresource: r.subresource } : {}), ...(r.name ? { name: r.name } : {}) }))
+}
+
+/** Resolves once the controller has finished `n` more reconciles than `from`. */
+export async function reconciles(metrics: CountingMetrics, from: number, n: number): Promise<void> {
+  const total = () => Object.entries(metrics.counts).filter(([k]) => k.startsWith('reconciled:')).reduce((a, [, v]) => a + v, 0)
+  await eventually(`${n} reconciles`, () => (total() >= from + n ? true : undefined))
+}
+
+/** Reconciles finished so far. */
+export function reconcileCount(metrics: CountingMetrics): number {
+  return Object.entries(metrics.counts).filter(([k]) => k.startsWith('reconciled:')).reduce((a, [, v]) => a + v, 0)
 }
