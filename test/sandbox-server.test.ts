@@ -403,3 +403,35 @@ t.test('a watcher that writes while receiving its initial events still sees its 
   t.same(seen, ['ADDED seed', 'ADDED echo'])
   stop()
 })
+
+t.test('events are validated like the real server validates them', async (t) => {
+  const c = createCluster()
+  const E = '/apis/events.k8s.io/v1/namespaces/default/events'
+  const good = {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: { name: 'e1' },
+    eventTime: '2026-11-21T10:00:00.000000Z',
+    type: 'Normal',
+    reason: 'Scaled',
+    action: 'Reconcile',
+    note: 'ok',
+    reportingController: 'example.com/memcached-operator',
+    reportingInstance: 'memcached-operator-0',
+    regarding: { kind: 'Memcached', namespace: 'default', name: 'm' },
+  }
+  t.equal(call(c, `POST ${E}`, good).status, 201)
+  const bad = call(c, `POST ${E}`, { apiVersion: 'events.k8s.io/v1', kind: 'Event', metadata: { name: 'e2' }, type: 'Odd', deprecatedCount: 2, deprecatedSource: { component: 'x' }, deprecatedFirstTimestamp: 'x', deprecatedLastTimestamp: 'y', note: 'n'.repeat(1025), regarding: { namespace: 'other' } })
+  t.equal(bad.status, 422)
+  t.same(
+    bad.body.details.causes.map((c: { field: string }) => c.field),
+    ['involvedObject.namespace', 'eventTime', 'type', 'firstTimestamp', 'lastTimestamp', 'count', 'source', 'reportingController', 'reportingInstance', 'action', 'reason', 'message'],
+  )
+  t.match(bad.body.message, 'type: Invalid value: "": has invalid value: Odd')
+  const long = call(c, `POST ${E}`, { ...good, metadata: { name: 'e3' }, reason: 'r'.repeat(129), reportingController: 'bad controller' })
+  t.match(long.body.message, 'reason: Invalid value: "": can have at most 128 characters')
+  t.match(long.body.message, 'reportingController: Invalid value: "bad controller"')
+  const core = { apiVersion: 'v1', kind: 'Event', metadata: { name: 'c1' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'kube-system' }, reason: 'X', message: 'y' }
+  t.match(call(c, `POST /api/v1/namespaces/default/events`, core).body.message, 'Event "c1" is invalid: involvedObject.namespace: Invalid value: "kube-system": does not match event.namespace')
+  t.equal(call(c, `POST /api/v1/namespaces/default/events`, { ...core, involvedObject: { kind: 'Node', name: 'n' } }).status, 201)
+})

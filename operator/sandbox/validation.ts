@@ -204,6 +204,43 @@ function validatePDB(obj: KubeObject): FieldCause[] {
 }
 
 /**
+ * Events (pkg/apis/core/validation/events.go): the involved object's namespace must be the
+ * event's; an events.k8s.io/v1 Event also needs eventTime, reportingController,
+ * reportingInstance, action and reason, a type of Normal or Warning, and none of the legacy
+ * fields. Paths are those of the internal type the server validates (`involvedObject`, `message`).
+ */
+function validateEvent(obj: KubeObject, newApi: boolean): FieldCause[] {
+  const o = obj as Record<string, unknown>
+  const out: FieldCause[] = []
+  const involved = isObj(newApi ? o.regarding : o.involvedObject) ? ((newApi ? o.regarding : o.involvedObject) as Record<string, unknown>) : {}
+  const ns = obj.metadata.namespace ?? ''
+  const ins = typeof involved.namespace === 'string' ? involved.namespace : ''
+  if (ins === '' ? ns !== '' && ns !== 'default' : ns !== ins) out.push(invalid('involvedObject.namespace', q(ins), 'does not match event.namespace'))
+  if (!newApi) return out
+  const str = (k: string): string => (typeof o[k] === 'string' ? (o[k] as string) : '')
+  if (str('eventTime') === '') out.push(required('eventTime'))
+  if (str('type') !== 'Normal' && str('type') !== 'Warning') out.push(invalid('type', '""', `has invalid value: ${str('type')}`))
+  if (str('deprecatedFirstTimestamp') !== '') out.push(invalid('firstTimestamp', '""', 'needs to be unset'))
+  if (str('deprecatedLastTimestamp') !== '') out.push(invalid('lastTimestamp', '""', 'needs to be unset'))
+  if (typeof o.deprecatedCount === 'number' && o.deprecatedCount !== 0) out.push(invalid('count', '""', 'needs to be unset'))
+  if (isObj(o.deprecatedSource) && (o.deprecatedSource.component || o.deprecatedSource.host)) out.push(invalid('source', '""', 'needs to be unset'))
+  const limits: [string, string, number][] = [
+    ['reportingController', 'reportingController', 0],
+    ['reportingInstance', 'reportingInstance', 128],
+    ['action', 'action', 128],
+    ['reason', 'reason', 128],
+  ]
+  for (const [key, field, limit] of limits) {
+    const v = str(key)
+    if (v === '') out.push(required(field))
+    else if (limit > 0 && v.length > limit) out.push(invalid(field, '""', `can have at most ${limit} characters`))
+  }
+  if (str('reportingController') !== '') out.push(...keyProblems('reportingController', str('reportingController')))
+  if (str('note').length > 1024) out.push(invalid('message', '""', 'can have at most 1024 characters'))
+  return out
+}
+
+/**
  * Validates an object of a built-in kind on create (`old` undefined) or update. Custom resources
  * get {@link validateMetadata} only; their schema validation is the CRD's.
  */
@@ -224,6 +261,12 @@ export function validateBuiltin(obj: KubeObject, old: KubeObject | undefined): F
       break
     case 'policy/v1/PodDisruptionBudget':
       out.push(...validatePDB(obj))
+      break
+    case 'v1/Event':
+      out.push(...validateEvent(obj, false))
+      break
+    case 'events.k8s.io/v1/Event':
+      out.push(...validateEvent(obj, true))
       break
     default:
       break
