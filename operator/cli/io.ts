@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+
 /** The streams a command uses, injectable so that tests run commands in-process. */
 export interface CliIO {
   stdout: (text: string) => void
@@ -27,4 +29,19 @@ export class UsageError extends Error {
     super(message)
     this.name = 'UsageError'
   }
+}
+
+/** The package version, for `--version` and the user agent. */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  return pkg.version
+}
+
+/** An AbortSignal that fires on the first SIGINT or SIGTERM. */
+export function processSignal(): AbortSignal {
+  const controller = new AbortController()
+  const stop = (): void => controller.abort()
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  return controller.signal
 }

@@ -4,17 +4,10 @@
  * the Kubernetes client.
  */
 import { Command, CommanderError, Option } from 'commander'
-import { readFileSync } from 'node:fs'
 import { RenderError } from '../render/errors.ts'
-import { UsageError, type CliIO } from './io.ts'
+import { packageVersion, UsageError, type CliIO } from './io.ts'
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value]
-
-/** The package version, for `--version`. */
-export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
-  return pkg.version
-}
 
 /** Commands register here; each returns its exit code. */
 function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
@@ -57,6 +50,25 @@ function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
     .action(async (opts) => {
       const { runCrd } = await import('./crd.ts')
       setCode(runCrd(opts, io))
+    })
+
+  program
+    .command('run')
+    .description('run the operator against a cluster (kubeconfig, KUBECONFIG, or in-cluster)')
+    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or the in-cluster service account)')
+    .option('-n, --namespace <namespace>', 'watch only this namespace (repeatable; default: all)', collect, [])
+    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+    .option('--concurrency <n>', 'reconciles running at once', '4')
+    .option('--resync-period <duration>', 'how often every Memcached is reconciled even without events', '10m')
+    .option('--leader-elect', 'elect a leader on a coordination.k8s.io/v1 Lease; only the leader reconciles')
+    .option('--leader-election-namespace <namespace>', 'namespace of the Lease (default: the pod\'s own, else default)')
+    .option('--leader-election-id <name>', 'name of the Lease', 'memcached-operator-leader')
+    .option('--metrics-bind-address <addr>', 'where /metrics is served (0 disables)', ':8080')
+    .option('--health-probe-bind-address <addr>', 'where /healthz and /readyz are served (0 disables)', ':8081')
+    .option('--log-level <level>', 'trace, debug, info, warn, error (default: LOG_LEVEL or info)')
+    .action(async (opts) => {
+      const { runOperator } = await import('./run.ts')
+      setCode(await runOperator(opts, io))
     })
 
   program

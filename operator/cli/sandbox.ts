@@ -8,7 +8,7 @@ import { memcachedCRD } from '../api/crd.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { startSandbox, type Sandbox } from '../sandbox/index.ts'
 import type { KubeObject } from '../sandbox/types.ts'
-import { UsageError, type CliIO } from './io.ts'
+import { processSignal, UsageError, type CliIO } from './io.ts'
 
 export interface SandboxCommandOptions {
   port?: string
@@ -67,13 +67,4 @@ export async function runSandbox(opts: SandboxCommandOptions, io: CliIO, signal:
   io.stderr('stopping the sandbox\n')
   await sandbox.close()
   return 0
-}
-
-/** An AbortSignal that fires on the first SIGINT or SIGTERM. */
-export function processSignal(): AbortSignal {
-  const controller = new AbortController()
-  const stop = (): void => controller.abort()
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
-  return controller.signal
 }

@@ -3,11 +3,12 @@
  * (label-filtered to objects the operator manages) and for pods; events mapped to the owning CR's
  * key; a work queue and N workers running the {@link Reconciler}.
  */
-import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { byControllerUid, Informer, objectKey, splitKey, stripManagedFields } from '../controller/informer.ts'
+import { reconcileLogger } from '../controller/log.ts'
+import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
 import type { Chart } from '../render/chart.ts'
 import { MANAGED_KINDS } from '../render/guard.ts'
@@ -22,10 +23,26 @@ import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, 
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-operator'
 const UID_INDEX = 'uid'
 
-/** Metrics of the controller, named after controller-runtime's (metrics.ts implements them). */
+/** The controller's name in metrics and logs. */
+export const CONTROLLER_NAME = 'memcached'
+
+/** Metrics of the controller, named after controller-runtime's. */
 export interface ControllerMetrics extends ReconcileMetrics {
   reconciled(result: 'success' | 'error' | 'requeue' | 'requeue_after', seconds: number): void
   queueHooks: QueueHooks
+}
+
+/** The controller's metrics in the operator's prom-client registry. */
+export function controllerMetrics(m: OperatorMetrics): ControllerMetrics {
+  m.initController(CONTROLLER_NAME)
+  return {
+    applied: (kind) => m.applies.inc({ kind }),
+    skipped: (kind) => m.skippedApplies.inc({ kind }),
+    pruned: (kind) => m.prunes.inc({ kind }),
+    failed: (reason) => m.reconcileFailures.inc({ reason }),
+    reconciled: (result, seconds) => m.observeReconcile(CONTROLLER_NAME, result, seconds),
+    queueHooks: m.queueHooks(CONTROLLER_NAME),
+  }
 }
 
 /** Options of {@link MemcachedController}. */
@@ -80,7 +97,7 @@ export class MemcachedController {
 
   constructor(opts: MemcachedControllerOptions) {
     this.#o = opts
-    this.#queue = new WorkQueue({ name: 'memcached', hooks: opts.metrics.queueHooks })
+    this.#queue = new WorkQueue({ name: CONTROLLER_NAME, hooks: opts.metrics.queueHooks })
     const onError = (what: string) => (err: Error, phase: string) => opts.log.warn({ informer: what, phase, err: err.message }, 'informer retrying')
     const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>): InformerSet<T> =>
       new InformerSet(
@@ -204,7 +221,7 @@ export class MemcachedController {
       const key = await this.#queue.get()
       if (key === undefined) return
       const { namespace, name } = splitKey(key)
-      const log = this.#o.log.child({ controller: 'memcached', key, reconcileID: randomUUID() })
+      const log = reconcileLogger(this.#o.log, { controller: CONTROLLER_NAME, key })
       const started = performance.now()
       try {
         const result = await this.#reconciler.reconcile(namespace ?? '', name, log)

@@ -1,0 +1,161 @@
+/**
+ * `memcached-operator run`: the operator. Connects with a kubeconfig (`--kubeconfig`,
+ * `KUBECONFIG`, ~/.kube/config) or the in-cluster service account, serves /healthz, /readyz and
+ * /metrics, optionally elects a leader, and reconciles until SIGTERM, when it drains in-flight
+ * reconciles, releases the lease and exits 0.
+ */
+import { KubeConfig } from '@kubernetes/client-node'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { KubeClient } from '../controller/client.ts'
+import { BindAddressError, startEndpoints, type Endpoints } from '../controller/health.ts'
+import { LeaderElector } from '../controller/leader.ts'
+import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
+import { createMetrics } from '../controller/metrics.ts'
+import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
+import { controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
+import { FIELD_MANAGER } from '../reconcile/diff.ts'
+import { packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
+
+export interface RunOptions {
+  kubeconfig?: string
+  namespace: string[]
+  chart?: string
+  concurrency: string
+  resyncPeriod: string
+  leaderElect?: boolean
+  leaderElectionNamespace?: string
+  leaderElectionId: string
+  metricsBindAddress: string
+  healthProbeBindAddress: string
+  logLevel?: string
+}
+
+const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** A Go duration (`10m`, `1h30m`, `500ms`) in milliseconds. */
+export function parseDuration(text: string): number {
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)]
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) throw new UsageError(`invalid duration ${JSON.stringify(text)} (use e.g. 30s, 10m, 1h30m)`)
+  return parts.reduce((ms, p) => ms + Number(p[1]) * UNITS[p[2]!]!, 0)
+}
+
+/** The namespace the operator runs in (in a cluster: its service account's), for its Lease. */
+function ownNamespace(): string {
+  try {
+    return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim()
+  } catch {
+    return 'default'
+  }
+}
+
+/** A running operator. */
+export interface Operator {
+  controller: MemcachedController
+  endpoints: Endpoints
+  elector: LeaderElector | undefined
+  /** Drains, releases the lease, closes everything. */
+  stop(): Promise<void>
+  /** Resolves with an exit code when the operator must end by itself (leadership lost). */
+  failed: Promise<number>
+}
+
+/** Starts the operator as `run` describes it. */
+export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = createLogger({ level: resolveLevel(opts.logLevel), name: 'memcached-operator' })): Promise<Operator> {
+  const concurrency = Number(opts.concurrency)
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${JSON.stringify(opts.concurrency)}`)
+  const resyncPeriodMs = parseDuration(opts.resyncPeriod)
+  const kc = new KubeConfig()
+  if (opts.kubeconfig) kc.loadFromFile(resolve(io.cwd, opts.kubeconfig))
+  else kc.loadFromDefault()
+  const cluster = kc.getCurrentCluster()
+  if (!cluster) throw new UsageError('no cluster: give --kubeconfig, set KUBECONFIG, or run in a cluster')
+  const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
+  const chart = loadChart(chartDir)
+  const version = packageVersion()
+  log.info({ cluster: cluster.server, context: kc.getCurrentContext(), chart: chartDir, namespaces: opts.namespace.length > 0 ? opts.namespace : 'all', version }, 'starting')
+
+  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER })
+  const metrics = createMetrics()
+  const controller = new MemcachedController({
+    client,
+    chart: () => chart,
+    namespaces: opts.namespace,
+    concurrency,
+    resyncPeriodMs,
+    log,
+    metrics: controllerMetrics(metrics),
+  })
+  const endpoints = await startEndpoints({
+    metricsBindAddress: opts.metricsBindAddress,
+    healthProbeBindAddress: opts.healthProbeBindAddress,
+    registry: metrics.registry,
+    // Ready once the caches are synced, whatever the leader-election role.
+    readyz: { informers: () => controller.hasSynced() },
+  })
+  log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
+  let fail: (code: number) => void = () => {}
+  const failed = new Promise<number>((r) => (fail = r))
+  await controller.start()
+  log.info('caches synced')
+  let elector: LeaderElector | undefined
+  if (opts.leaderElect) {
+    elector = new LeaderElector({
+      client,
+      namespace: opts.leaderElectionNamespace ?? ownNamespace(),
+      name: opts.leaderElectionId,
+      onStartedLeading: () => {
+        log.info('became the leader')
+        controller.runWorkers()
+      },
+      onStoppedLeading: () => {
+        // As controller-runtime: a process that lost its lease must not write again.
+        log.error('lost the leader lease; exiting')
+        fail(1)
+      },
+      onNewLeader: (identity) => log.info({ leader: identity }, 'leader observed'),
+      onError: (err) => log.warn({ err: err.message }, 'leader election request failed'),
+    })
+    elector.start()
+  } else controller.runWorkers()
+
+  let stopped = false
+  return {
+    controller,
+    endpoints,
+    elector,
+    failed,
+    async stop() {
+      if (stopped) return
+      stopped = true
+      log.info('shutting down: draining in-flight reconciles')
+      await controller.stop()
+      if (elector) {
+        await elector.release()
+        await elector.stop()
+      }
+      await endpoints.close()
+      client.close()
+      log.info('stopped')
+    },
+  }
+}
+
+/** Runs the operator until SIGINT/SIGTERM (exit 0) or a lost lease (exit 1). */
+export async function runOperator(opts: RunOptions, io: CliIO, signal: AbortSignal = processSignal()): Promise<number> {
+  let log: Logger
+  try {
+    log = createLogger({ level: resolveLevel(opts.logLevel), name: 'memcached-operator' })
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err))
+  }
+  const operator = await startOperator(opts, io, log).catch((err: unknown) => {
+    throw err instanceof BindAddressError ? new UsageError(err.message) : err
+  })
+  const code = await Promise.race([
+    operator.failed,
+    new Promise<number>((done) => (signal.aborted ? done(0) : signal.addEventListener('abort', () => done(0), { once: true }))),
+  ])
+  await operator.stop()
+  return code
+}
