@@ -257,6 +257,16 @@ t.test('watch delivers events in order and ends as documented', async (t) => {
     t.match(err?.message, /connection dropped/)
   })
 
+  await t.test('a handler that throws ends the watch with its error', async (t) => {
+    const done = new Promise<Error | undefined>((resolve) =>
+      client.watch(ref, { namespace: 'default' }, () => {
+        throw new Error('handler bug')
+      }, resolve),
+    )
+    await client.create(configMap('w3'))
+    t.equal((await done)?.message, 'handler bug')
+  })
+
   await t.test('a stalled connection ends after the idle timeout', async (t) => {
     const err = await new Promise<Error | undefined>((resolve) => client.watch(ref, { namespace: 'nothing-here', idleTimeoutMs: 50, allowWatchBookmarks: false }, () => {}, resolve))
     t.match(err?.message, /no data for 50 ms/)

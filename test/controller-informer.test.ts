@@ -265,7 +265,13 @@ t.test('a recreated object with a new uid is a delete and an add after a relist'
 t.test('handler exceptions are reported and do not stop the informer', async (t) => {
   const { client } = await setup(t)
   const errors: [string, InformerPhase][] = []
-  const inf = informer(t, client, { onError: (e, p) => errors.push([e.message, p]) })
+  const inf = informer(t, client, {
+    onError: (e, p) => errors.push([e.message, p]),
+    transform: (o) => {
+      if (o.metadata.name === 'b') throw new Error('transform failed')
+      return o
+    },
+  })
   inf.addIndex('boom', () => {
     throw new Error('index failed')
   })
@@ -282,6 +288,8 @@ t.test('handler exceptions are reported and do not stop the informer', async (t)
   t.same(seen, ['a', 'b'])
   t.ok(errors.some(([m, p]) => m === 'handler failed' && p === 'handler'))
   t.ok(errors.some(([m]) => m === 'index failed'))
+  t.ok(errors.some(([m, p]) => m === 'transform failed' && p === 'handler'))
+  t.equal(inf.get('default', 'b')?.metadata.name, 'b', 'an object whose transform failed is cached as it came')
   t.same(inf.byIndex('boom', 'x'), [])
 })
 

@@ -411,7 +411,7 @@ export class KubeClient {
     await new Promise<void>((resolve, reject) => {
       res.on('data', (c: Buffer) => chunks.push(c))
       res.once('end', resolve)
-      res.once('error', reject)
+      res.on('error', reject)
       res.once('close', () => {
         if (!res.complete) reject(new Error(`${req.method} ${req.path}: connection closed before the answer was complete`))
       })
@@ -525,7 +525,7 @@ export class KubeClient {
             const ra = res.headers['retry-after']
             finish(apiErrorFrom(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), Array.isArray(ra) ? ra[0] : ra))
           })
-          res.once('error', (e) => finish(e))
+          res.on('error', (e) => finish(e))
           return
         }
         const armIdle = (): void => {
@@ -555,11 +555,18 @@ export class KubeClient {
               finish(new Error(`watch ${path}: undecodable event: ${e instanceof Error ? e.message : String(e)}`))
               return
             }
-            onEvent(event)
+            try {
+              onEvent(event)
+            } catch (e) {
+              // A throwing handler must not become an uncaught exception inside the socket's callback.
+              abort()
+              finish(e instanceof Error ? e : new Error(String(e)))
+              return
+            }
           }
         })
         res.once('end', () => finish())
-        res.once('error', (e) => finish(new Error(`watch ${path}: connection dropped: ${e.message}`)))
+        res.on('error', (e) => finish(new Error(`watch ${path}: connection dropped: ${e.message}`)))
         res.once('close', () => {
           if (!res.complete) finish(new Error(`watch ${path}: connection dropped`))
         })

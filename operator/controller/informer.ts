@@ -323,7 +323,15 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   #transform(obj: KubeObject): T {
-    return this.#opts.transform ? this.#opts.transform(obj) : (obj as T)
+    const fn = this.#opts.transform
+    if (!fn) return obj as T
+    try {
+      return fn(obj)
+    } catch (e) {
+      // Caching the object untransformed beats losing its event.
+      this.#report(e, 'handler')
+      return obj as T
+    }
   }
 
   #apply(event: WatchEvent): void {
