@@ -308,3 +308,28 @@ t.test('stop before sync resolves waiters with false; stop is idempotent and lea
   t.notOk(inf.hasSynced(), 'a stopped informer does not start again')
   sb.faults.set({})
 })
+
+t.test('chaos: failing lists and watches, drops and a short history still converge without a bad event', async (t) => {
+  const { client, sb } = await setup(t, { historyWindow: 20 })
+  for (let i = 0; i < 20; i++) await client.create(cm(`c-${i}`, { n: '0' }, { keep: i % 2 === 0 ? 'yes' : 'no' }))
+  const inf = informer(t, client, { labelSelector: 'keep=yes' })
+  const m = mirror(inf)
+  inf.start()
+  await inf.waitForSync()
+  sb.faults.set({ errorRate: 0.3, watchDropS: 0.02, verbs: ['list', 'watch'], seed: 7 })
+  for (let round = 1; round <= 120; round++) {
+    const i = (round * 7) % 20
+    const name = `c-${i}`
+    const r = round % 5
+    if (r === 0) await client.delete({ ...CM, namespace: 'default', name }).catch(() => undefined)
+    else if (r === 1) await client.create(cm(name, { n: String(round) }, { keep: 'yes' })).catch(() => undefined)
+    else if (r === 2) await client.patch({ ...CM, namespace: 'default', name }, { metadata: { labels: { keep: round % 3 === 0 ? 'no' : 'yes' } } }, { type: 'merge' }).catch(() => undefined)
+    else await client.patch({ ...CM, namespace: 'default', name }, { data: { n: String(round) } }, { type: 'merge' }).catch(() => undefined)
+    if (round % 10 === 0) await new Promise((r) => setTimeout(r, 5))
+  }
+  sb.faults.set({})
+  const server = await serverState(client, 'keep=yes')
+  await eventually(t, 'the cache to match the server', () => same(m.state, server))
+  t.same(m.violations, [])
+  t.ok(m.counts.delete > 0 && m.counts.update > 0 && m.counts.add > 10)
+})
