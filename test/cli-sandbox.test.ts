@@ -1,36 +1,73 @@
 import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, writeFileSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { promisify } from 'node:util'
+import pino from 'pino'
 import t from 'tap'
 import { runCli } from '../operator/cli/program.ts'
 import { runSandbox, startSandboxCommand } from '../operator/cli/sandbox.ts'
+import { chartWith } from './support/chart.ts'
+import { eventually } from './support/operator.ts'
 import { captureIO } from './support/io.ts'
 import { kubectlPath } from './support/tools.ts'
 
 const root = resolve(import.meta.dirname, '..')
+const quiet = pino({ level: 'silent' })
+const kubeconfigIn = () => join(mkdtempSync(join(tmpdir(), 'mc-sb-')), 'kubeconfig')
+// Asynchronously: the sandbox answers from this very process.
+const kubectlFor = (kubeconfig: string) => async (...args: string[]) => (await promisify(execFile)(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { cwd: root, encoding: 'utf8' })).stdout
 
-t.test('sandbox serves the Memcached CRD and prints a kubeconfig that kubectl uses', async (t) => {
+t.test('sandbox runs the operator and applies the sample: status.nodes fills with pod names', async (t) => {
   const io = captureIO()
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'mc-sb-')), 'kubeconfig')
-  const sandbox = await startSandboxCommand({ kubeconfigOut: kubeconfig, podReadyDelay: '10' }, io)
-  t.teardown(() => sandbox.close())
+  const kubeconfig = kubeconfigIn()
+  const running = await startSandboxCommand({ kubeconfigOut: kubeconfig, podReadyDelay: '10' }, io, quiet)
+  t.teardown(() => running.close())
   t.match(io.out(), new RegExp(`kubeconfig: ${kubeconfig}\\n`))
-  t.match(io.out(), /kubectl --kubeconfig \S+ get mc,deploy,pods -o wide/)
-  // Asynchronously: the sandbox answers from this very process.
-  const kubectl = async (...args: string[]) => (await promisify(execFile)(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { cwd: root, encoding: 'utf8' })).stdout
+  t.match(io.out(), /applied Memcached default\/memcached-sample/)
+  const kubectl = kubectlFor(kubeconfig)
   t.equal(await kubectl('get', 'crd', 'memcacheds.cache.example.com', '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}'), 'True')
-  t.match(await kubectl('apply', '-f', 'kustomize/samples/cache_v1alpha1_memcached.yaml'), /memcached-sample created/)
-  t.match(await kubectl('get', 'mc'), /NAME\s+SIZE\s+READY\s+AGE\nmemcached-sample\s+3\s/)
+  const nodes = await eventually('status.nodes', async () => {
+    const out = await kubectl('get', 'mc', 'memcached-sample', '-o', 'jsonpath={.status.nodes}')
+    return out && JSON.parse(out).length === 3 ? (JSON.parse(out) as string[]) : undefined
+  })
+  t.same(nodes, (await kubectl('get', 'pods', '-o', 'jsonpath={.items[*].metadata.name}')).split(' ').sort())
+  t.match(await kubectl('get', 'mc'), /NAME\s+SIZE\s+READY\s+AGE\nmemcached-sample\s+3\s+3\s/)
+  await eventually('the nodes reported on stdout', () => (io.out().includes(`status.nodes ${JSON.stringify(nodes)}`) ? true : undefined))
+})
+
+t.test('--no-operator starts the cluster alone; --no-sample applies nothing', async (t) => {
+  const io = captureIO()
+  const kubeconfig = kubeconfigIn()
+  const running = await startSandboxCommand({ kubeconfigOut: kubeconfig, operator: false, sample: false }, io, quiet)
+  t.teardown(() => running.close())
+  t.equal(running.operator, undefined)
+  t.match(io.out(), /no operator: run one with {2}npx memcached-operator run --kubeconfig /)
+  t.equal(await kubectlFor(kubeconfig)('get', 'mc', '-o', 'name'), '')
+})
+
+t.test('--watch-chart re-renders every CR when a chart file changes', async (t) => {
+  const dir = chartWith({})
+  const io = captureIO()
+  const kubeconfig = kubeconfigIn()
+  const running = await startSandboxCommand({ kubeconfigOut: kubeconfig, chart: dir, watchChart: true, podReadyDelay: '10' }, io, quiet)
+  t.teardown(() => running.close())
+  const kubectl = kubectlFor(kubeconfig)
+  await eventually('the Deployment', async () => ((await kubectl('get', 'deploy', '-o', 'name')).includes('memcached-sample') ? true : undefined))
+  const file = join(dir, 'templates', 'deployment.ejs')
+  writeFileSync(file, readFileSync(file, 'utf8').replace('periodSeconds: 5', 'periodSeconds: 7'))
+  await eventually('the new probe period applied', async () => ((await kubectl('get', 'deploy', 'memcached-sample', '-o', 'jsonpath={.spec.template.spec.containers[0].readinessProbe.periodSeconds}')) === '7' ? true : undefined))
+  writeFileSync(file, '<% if ( %>')
+  await eventually('the broken chart reported', () => (io.err().includes('not reloaded') ? true : undefined))
+  t.match(io.err(), /templates\/deployment\.ejs:1: /)
 })
 
 t.test('sandbox runs until it is signalled, then closes', async (t) => {
   const io = captureIO()
   const controller = new AbortController()
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'mc-sb-')), 'kubeconfig')
-  const running = runSandbox({ kubeconfigOut: kubeconfig }, io, controller.signal)
-  while (!io.out().includes('Stop with Ctrl-C')) await new Promise((r) => setTimeout(r, 10))
+  const kubeconfig = kubeconfigIn()
+  const running = runSandbox({ kubeconfigOut: kubeconfig, operator: false, sample: false }, io, controller.signal)
+  await eventually('started', () => (io.out().includes('Stop with Ctrl-C') ? true : undefined))
   const url = /serving on (\S+)/.exec(io.out())![1]!
   t.equal((await fetch(`${url}/version`)).status, 200)
   controller.abort()

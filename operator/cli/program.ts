@@ -73,12 +73,16 @@ function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
 
   program
     .command('sandbox')
-    .description('run the in-process Kubernetes API server on loopback, with the Memcached CRD, until SIGINT/SIGTERM')
+    .description('run the in-process Kubernetes API server on loopback with the Memcached CRD, the operator and the sample CR, until SIGINT/SIGTERM')
     .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)')
     .option('--kubeconfig-out <file>', 'where to write the kubeconfig (default: a temporary file)')
     .option('--faults <spec>', 'fault injection, e.g. error-rate=0.05,conflict-rate=0.02,throttle-rate=0.01,latency-ms=20,watch-drop-s=5,expire-on-resume=true')
     .option('--pod-ready-delay <ms>', 'delay before simulated pods become Ready', '1000')
-    .option('--chart <dir>', 'chart whose CRD is installed (default: the bundled charts/memcached)')
+    .option('--chart <dir>', 'chart of the CRD and of the operator (default: the bundled charts/memcached)')
+    .option('--no-operator', 'start the cluster alone (run the operator elsewhere with --kubeconfig)')
+    .option('--no-sample', 'do not apply the sample Memcached')
+    .option('--watch-chart', 're-render every Memcached when a chart file changes')
+    .option('--log-level <level>', 'the operator\'s log level (default: LOG_LEVEL or info)')
     .action(async (opts) => {
       const { runSandbox } = await import('./sandbox.ts')
       setCode(await runSandbox(opts, io))

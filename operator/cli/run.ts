@@ -12,7 +12,7 @@ import { BindAddressError, startEndpoints, type Endpoints } from '../controller/
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
-import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
+import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
@@ -60,8 +60,8 @@ export interface Operator {
   failed: Promise<number>
 }
 
-/** Starts the operator as `run` describes it. */
-export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = createLogger({ level: resolveLevel(opts.logLevel), name: 'memcached-operator' })): Promise<Operator> {
+/** Starts the operator as `run` describes it; `chart` overrides where the chart comes from (the sandbox's --watch-chart reloads it). */
+export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = createLogger({ level: resolveLevel(opts.logLevel), name: 'memcached-operator' }), chartSource?: () => Chart): Promise<Operator> {
   const concurrency = Number(opts.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${JSON.stringify(opts.concurrency)}`)
   const resyncPeriodMs = parseDuration(opts.resyncPeriod)
@@ -71,7 +71,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const cluster = kc.getCurrentCluster()
   if (!cluster) throw new UsageError('no cluster: give --kubeconfig, set KUBECONFIG, or run in a cluster')
   const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
-  const chart = loadChart(chartDir)
+  const loaded = chartSource ? undefined : loadChart(chartDir)
+  const chart = chartSource ?? (() => loaded!)
   const version = packageVersion()
   log.info({ cluster: cluster.server, context: kc.getCurrentContext(), chart: chartDir, namespaces: opts.namespace.length > 0 ? opts.namespace : 'all', version }, 'starting')
 
@@ -79,7 +80,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const metrics = createMetrics()
   const controller = new MemcachedController({
     client,
-    chart: () => chart,
+    chart,
     namespaces: opts.namespace,
     concurrency,
     resyncPeriodMs,

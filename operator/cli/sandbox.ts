@@ -1,14 +1,25 @@
 /**
- * `memcached-operator sandbox`: the project's in-process Kubernetes API server on loopback, with
- * the Memcached CRD installed and a kubeconfig that kubectl and the operator can use. Runs until
- * SIGINT or SIGTERM.
+ * `memcached-operator sandbox` (and `npm start`): the project's in-process Kubernetes API server on
+ * loopback with the Memcached CRD installed, the operator running against it, and the sample CR
+ * applied — a chart author sees the whole loop and can point kubectl at the printed kubeconfig.
+ * `--no-operator` starts the cluster alone (for `memcached-operator run --kubeconfig …` in other
+ * processes); `--watch-chart` re-renders every CR when a chart file changes.
  */
-import { resolve } from 'node:path'
+import { watch, type FSWatcher } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { memcachedCRD } from '../api/crd.ts'
-import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
+import { parseMemcacheds } from '../api/memcached.ts'
+import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
+import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { RenderError } from '../render/errors.ts'
 import { startSandbox, type Sandbox } from '../sandbox/index.ts'
-import type { KubeObject } from '../sandbox/types.ts'
+import type { KubeObject, WatchEvent } from '../sandbox/types.ts'
 import { processSignal, UsageError, type CliIO } from './io.ts'
+import { startOperator, type Operator } from './run.ts'
+
+/** The sample the sandbox applies (relative to the checkout). */
+export const SAMPLE = resolve(DEFAULT_CHART_DIR, '..', '..', 'kustomize', 'samples', 'cache_v1alpha1_memcached.yaml')
 
 export interface SandboxCommandOptions {
   port?: string
@@ -16,6 +27,19 @@ export interface SandboxCommandOptions {
   faults?: string
   podReadyDelay?: string
   chart?: string
+  /** commander's `--no-operator` */
+  operator?: boolean
+  watchChart?: boolean
+  /** Memcached files to apply at start (default: the sample); `--no-sample` applies none. */
+  sample?: boolean
+  logLevel?: string
+}
+
+/** A running sandbox, with the operator unless `--no-operator`. */
+export interface RunningSandbox {
+  sandbox: Sandbox
+  operator: Operator | undefined
+  close(): Promise<void>
 }
 
 function integer(flag: string, value: string | undefined, fallback: number): number {
@@ -26,45 +50,130 @@ function integer(flag: string, value: string | undefined, fallback: number): num
 }
 
 /** Starts the sandbox as the command describes it; the caller owns `close()`. */
-export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO): Promise<Sandbox> {
+export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO, log?: Logger): Promise<RunningSandbox> {
   const port = integer('--port', opts.port, 0)
   if (port > 65535) throw new UsageError(`--port must be at most 65535, not ${port}`)
-  const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
+  const podReadyDelayMs = integer('--pod-ready-delay', opts.podReadyDelay, 1000)
+  const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
+  let chart: Chart = loadChart(chartDir)
   const sandbox = await startSandbox({
     port,
-    podReadyDelayMs: integer('--pod-ready-delay', opts.podReadyDelay, 1000),
+    podReadyDelayMs,
     installCRDs: [memcachedCRD(chart) as unknown as KubeObject],
     ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
     ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
   })
   const k = `kubectl --kubeconfig ${sandbox.kubeconfigPath}`
+  const runOperator = opts.operator !== false
   io.stdout(
     [
       `sandbox cluster serving on ${sandbox.url}`,
       `kubeconfig: ${sandbox.kubeconfigPath}`,
+      runOperator ? 'the operator runs against it (JSON logs on stderr)' : `no operator: run one with  npx memcached-operator run --kubeconfig ${sandbox.kubeconfigPath}`,
       '',
       'Try:',
-      `  ${k} get crd,ns`,
-      `  ${k} apply -f kustomize/samples/cache_v1alpha1_memcached.yaml`,
       `  ${k} get mc,deploy,pods -o wide`,
+      `  ${k} scale mc/memcached-sample --replicas=5`,
+      `  ${k} get mc memcached-sample -o jsonpath='{.status.nodes}'`,
       `  ${k} get pods -w`,
       '',
-      'Faults can be changed while it runs: curl -X PUT --data \'{"errorRate":0.05}\' ' + `${sandbox.url}/sandbox/v1/faults`,
+      `Faults can be changed while it runs: curl -X PUT --data '{"errorRate":0.05}' ${sandbox.url}/sandbox/v1/faults`,
       'Stop with Ctrl-C.',
       '',
     ].join('\n'),
   )
-  return sandbox
+
+  let operator: Operator | undefined
+  let watcher: FSWatcher | undefined
+  let stopNodes: (() => void) | undefined
+  try {
+    if (runOperator) {
+      const opLog = log ?? createLogger({ level: resolveLevel(opts.logLevel), name: 'memcached-operator', destination: process.stderr })
+      operator = await startOperator(
+        { kubeconfig: sandbox.kubeconfigPath, namespace: [], concurrency: '4', resyncPeriod: '10m', leaderElectionId: 'memcached-operator-leader', metricsBindAddress: '0', healthProbeBindAddress: '0' },
+        io,
+        opLog,
+        () => chart,
+      )
+      stopNodes = reportNodes(sandbox, io)
+      if (opts.watchChart) {
+        let timer: NodeJS.Timeout | undefined
+        watcher = watch(chartDir, { recursive: true }, () => {
+          // Editors write a file in several steps: reload once things are quiet.
+          clearTimeout(timer)
+          timer = setTimeout(() => {
+            try {
+              chart = loadChart(chartDir, true)
+              io.stdout(`chart ${chartDir} changed: re-rendering every Memcached\n`)
+              operator?.controller.enqueueAll()
+            } catch (err) {
+              if (!(err instanceof RenderError)) throw err
+              io.stderr(`chart ${chartDir} not reloaded:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`)
+            }
+          }, 200)
+        })
+      }
+    }
+    if (opts.sample !== false) {
+      for (const cr of parseMemcacheds(await readFile(SAMPLE, 'utf8'), SAMPLE)) {
+        const res = await sandbox.cluster.handle({
+          verb: 'patch',
+          group: 'cache.example.com',
+          version: 'v1alpha1',
+          resource: 'memcacheds',
+          namespace: cr.metadata.namespace ?? 'default',
+          name: cr.metadata.name,
+          body: cr,
+          contentType: 'application/apply-patch+yaml',
+          query: new URLSearchParams({ fieldManager: 'sandbox-sample', force: 'true' }),
+          userAgent: 'sandbox-sample',
+        })
+        if (res.status >= 300) throw new Error(`applying ${join('kustomize', 'samples')} failed: ${JSON.stringify(res.body)}`)
+        io.stdout(`applied Memcached ${cr.metadata.namespace ?? 'default'}/${cr.metadata.name} (${SAMPLE})\n`)
+      }
+    }
+  } catch (err) {
+    stopNodes?.()
+    watcher?.close()
+    await operator?.stop()
+    await sandbox.close()
+    throw err
+  }
+  return {
+    sandbox,
+    operator,
+    async close() {
+      stopNodes?.()
+      watcher?.close()
+      await operator?.stop()
+      await sandbox.close()
+    },
+  }
+}
+
+/** Prints each Memcached's status.nodes whenever it changes, from an in-process watch. */
+function reportNodes(sandbox: Sandbox, io: CliIO): () => void {
+  const seen = new Map<string, string>()
+  return sandbox.cluster.watch(
+    { verb: 'watch', group: 'cache.example.com', version: 'v1alpha1', resource: 'memcacheds', query: new URLSearchParams(), userAgent: 'sandbox-report' },
+    (event: WatchEvent) => {
+      const cr = event.object as KubeObject & { status?: { nodes?: string[]; readyReplicas?: number } ; spec?: { size?: number } }
+      if (event.type !== 'ADDED' && event.type !== 'MODIFIED') return
+      const key = `${cr.metadata.namespace}/${cr.metadata.name}`
+      const line = `${key}: size ${cr.spec?.size ?? '?'}, ready ${cr.status?.readyReplicas ?? 0}, status.nodes ${JSON.stringify(cr.status?.nodes ?? [])}`
+      if (seen.get(key) === line) return
+      seen.set(key, line)
+      io.stdout(`${line}\n`)
+    },
+  )
 }
 
 /** Runs `sandbox` until SIGINT/SIGTERM; returns the exit code. */
 export async function runSandbox(opts: SandboxCommandOptions, io: CliIO, signal: AbortSignal = processSignal()): Promise<number> {
-  const sandbox = await startSandboxCommand(opts, io)
-  await new Promise<void>((done) => {
-    if (signal.aborted) done()
-    else signal.addEventListener('abort', () => done(), { once: true })
-  })
+  const running = await startSandboxCommand(opts, io)
+  const failed = running.operator?.failed ?? new Promise<number>(() => {})
+  const code = await Promise.race([failed, new Promise<number>((done) => (signal.aborted ? done(0) : signal.addEventListener('abort', () => done(0), { once: true })))])
   io.stderr('stopping the sandbox\n')
-  await sandbox.close()
-  return 0
+  await running.close()
+  return code
 }
