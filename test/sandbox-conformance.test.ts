@@ -5,7 +5,8 @@
 import t, { type Test } from 'tap'
 import { createCluster } from '../operator/sandbox/index.ts'
 import type { Cluster } from '../operator/sandbox/cluster.ts'
-import { call, collect, configMap, deployment, widget, widgetCRDs, type Result } from './support/sandbox-requests.ts'
+import { call, collect, configMap, deployment, request, widget, widgetCRDs, type Result } from './support/sandbox-requests.ts'
+import { apiGroupList, apiResourceList, apiVersions } from '../operator/sandbox/discovery.ts'
 
 const D = '/apis/apps/v1/namespaces/default/deployments'
 const CM = '/api/v1/namespaces/default/configmaps'
@@ -30,7 +31,7 @@ type Tap = Test
 interface Case {
   ref: string
   name: string
-  run(tt: Tap, c: Cluster): void
+  run(tt: Tap, c: Cluster): void | Promise<void>
 }
 
 const cases: Case[] = [
@@ -141,6 +142,45 @@ const cases: Case[] = [
       const mf = r.body.metadata.managedFields as { manager: string; subresource?: string }[]
       tt.match(mf.find((m) => m.manager === 'ctrl'), { operation: 'Update', subresource: 'status', fieldsV1: { 'f:status': { 'f:replicas': {} } } })
       tt.equal(mf.find((m) => m.manager === 'test-client')?.subresource, undefined)
+    },
+  },
+  {
+    ref: '1.2',
+    name: 'an object without managedFields gets a before-first-apply owner at its first apply',
+    run(tt, c) {
+      ok(tt, call(c, `POST ${CM}`, configMap('x')), 201)
+      const cleared = call(c, `PATCH ${CM}/x`, { metadata: { managedFields: [{}] } })
+      ok(tt, cleared, 200)
+      tt.equal(cleared.body.metadata.managedFields, undefined, 'managedFields [{}] clears them')
+      const r = call(c, `PATCH ${CM}/x?fieldManager=op`, configMap('x', { b: '2' }), { type: 'apply' })
+      ok(tt, r, 200)
+      tt.same(r.body.metadata.managedFields.map((m: { manager: string; operation: string }) => [m.manager, m.operation]), [['op', 'Apply'], ['before-first-apply', 'Update']])
+      tt.same(r.body.data, { a: '1', b: '2' }, 'fields owned by before-first-apply stay')
+    },
+  },
+  // §1.3 apply algorithm
+  {
+    ref: '1.3',
+    name: 'a field the applier stops applying and nobody else owns is removed',
+    run(tt, c) {
+      ok(tt, call(c, `PATCH ${CM}/x?fieldManager=op`, configMap('x', { a: '1', b: '2' }), { type: 'apply' }), 201)
+      const r = call(c, `PATCH ${CM}/x?fieldManager=op`, configMap('x', { a: '1' }), { type: 'apply' })
+      tt.same(r.body.data, { a: '1' })
+      ok(tt, call(c, `PATCH ${CM}/x?fieldManager=other`, configMap('x', { a: '1' }), { type: 'apply' }), 200)
+      const kept = call(c, `PATCH ${CM}/x?fieldManager=op`, { ...configMap('x'), data: {} }, { type: 'apply' })
+      tt.same(kept.body.data, { a: '1' }, 'a value another applier also owns stays')
+    },
+  },
+  {
+    ref: '1.6',
+    name: 'containers merge by name across appliers; a removed defaulted field comes back with its default',
+    run(tt, c) {
+      ok(tt, call(c, `PATCH ${D}/x?fieldManager=op`, deployment('x'), { type: 'apply' }), 201)
+      const side = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' }, spec: { template: { spec: { containers: [{ name: 'side', image: 'busybox' }] } } } }
+      const r = call(c, `PATCH ${D}/x?fieldManager=sidecar`, side, { type: 'apply' })
+      ok(tt, r, 200)
+      tt.same(r.body.spec.template.spec.containers.map((x: { name: string }) => x.name), ['app', 'side'])
+      tt.equal(r.body.spec.replicas, 1)
     },
   },
   // §1.4 conflicts
@@ -361,6 +401,16 @@ const cases: Case[] = [
       tt.equal(put.body.spec.clusterIP, s.body.spec.clusterIP)
     },
   },
+  {
+    ref: '3',
+    name: 'quantities are stored in canonical form',
+    run(tt, c) {
+      const d = deployment('q')
+      ;(d.spec as { template: { spec: { containers: { resources?: unknown }[] } } }).template.spec.containers[0]!.resources = { limits: { cpu: '0.5', memory: '1024Mi' }, requests: { cpu: '100m' } }
+      const r = call(c, `POST ${D}`, d)
+      tt.same(r.body.spec.template.spec.containers[0].resources, { limits: { cpu: '500m', memory: '1Gi' }, requests: { cpu: '100m' } })
+    },
+  },
   // §4 list and watch
   {
     ref: '4',
@@ -564,6 +614,19 @@ const cases: Case[] = [
       ok(tt, call(c, `POST ${W}?fieldValidation=Strict`, widget('s', { bogus: 1 })), 400)
     },
   },
+  {
+    ref: '6',
+    name: 'discovery lists a served resource with singularName, verbs, shortNames, categories and its subresources',
+    run(tt, c) {
+      const list = apiResourceList(c.registry, 'test.example.com', 'v1') as { groupVersion: string; resources: Record<string, unknown>[] }
+      tt.equal(list.groupVersion, 'test.example.com/v1')
+      tt.same(list.resources.find((r) => r.name === 'widgets'), { name: 'widgets', singularName: 'widget', namespaced: true, kind: 'Widget', verbs: ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'], shortNames: ['wd'], categories: ['all'] })
+      tt.same(list.resources.find((r) => r.name === 'widgets/status'), { name: 'widgets/status', singularName: '', namespaced: true, kind: 'Widget', verbs: ['get', 'patch', 'update'] })
+      tt.same(list.resources.find((r) => r.name === 'widgets/scale'), { name: 'widgets/scale', singularName: '', namespaced: true, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] })
+      tt.same(apiVersions('127.0.0.1:1'), { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:1' }] })
+      tt.match(apiGroupList(c.registry), { kind: 'APIGroupList', groups: [{ name: 'apps', versions: [{ groupVersion: 'apps/v1', version: 'v1' }], preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } }] })
+    },
+  },
   // §7 error Status
   {
     ref: '7',
@@ -587,6 +650,22 @@ const cases: Case[] = [
       tt.equal(r.body.message, 'namespaces "missing" not found')
       ok(tt, call(c, 'POST /api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'missing' } }), 201)
       ok(tt, call(c, 'POST /api/v1/namespaces/missing/configmaps', configMap('a')), 201)
+    },
+  },
+  {
+    ref: '7',
+    name: '429 TooManyRequests carries Retry-After; 415 UnsupportedMediaType names the accepted types',
+    run(tt, c) {
+      c.faults.set('throttle-rate=1,retry-after-s=2')
+      return c.handle({ ...request(`GET ${CM}`), injectFaults: true }).then((r) => {
+        c.faults.set({})
+        tt.equal(r.status, 429)
+        tt.same(r.headers, { 'Retry-After': '2' })
+        tt.same(r.body, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Too many requests, please try again later.', reason: 'TooManyRequests', details: { retryAfterSeconds: 2 }, code: 429 })
+        call(c, `POST ${W}`, widget('w'))
+        const u = call(c, `PATCH ${W}/w`, { spec: {} }, { type: 'strategic' })
+        tt.equal(u.body.message, 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/apply-patch+cbor')
+      })
     },
   },
   {
@@ -639,6 +718,6 @@ const cases: Case[] = [
 
 for (const k of cases) {
   t.test(`§${k.ref} ${k.name}`, async (tt) => {
-    k.run(tt, fresh())
+    await k.run(tt, fresh())
   })
 }

@@ -666,6 +666,9 @@ export class Cluster implements ClusterAccess {
     const old = live.obj
     const name = live.name
     const m = next.metadata
+    // managedFields sent with a write replace the stored ones (`[{}]` clears them): a change even
+    // when nothing else changes.
+    const sentManagedFields = m.managedFields !== undefined
     if (m.name !== undefined && m.name !== name) throw badRequest(`the name of the object (${m.name}) does not match the name on the URL (${name})`)
     if (type.namespaced && m.namespace !== undefined && m.namespace !== live.namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
     const rv = m.resourceVersion
@@ -706,7 +709,7 @@ export class Cluster implements ClusterAccess {
     obj.metadata.resourceVersion = old.metadata.resourceVersion ?? ''
     const warnings = this.#admit(type, obj, req, old)
     setGeneration(type, old, obj, o.subresource)
-    if (sameObject(obj, old, false)) return this.#objectReply(type, 200, live)
+    if (sameObject(obj, old, sentManagedFields)) return this.#objectReply(type, 200, live)
     const subresource = o.subresource === 'status' || o.subresource === 'scale' ? o.subresource : undefined
     const call: Parameters<WriteEngine['track']>[2] = { manager: managerOf(req), topology: type.topology, apiVersion: groupVersion(type.group, type.version), resetFields: resetFieldsOf(type, subresource) }
     if (subresource) call.subresource = subresource
