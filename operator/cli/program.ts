@@ -72,6 +72,21 @@ function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
     })
 
   program
+    .command('diff')
+    .description('show what applying the render of Memcached resources would change in the cluster (like kubectl diff); exit 0 none, 1 some, 2 error')
+    .option('-f, --filename <file>', 'a file of Memcached resources, or - for standard input (repeatable)', collect, [])
+    .option('--all', 'every Memcached in the cluster (what a chart change would do)')
+    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+    .option('--values <file>', 'a YAML file of values over each spec (repeatable)', collect, [])
+    .option('--set <key=value>', 'a value over each spec (repeatable)', collect, [])
+    .option('--set-string <key=value>', 'like --set, but the value is always a string (repeatable)', collect, [])
+    .action(async (opts) => {
+      const { runDiff } = await import('./diff.ts')
+      setCode(await runDiff(opts, io))
+    })
+
+  program
     .command('sandbox')
     .description('run the in-process Kubernetes API server on loopback with the Memcached CRD, the operator and the sample CR, until SIGINT/SIGTERM')
     .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)')

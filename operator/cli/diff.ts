@@ -1,0 +1,114 @@
+/**
+ * `memcached-operator diff`: what applying each CR's current render would change in the live
+ * cluster, like `kubectl diff` — a server-side dry-run apply (field manager memcached-operator,
+ * force) compared with the live object, as a unified YAML diff, plus the objects the operator
+ * would prune. Exit 0: no difference; 1: differences; 2: an error.
+ */
+import { KubeConfig } from '@kubernetes/client-node'
+import { createTwoFilesPatch } from 'diff'
+import { resolve } from 'node:path'
+import { API_VERSION, KIND, parseMemcacheds, type Memcached } from '../api/memcached.ts'
+import { isNotFound, KubeClient, type KubeObject } from '../controller/client.ts'
+import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
+import { renderInstance } from '../render/engine.ts'
+import { RenderError } from '../render/errors.ts'
+import { MANAGED_KINDS } from '../render/guard.ts'
+import type { RenderedObject } from '../render/manifest.ts'
+import { labelValue } from '../render/names.ts'
+import { yamlText } from '../render/manifest.ts'
+import { FIELD_MANAGER } from '../reconcile/diff.ts'
+import { isControlledBy, stampOwner } from '../reconcile/owner.ts'
+import { packageVersion, UsageError, type CliIO } from './io.ts'
+import { readInputs, readOverrides } from './render.ts'
+
+export interface DiffOptions {
+  filename: string[]
+  all?: boolean
+  chart?: string
+  kubeconfig?: string
+  values: string[]
+  set: string[]
+  setString: string[]
+}
+
+/** What the server keeps for itself; kubectl diff hides managedFields, and the rest is noise of a dry run. */
+function comparable(obj: KubeObject | undefined): string {
+  if (!obj) return ''
+  const { managedFields: _m, resourceVersion: _r, generation: _g, uid: _u, creationTimestamp: _c, ...metadata } = obj.metadata
+  const { apiVersion, kind, metadata: _meta, ...rest } = obj
+  return yamlText({ apiVersion, kind, metadata, ...rest })
+}
+
+const fileName = (o: { apiVersion: string; kind: string; metadata: { namespace?: string | undefined; name?: string | undefined } }) =>
+  `${o.apiVersion.replace('/', '.')}.${o.kind}.${o.metadata.namespace ?? ''}.${o.metadata.name ?? ''}`
+
+/** Runs `diff`; returns 0 (no difference), 1 (differences) or 2 (error). */
+export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
+  if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
+  if (!opts.all && opts.filename.length === 0) throw new UsageError('no input: give -f FILE (or -f -), or --all for every Memcached in the cluster')
+  const kc = new KubeConfig()
+  if (opts.kubeconfig) kc.loadFromFile(resolve(io.cwd, opts.kubeconfig))
+  else kc.loadFromDefault()
+  const client = new KubeClient(kc, { userAgent: `memcached-operator-diff/${packageVersion()}`, fieldManager: FIELD_MANAGER })
+  try {
+    const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
+    const overrides = readOverrides(opts, io)
+    let crs: Memcached[]
+    if (opts.all) crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND })).items
+    else {
+      crs = []
+      for (const input of await readInputs(opts.filename, io)) crs.push(...parseMemcacheds(input.text, input.source))
+    }
+    let differences = 0
+    for (const given of crs) {
+      const namespace = given.metadata.namespace ?? 'default'
+      const name = given.metadata.name
+      // The live CR gives the uid the operator's ownerReferences carry.
+      let live: Memcached | undefined
+      try {
+        live = await client.get<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND, namespace, name })
+      } catch (err) {
+        if (!isNotFound(err)) throw err
+      }
+      const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(live?.metadata.uid ? { uid: live.metadata.uid } : {}) } }
+      const rendered = renderInstance(chart, { name, namespace, spec: cr.spec ?? {}, overrides }).objects
+      const desired: RenderedObject[] = live ? stampOwner(rendered, cr) : rendered
+      if (!live) io.stderr(`Memcached ${namespace}/${name} is not in the cluster: its objects are compared without ownerReferences\n`)
+      const seen = new Set<string>()
+      for (const d of desired) {
+        seen.add(fileName(d))
+        let current: KubeObject | undefined
+        try {
+          current = await client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace, name: d.metadata.name })
+        } catch (err) {
+          if (!isNotFound(err)) throw err
+        }
+        const merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+        differences += emit(io, d, comparable(current), comparable(merged))
+      }
+      if (live?.metadata.uid) {
+        for (const kind of MANAGED_KINDS) {
+          const owned = await client.list({ apiVersion: kind.apiVersion, kind: kind.kind }, { namespace, labelSelector: `app.kubernetes.io/instance=${labelValue(name)}` })
+          for (const o of owned.items) {
+            const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
+            if (seen.has(fileName(id)) || !isControlledBy(o, live)) continue
+            differences += emit(io, id, comparable(o), '')
+          }
+        }
+      }
+    }
+    return differences > 0 ? 1 : 0
+  } catch (err) {
+    if (err instanceof UsageError) throw err
+    io.stderr(`error: ${err instanceof RenderError ? err.message : err instanceof Error ? err.message : String(err)}\n`)
+    return 2
+  } finally {
+    client.close()
+  }
+}
+
+function emit(io: CliIO, id: Parameters<typeof fileName>[0], before: string, after: string): number {
+  if (before === after) return 0
+  io.stdout(createTwoFilesPatch(`live/${fileName(id)}`, `merged/${fileName(id)}`, before, after, undefined, undefined, { context: 3 }).replace(/^=+\n/, ''))
+  return 1
+}

@@ -1,0 +1,55 @@
+import { writeFileSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import t from 'tap'
+import { runCli } from '../operator/cli/program.ts'
+import { captureIO } from './support/io.ts'
+import { eventually, startBed } from './support/operator.ts'
+
+const root = resolve(import.meta.dirname, '..')
+const sample = join(root, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
+
+t.test('diff: nothing, then what a change would do, then what a chart change would do to every CR', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'memcached-sample', namespace: 'default' }, spec: { size: 3 } })
+  await eventually('applied', async () => ((await bed.client.list({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' }, { namespace: 'default' })).items.length === 1 ? true : undefined))
+  const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
+  bed.sandbox.requests.reset()
+
+  const none = captureIO()
+  t.equal(await runCli(['diff', '-f', sample, ...kc], none), 0, none.err())
+  t.equal(none.out(), '')
+  t.notOk(bed.sandbox.requests.log().some((r) => r.userAgent?.startsWith('memcached-operator-diff') && ['create', 'update', 'delete'].includes(r.verb)), 'diff writes nothing')
+  t.ok(bed.sandbox.requests.log().every((r) => !r.userAgent?.startsWith('memcached-operator-diff') || r.verb !== 'patch' || r.code < 300), 'its applies are dry runs that succeed')
+
+  const some = captureIO()
+  t.equal(await runCli(['diff', '-f', sample, ...kc, '--set', 'size=1,memoryMB=128'], some), 1)
+  t.match(some.out(), /--- live\/apps\.v1\.Deployment\.default\.memcached-sample\n\+\+\+ merged\/apps\.v1\.Deployment\.default\.memcached-sample\n/)
+  t.match(some.out(), /\n-  replicas: 3\n\+  replicas: 1\n/)
+  t.match(some.out(), /\n-            - "64"\n\+            - "128"\n/)
+  t.match(some.out(), /--- live\/policy\.v1\.PodDisruptionBudget\.default\.memcached-sample\n\+\+\+ merged\/policy\.v1\.PodDisruptionBudget\.default\.memcached-sample\n@@ -1,\d+ \+0,0 @@\n-apiVersion: policy\/v1\n/, 'the PDB would be pruned')
+  const dep = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'memcached-sample' })
+  t.equal((dep.spec as { replicas: number }).replicas, 3, 'the cluster is unchanged')
+
+  const dir = mkdtempSync(join(tmpdir(), 'mc-diff-'))
+  const chart = join(dir, 'chart')
+  const { cpSync, readFileSync } = await import('node:fs')
+  cpSync(join(root, 'charts/memcached'), chart, { recursive: true })
+  writeFileSync(join(chart, 'values.yaml'), readFileSync(join(chart, 'values.yaml'), 'utf8').replace('port: 11211', 'port: 11311'))
+  const all = captureIO()
+  t.equal(await runCli(['diff', '--all', '--chart', chart, ...kc], all), 1)
+  t.match(all.out(), /\n-      port: 11211\n\+      port: 11311\n/)
+})
+
+t.test('diff: errors exit 2', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
+  const bad = join(mkdtempSync(join(tmpdir(), 'mc-diff-')), 'bad.yaml')
+  writeFileSync(bad, 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\nspec: {size: -1}\n')
+  const invalid = captureIO()
+  t.equal(await runCli(['diff', '-f', bad, ...kc], invalid), 2)
+  t.match(invalid.err(), /spec\.size: must be >= 0/)
+  for (const args of [['diff'], ['diff', '--all', '-f', sample]]) t.equal(await runCli([...args, ...kc], captureIO()), 2, args.join(' '))
+})
