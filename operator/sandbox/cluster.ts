@@ -18,7 +18,6 @@ import {
   badRequest,
   conflict,
   deleteSuccess,
-  failure,
   forbidden,
   internalError,
   invalid,
@@ -30,10 +29,9 @@ import {
   resourceNotFound,
   unsupportedMediaType,
   expired,
-  type StatusBody,
 } from './errors.ts'
 import { Faults, type FaultTarget } from './faults.ts'
-import { everything, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
+import { fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
 import { validateBuiltin, validateMetadata } from './validation.ts'
@@ -272,7 +270,6 @@ export class Cluster implements ClusterAccess {
   #bookmarkIntervalMs: number
   #serviceIPs = new Set<string>(['10.96.0.1'])
   #nextServiceIP = 10
-  #generatedNames = 0
 
   constructor(opts: ClusterOptions) {
     this.#engine = opts.engine
@@ -611,7 +608,6 @@ export class Cluster implements ClusterAccess {
           let suffix = ''
           for (let i = 0; i < 5; i++) suffix += generateAlphabet[Math.floor(Math.random() * generateAlphabet.length)]
           const name = prefix + suffix
-          this.#generatedNames++
           if (!this.#live(type, m.namespace, name)) {
             m.name = name
             break
