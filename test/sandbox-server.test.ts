@@ -435,3 +435,12 @@ t.test('events are validated like the real server validates them', async (t) => 
   t.match(call(c, `POST /api/v1/namespaces/default/events`, core).body.message, 'Event "c1" is invalid: involvedObject.namespace: Invalid value: "kube-system": does not match event.namespace')
   t.equal(call(c, `POST /api/v1/namespaces/default/events`, { ...core, involvedObject: { kind: 'Node', name: 'n' } }).status, 201)
 })
+
+t.test('handle() copies the request body: the caller may mutate it afterwards', async (t) => {
+  const c = createCluster()
+  const body = configMap('mine', { a: '1' }, { tier: 'x' })
+  const r = await c.handle({ ...request(`POST ${CM}`), body })
+  t.equal(r.status, 201)
+  ;(body.metadata.labels as Record<string, string>).tier = 'changed'
+  t.equal(call(c, `GET ${CM}?labelSelector=tier%3Dx`).body.items.length, 1)
+})

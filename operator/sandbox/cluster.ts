@@ -298,8 +298,12 @@ export class Cluster implements ClusterAccess {
 
   // ---------------------------------------------------------------- entry points
 
-  /** In-process request: no faults, no accounting unless asked; the body is a private copy. */
+  /**
+   * In-process request: no faults, no accounting unless asked. The request body is copied (the
+   * caller may keep mutating it) and the response body is the caller's own copy.
+   */
   async handle(req: ApiRequest): Promise<ApiResponse> {
+    if (req.body !== null && typeof req.body === 'object') req = { ...req, body: structuredClone(req.body) }
     const reply = await this.dispatch(req, { faults: req.injectFaults === true, account: req.account === true })
     const res: ApiResponse = { status: reply.status, body: reply.json !== undefined ? JSON.parse(reply.json) : reply.body }
     if (reply.headers) res.headers = reply.headers
@@ -336,7 +340,10 @@ export class Cluster implements ClusterAccess {
     this.accounting.record(rec)
   }
 
-  /** The synchronous handler: every verb but watch. Never throws. */
+  /**
+   * The synchronous handler: every verb but watch. Never throws. It takes ownership of
+   * `req.body` (parts of it may be stored): pass a body nobody mutates afterwards.
+   */
   respond(req: ApiRequest): Reply {
     try {
       return this.#respond(req)
