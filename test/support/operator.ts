@@ -49,15 +49,13 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
   return new KubeClient(kc, { userAgent, fieldManager })
 }
 
-/** A sandbox with the CRD and a running operator. */
-export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number } = {}): Promise<Bed> {
+/** An operator (controller and its client) against a running sandbox. */
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
-  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
-  const operatorClient = clientFor(sandbox)
-  const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
   const controller = new MemcachedController({
-    client: operatorClient,
+    client,
     chart: () => chart,
     namespaces: [],
     concurrency: opts.concurrency ?? 2,
@@ -68,14 +66,30 @@ export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; 
   await controller.start()
   controller.runWorkers()
   return {
-    sandbox,
-    operatorClient,
-    client,
     controller,
+    client,
     metrics,
     async stop() {
       await controller.stop()
-      operatorClient.close()
+      client.close()
+    },
+  }
+}
+
+/** A sandbox with the CRD and a running operator. */
+export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number } = {}): Promise<Bed> {
+  const chart = opts.chart ?? loadChart()
+  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
+  const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  const operator = await startOperatorOn(sandbox, opts)
+  return {
+    sandbox,
+    operatorClient: operator.client,
+    client,
+    controller: operator.controller,
+    metrics: operator.metrics,
+    async stop() {
+      await operator.stop()
       client.close()
       await sandbox.close()
     },
