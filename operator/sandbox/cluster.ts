@@ -92,6 +92,11 @@ export interface ClusterOptions {
   historyWindow?: number
   /** Interval of BOOKMARK events for watches that allow them (default 60 s). */
   bookmarkIntervalMs?: number
+  /**
+   * Simulated graceful termination of scheduled pods: a DELETE sets deletionTimestamp and
+   * deletionGracePeriodSeconds, and the pod goes away this many ms later. 0 (default): at once.
+   */
+  podTerminationMs?: number
   faults?: Faults
   accounting?: Accounting
 }
@@ -268,6 +273,7 @@ export class Cluster implements ClusterAccess {
   #crd: CrdAdapter | undefined
   #table: TableRenderer | undefined
   #bookmarkIntervalMs: number
+  #podTerminationMs: number
   #serviceIPs = new Set<string>(['10.96.0.1'])
   #nextServiceIP = 10
 
@@ -276,6 +282,7 @@ export class Cluster implements ClusterAccess {
     this.#crd = opts.crd
     this.#table = opts.table
     this.#bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000
+    this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
     this.faults = opts.faults ?? new Faults()
@@ -724,7 +731,8 @@ export class Cluster implements ClusterAccess {
   #commitUpdate(type: ResourceType, req: ApiRequest, live: StoredObject, obj: KubeObject, warnings: string[]): Reply {
     const headers = headerMap(undefined, warnings)
     if (isDryRun(req)) return { status: 200, body: obj, ...(headers ? { headers } : {}) }
-    if (obj.metadata.deletionTimestamp && (obj.metadata.finalizers ?? []).length === 0) {
+    // As the registry's shouldDeleteDuringUpdate: gone once deleting with no grace left and no finalizers.
+    if (obj.metadata.deletionTimestamp && (obj.metadata.deletionGracePeriodSeconds ?? 0) === 0 && (obj.metadata.finalizers ?? []).length === 0) {
       // As the registry's errEmptiedFinalizers path: the object is deleted, not updated first;
       // the DELETED event carries its last stored state.
       const removed = this.#removeNow(type, live.namespace, live.name)
@@ -955,6 +963,8 @@ export class Cluster implements ClusterAccess {
     else if (policy === 'Orphan') finalizers = [...finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion'), 'orphan']
     else if (policy === 'Background') finalizers = finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion')
     const dry = isDryRun(req)
+    const grace = this.#podGracePeriod(type, req, old)
+    if (grace > 0) return this.#deletePodGracefully(type, live, finalizers, grace, dry)
     if (finalizers.length === 0 && !old.metadata.deletionTimestamp) {
       if (dry) return this.#deletedReply(type, live)
       const removed = this.#removeNow(type, live.namespace, live.name)
@@ -977,6 +987,58 @@ export class Cluster implements ClusterAccess {
     if (!first && sameObject(next, old, true)) return this.#objectReply(type, 200, live)
     if (dry) return { status: 200, body: next }
     return this.#objectReply(type, 200, this.store.put(tableOf(type), next))
+  }
+
+  /**
+   * The grace period of a pod deletion when graceful termination is simulated (podTerminationMs):
+   * a scheduled pod gets `gracePeriodSeconds` (query or DeleteOptions), else its
+   * terminationGracePeriodSeconds, else 30; 0 means delete now (unscheduled pods, grace 0, or
+   * simulation off).
+   */
+  #podGracePeriod(type: ResourceType, req: ApiRequest, old: KubeObject): number {
+    if (this.#podTerminationMs <= 0 || type.group !== '' || type.resource !== 'pods') return 0
+    const spec = isObject(old.spec) ? old.spec : {}
+    if (typeof spec.nodeName !== 'string' || spec.nodeName === '') return 0
+    const body = isObject(req.body) ? req.body : {}
+    const q = req.query.get('gracePeriodSeconds')
+    const asked = q !== null ? Number(q) : typeof body.gracePeriodSeconds === 'number' ? body.gracePeriodSeconds : undefined
+    if (asked !== undefined && Number.isFinite(asked)) return Math.max(0, asked)
+    if (old.metadata.deletionTimestamp) return old.metadata.deletionGracePeriodSeconds ?? 0
+    return typeof spec.terminationGracePeriodSeconds === 'number' ? spec.terminationGracePeriodSeconds : 30
+  }
+
+  /**
+   * A pod being terminated: deletionTimestamp = now + grace, deletionGracePeriodSeconds = grace,
+   * and after podTerminationMs the simulated kubelet's final delete (grace 0) removes it, or leaves
+   * it to its finalizers.
+   */
+  #deletePodGracefully(type: ResourceType, live: StoredObject, finalizers: string[], grace: number, dry: boolean): Reply {
+    const old = live.obj
+    if (old.metadata.deletionTimestamp && deepEqual(old.metadata.finalizers ?? [], finalizers)) return this.#objectReply(type, 200, live)
+    const next = live.copy()
+    if (!old.metadata.deletionTimestamp) {
+      next.metadata.deletionTimestamp = rfc3339(new Date(Date.now() + grace * 1000))
+      next.metadata.deletionGracePeriodSeconds = grace
+    }
+    if (finalizers.length > 0) next.metadata.finalizers = finalizers
+    else delete next.metadata.finalizers
+    if (dry) return { status: 200, body: next }
+    const stored = this.store.put(tableOf(type), next)
+    if (!old.metadata.deletionTimestamp) {
+      const uid = old.metadata.uid
+      const timer = setTimeout(() => {
+        const cur = this.#live(type, live.namespace, live.name)
+        if (!cur || cur.obj.metadata.uid !== uid || !cur.obj.metadata.deletionTimestamp) return
+        if ((cur.obj.metadata.finalizers ?? []).length === 0) this.#removeNow(type, live.namespace, live.name)
+        else {
+          const last = cur.copy()
+          last.metadata.deletionGracePeriodSeconds = 0
+          this.store.put(tableOf(type), last)
+        }
+      }, this.#podTerminationMs)
+      timer.unref()
+    }
+    return this.#objectReply(type, 200, stored)
   }
 
   #deletedReply(type: ResourceType, removed: StoredObject): Reply {

@@ -48,6 +48,11 @@ export interface SandboxOptions {
   historyWindow?: number
   /** Interval of BOOKMARK events on watches that allow them (default 60,000 ms). */
   bookmarkIntervalMs?: number
+  /**
+   * Simulated graceful pod termination: deleted scheduled pods stay (with deletionTimestamp and
+   * deletionGracePeriodSeconds) this many ms before they go. Default 0: deleted at once.
+   */
+  podTerminationMs?: number
   /** How many requests the request log keeps (default 1,000). */
   requestLogSize?: number
   /** Start the simulated kube-controller-manager and kubelet (default true). */
@@ -111,10 +116,11 @@ export const tableRenderer: TableRenderer = (type, objects, opts) => {
 }
 
 /** Builds a cluster (no HTTP) with the real engines: what tests of the core use. */
-export function createCluster(opts: { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; accounting?: Accounting } = {}): Cluster {
+export function createCluster(opts: { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; podTerminationMs?: number; accounting?: Accounting } = {}): Cluster {
   const o: ConstructorParameters<typeof Cluster>[0] = { engine: applyEngine, topologyFor: builtinTopology, defaultBuiltin: (obj) => defaultBuiltin(obj), crd: crdAdapter, table: tableRenderer, faults: new Faults(opts.faults) }
   if (opts.historyWindow !== undefined) o.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) o.bookmarkIntervalMs = opts.bookmarkIntervalMs
+  if (opts.podTerminationMs !== undefined) o.podTerminationMs = opts.podTerminationMs
   if (opts.accounting) o.accounting = opts.accounting
   return new Cluster(o)
 }
@@ -125,6 +131,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   if (opts.faults !== undefined) cOpts.faults = opts.faults
   if (opts.historyWindow !== undefined) cOpts.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) cOpts.bookmarkIntervalMs = opts.bookmarkIntervalMs
+  if (opts.podTerminationMs !== undefined) cOpts.podTerminationMs = opts.podTerminationMs
   cOpts.accounting = new Accounting(opts.requestLogSize)
   const cluster = createCluster(cOpts)
   for (const crd of opts.installCRDs ?? []) {
