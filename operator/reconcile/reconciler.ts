@@ -58,6 +58,12 @@ export interface ReconcilerDeps {
   now?: () => Date
 }
 
+/** What one reconcile applied, for its events. */
+interface Applied {
+  created: string[]
+  updated: string[]
+}
+
 /** A failed outcome. */
 type Failure = Exclude<ReconcileOutcome, { kind: 'ok' }>
 
@@ -122,10 +128,15 @@ export class Reconciler {
     }
 
     let liveDeployment: KubeObject | undefined
-    for (const d of desired) {
-      const current = live.get(objectKey(d))
-      const result = await this.#applyOne(cr, d, current, log)
-      if (d.kind === 'Deployment') liveDeployment = result
+    const done: Applied = { created: [], updated: [] }
+    try {
+      for (const d of desired) {
+        const current = live.get(objectKey(d))
+        const result = await this.#applyOne(cr, d, current, done, log)
+        if (d.kind === 'Deployment') liveDeployment = result
+      }
+    } finally {
+      await this.#announce(cr, done)
     }
     await this.#prune(cr, desired, log)
     await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok' }, log)
@@ -138,7 +149,7 @@ export class Reconciler {
   }
 
   /** Applies one object unless it already is what we render; returns the live object after. */
-  async #applyOne(cr: MemcachedObject, d: RenderedObject, current: KubeObject | undefined, log: Logger): Promise<KubeObject | undefined> {
+  async #applyOne(cr: MemcachedObject, d: RenderedObject, current: KubeObject | undefined, done: Applied, log: Logger): Promise<KubeObject | undefined> {
     const { memory, metrics } = this.#d
     if (current && memory.isUnchangedSinceApply(d, current)) {
       metrics.skipped(d.kind)
@@ -166,43 +177,53 @@ export class Reconciler {
     metrics.applied(d.kind)
     const what = describeObject(d)
     if (current) {
-      const changed = fields.length > 0 ? `: ${fields.slice(0, 5).join(', ')}${fields.length > 5 ? ', …' : ''}` : ''
       log.info({ object: what, fields }, 'updated')
-      await this.#d.events.record(cr, 'Normal', 'Updated', `Updated ${what}${changed}`, 'Apply')
+      done.updated.push(`${what}${fields.length > 0 ? ` (${fields.slice(0, 3).join(', ')}${fields.length > 3 ? ', …' : ''})` : ''}`)
     } else {
       log.info({ object: what }, 'created')
-      await this.#d.events.record(cr, 'Normal', 'Created', `Created ${what}`, 'Apply')
+      done.created.push(what)
     }
     return applied
+  }
+
+  /** One event per kind of change and reconcile (not one per object): `Created a, b`, `Updated c (.spec.replicas)`. */
+  async #announce(cr: MemcachedObject, done: Applied): Promise<void> {
+    if (done.created.length > 0) await this.#d.events.record(cr, 'Normal', 'Created', `Created ${done.created.join(', ')}`, 'Apply')
+    if (done.updated.length > 0) await this.#d.events.record(cr, 'Normal', 'Updated', `Updated ${done.updated.join(', ')}`, 'Apply')
   }
 
   /** Deletes what this CR controls and no longer renders (found by label and controller uid). */
   async #prune(cr: MemcachedObject, desired: RenderedObject[], log: Logger): Promise<void> {
     const keep = new Set(desired.map((d) => objectKey(d)))
+    const pruned: string[] = []
     const uid = cr.metadata.uid
     if (!uid) return
-    for (const kind of MANAGED_KINDS) {
-      const informer = this.#d.children.get(kindKey(kind))
-      for (const obj of informer?.byIndex(CONTROLLER_INDEX, uid) ?? []) {
-        const identity = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' } }
-        if (keep.has(objectKey(identity)) || obj.metadata.deletionTimestamp) continue
-        const what = describeObject(identity)
-        try {
-          await this.#d.client.delete(
-            { apiVersion: kind.apiVersion, kind: kind.kind, namespace: identity.metadata.namespace, name: identity.metadata.name },
-            { propagationPolicy: 'Background', ...(obj.metadata.uid ? { preconditions: { uid: obj.metadata.uid } } : {}) },
-          )
-        } catch (err) {
-          if (isNotFound(err)) continue
-          const message = `${what}: ${err instanceof Error ? err.message : String(err)}`
-          await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
-          throw new ReconcileError(`prune ${message}`, err)
+    try {
+      for (const kind of MANAGED_KINDS) {
+        const informer = this.#d.children.get(kindKey(kind))
+        for (const obj of informer?.byIndex(CONTROLLER_INDEX, uid) ?? []) {
+          const identity = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' } }
+          if (keep.has(objectKey(identity)) || obj.metadata.deletionTimestamp) continue
+          const what = describeObject(identity)
+          try {
+            await this.#d.client.delete(
+              { apiVersion: kind.apiVersion, kind: kind.kind, namespace: identity.metadata.namespace, name: identity.metadata.name },
+              { propagationPolicy: 'Background', ...(obj.metadata.uid ? { preconditions: { uid: obj.metadata.uid } } : {}) },
+            )
+          } catch (err) {
+            if (isNotFound(err)) continue
+            const message = `${what}: ${err instanceof Error ? err.message : String(err)}`
+            await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
+            throw new ReconcileError(`prune ${message}`, err)
+          }
+          if (obj.metadata.uid) this.#d.memory.forget(obj.metadata.uid)
+          this.#d.metrics.pruned(kind.kind)
+          log.info({ object: what }, 'pruned')
+          pruned.push(what)
         }
-        if (obj.metadata.uid) this.#d.memory.forget(obj.metadata.uid)
-        this.#d.metrics.pruned(kind.kind)
-        log.info({ object: what }, 'pruned')
-        await this.#d.events.record(cr, 'Normal', 'Pruned', `Deleted ${what}, which the chart no longer renders`, 'Prune')
       }
+    } finally {
+      if (pruned.length > 0) await this.#d.events.record(cr, 'Normal', 'Pruned', `Deleted ${pruned.join(', ')}, no longer rendered`, 'Prune')
     }
   }
 

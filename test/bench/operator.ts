@@ -1,0 +1,90 @@
+/**
+ * `npm run bench:operator`: N Memcached CRs (default 1,000, size 3) created at once in the
+ * sandbox, with the operator in its own process. Prints the time until every CR's status.nodes is
+ * complete, the operator's requests per CR by verb, its peak RSS, and then an idle resync: its
+ * writes (should be 0) and duration. Prints figures; asserts nothing.
+ */
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join, resolve } from 'node:path'
+import { memcachedCRD } from '../../operator/api/crd.ts'
+import { loadChart } from '../../operator/render/chart.ts'
+import { startSandbox } from '../../operator/sandbox/index.ts'
+import type { KubeObject } from '../../operator/sandbox/types.ts'
+import { clientFor } from '../support/operator.ts'
+
+const root = resolve(import.meta.dirname, '..', '..')
+const N = Number(process.env.BENCH_CRS ?? 1000)
+const SIZE = Number(process.env.BENCH_SIZE ?? 3)
+const RESYNC_S = 30
+
+const freePort = () => new Promise<number>((ok) => { const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => ok(p)) }) })
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const rssOf = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 }
+}
+
+const sandbox = await startSandbox({ podReadyDelayMs: 200, requestLogSize: 1_000_000, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+const metricsPort = await freePort()
+const operator = spawn(process.execPath, [join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'] })
+const reconciles = async () => {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  return [...text.matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0)
+}
+for (;;) {
+  try {
+    await reconciles()
+    break
+  } catch {
+    await sleep(50)
+  }
+}
+const user = clientFor(sandbox, 'bench/1', 'bench')
+sandbox.requests.reset()
+const opUA = (ua: string | undefined) => ua?.startsWith('memcached-operator/') ?? false
+console.log(`${N} Memcached CRs of size ${SIZE}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version}\n`)
+
+const start = performance.now()
+await Promise.all(Array.from({ length: N }, (_, i) => user.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: `mc-${i}`, namespace: 'default' }, spec: { size: SIZE } })))
+const created = performance.now()
+let peak = 0
+for (;;) {
+  peak = Math.max(peak, rssOf(operator.pid!).peak)
+  // Read the store directly: no request that the accounting would count.
+  const list = sandbox.cluster.store.list('cache.example.com/memcacheds').map((s) => s.obj as { status?: { nodes?: string[]; readyReplicas?: number } })
+  const done = list.filter((c) => c.status?.nodes?.length === SIZE && c.status.readyReplicas === SIZE).length
+  if (done === N) break
+  if (performance.now() - start > 600_000) throw new Error(`only ${done}/${N} converged after 10 minutes`)
+  await sleep(100)
+}
+const converged = performance.now()
+const log = sandbox.requests.log().filter((r) => opUA(r.userAgent))
+const byVerb: Record<string, number> = {}
+for (const r of log) {
+  const k = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}`
+  byVerb[k] = (byVerb[k] ?? 0) + 1
+}
+const writes = log.filter((r) => ['create', 'update', 'patch', 'delete'].includes(r.verb))
+console.log(`created ${N} CRs in ${((created - start) / 1000).toFixed(1)} s; every status.nodes complete after ${((converged - start) / 1000).toFixed(1)} s`)
+console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
+for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
+console.log(`operator peak RSS ${peak.toFixed(0)} MB\n`)
+
+// Idle resync: nothing changed, every CR is reconciled again by the periodic resync.
+await sleep(2000)
+sandbox.requests.reset()
+const before = await reconciles()
+const waitStart = performance.now()
+while ((await reconciles()) < before + N) await sleep(100)
+const resyncSeen = performance.now()
+const idleWrites = sandbox.requests.log().filter((r) => opUA(r.userAgent) && !['get', 'list', 'watch'].includes(r.verb)).length
+const idleReads = sandbox.requests.log().filter((r) => opUA(r.userAgent) && ['get', 'list'].includes(r.verb)).length
+console.log(`idle resync of ${N} CRs (period ${RESYNC_S} s): ${idleWrites} writes, ${idleReads} GET/LIST requests; all ${N} reconciled within ${((resyncSeen - waitStart) / 1000).toFixed(1)} s of waiting`)
+console.log(`operator RSS after the resync ${rssOf(operator.pid!).rss.toFixed(0)} MB, peak ${rssOf(operator.pid!).peak.toFixed(0)} MB`)
+operator.kill('SIGTERM')
+await new Promise((r) => operator.once('exit', r))
+user.close()
+await sandbox.close()
