@@ -5,6 +5,9 @@
  */
 import t, { type Test } from 'tap'
 import https from 'node:https'
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import type { TLSSocket } from 'node:tls'
 import { KubeConfig } from '@kubernetes/client-node'
@@ -132,4 +135,31 @@ t.test('basic auth from the kubeconfig', async (t) => {
   await client.get(REF)
   t.equal(s.seen[0]?.authorization, `Basic ${b64('admin:pw')}`)
   t.equal(s.seen[0]?.url, '/api/v1/namespaces/default/configmaps/tls')
+})
+
+t.test('in-cluster configuration: service account token and CA from their files', async (t) => {
+  const s = await server(t, { requireClientCert: false })
+  const root = mkdtempSync(join(tmpdir(), 'incluster-'))
+  t.teardown(() => rmSync(root, { recursive: true, force: true }))
+  const sa = join(root, 'var/run/secrets/kubernetes.io/serviceaccount')
+  mkdirSync(sa, { recursive: true })
+  writeFileSync(join(sa, 'token'), 'sa-token')
+  writeFileSync(join(sa, 'ca.crt'), SERVER_CERT)
+  writeFileSync(join(sa, 'namespace'), 'operators')
+  const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT }
+  t.teardown(() => {
+    for (const [k, v] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  })
+  process.env.KUBERNETES_SERVICE_HOST = '127.0.0.1'
+  process.env.KUBERNETES_SERVICE_PORT = new URL(s.url).port
+  const kc = new KubeConfig()
+  kc.loadFromCluster(root)
+  const client = new KubeClient(kc, { userAgent: 'tls-test' })
+  t.teardown(() => client.close())
+  t.equal(client.server, s.url)
+  t.equal((await client.get(REF)).metadata.name, 'tls')
+  t.equal(s.seen[0]?.authorization, 'Bearer sa-token')
 })
