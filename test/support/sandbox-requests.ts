@@ -30,7 +30,7 @@ const contentTypes: Record<string, string> = {
 export interface Result {
   status: number
   // Tests read arbitrary response fields.
-  body: any // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any
   headers: Record<string, string>
 }
 
