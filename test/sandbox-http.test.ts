@@ -123,6 +123,15 @@ t.test('over HTTP', async (t) => {
     t.equal((await http(sb, 'OPTIONS', '/api/v1/namespaces/default/configmaps')).status, 405)
   })
 
+  t.test('pod logs answer plain text', async (t) => {
+    await http(sb, 'POST', '/api/v1/namespaces/default/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'logger' }, spec: { containers: [{ name: 'a', image: 'b' }] } })
+    await http(sb, 'PATCH', '/api/v1/namespaces/default/pods/logger/status', { status: { containerStatuses: [{ name: 'a', state: { running: {} } }] } })
+    const r = await http(sb, 'GET', '/api/v1/namespaces/default/pods/logger/log')
+    t.equal(r.status, 200)
+    t.equal(r.headers['content-type'], 'text/plain')
+    t.equal(r.text, '')
+  })
+
   t.test('server-side apply with a YAML body: 201 then 200', async (t) => {
     const yaml = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  mode: "0644"\n'
     const h = { 'Content-Type': 'application/apply-patch+yaml' }

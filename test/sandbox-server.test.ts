@@ -490,3 +490,20 @@ t.test('simulated graceful pod termination (podTerminationMs)', async (t) => {
   await tick(80)
   t.equal(call(c, `GET ${P}/replaced`).status, 200, 'the timer of an earlier pod does not touch a new one')
 })
+
+t.test('pod logs: empty for a running container, refused while waiting or ambiguous', async (t) => {
+  const c = createCluster()
+  const P = '/api/v1/namespaces/default/pods'
+  call(c, `POST ${P}`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'one' }, spec: { containers: [{ name: 'a', image: 'b' }] } })
+  t.equal(call(c, `GET ${P}/one/log`).body.message, 'container "a" in pod "one" is waiting to start: ContainerCreating')
+  call(c, `PATCH ${P}/one/status`, { status: { containerStatuses: [{ name: 'a', state: { running: { startedAt: '2026-11-21T10:00:00Z' } } }] } })
+  const ok = await c.handle(request(`GET ${P}/one/log`))
+  t.same([ok.status, ok.body, ok.headers], [200, '', { 'Content-Type': 'text/plain' }])
+  t.equal(call(c, `GET ${P}/one/log?container=zz`).body.message, 'container zz is not valid for pod one')
+  call(c, `POST ${P}`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'two' }, spec: { containers: [{ name: 'a', image: 'b' }, { name: 'c', image: 'd' }] } })
+  t.equal(call(c, `GET ${P}/two/log`).body.message, 'a container name must be specified for pod two, choose one of: [a c]')
+  call(c, `PATCH ${P}/two/status`, { status: { containerStatuses: [{ name: 'c', state: { waiting: { reason: 'ImagePullBackOff' } } }] } })
+  t.equal(call(c, `GET ${P}/two/log?container=c`).body.message, 'container "c" in pod "two" is waiting to start: ImagePullBackOff')
+  t.equal(call(c, `DELETE ${P}/two/log`).status, 405)
+  t.equal(call(c, `GET /api/v1/namespaces/default/configmaps/x/log`).status, 404)
+})

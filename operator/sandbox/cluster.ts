@@ -107,6 +107,8 @@ export interface Reply {
   headers?: Record<string, string>
   body?: unknown
   json?: string
+  /** A plain-text body (pod logs). */
+  text?: string
 }
 
 /** Where a watch delivers its events; `json` is the serialised object. */
@@ -321,7 +323,7 @@ export class Cluster implements ClusterAccess {
   async handle(req: ApiRequest): Promise<ApiResponse> {
     if (req.body !== null && typeof req.body === 'object') req = { ...req, body: structuredClone(req.body) }
     const reply = await this.dispatch(req, { faults: req.injectFaults === true, account: req.account === true })
-    const res: ApiResponse = { status: reply.status, body: reply.json !== undefined ? JSON.parse(reply.json) : reply.body }
+    const res: ApiResponse = { status: reply.status, body: reply.json !== undefined ? JSON.parse(reply.json) : (reply.text ?? reply.body) }
     if (reply.headers) res.headers = reply.headers
     return res
   }
@@ -376,6 +378,7 @@ export class Cluster implements ClusterAccess {
     switch (req.verb) {
       case 'get':
         if (req.subresource === 'scale') return this.#getScale(type, req)
+        if (req.subresource === 'log') return this.#podLog(type, req)
         return this.#get(type, req)
       case 'list':
         return this.#list(type, req)
@@ -407,7 +410,9 @@ export class Cluster implements ClusterAccess {
     if (req.subresource !== undefined) {
       if (req.subresource === 'status' && !type.subresources.status) throw resourceNotFound()
       if (req.subresource === 'scale' && !type.subresources.scale) throw resourceNotFound()
-      if (req.subresource !== 'status' && req.subresource !== 'scale') throw resourceNotFound()
+      const podLog = req.subresource === 'log' && type.group === '' && type.resource === 'pods'
+      if (req.subresource !== 'status' && req.subresource !== 'scale' && !podLog) throw resourceNotFound()
+      if (podLog && req.verb !== 'get') throw methodNotAllowed()
       if (!req.name) throw resourceNotFound()
     }
     if (!type.verbs.includes(req.verb === 'watch' ? 'watch' : req.verb)) throw methodNotAllowed()
@@ -457,6 +462,28 @@ export class Cluster implements ClusterAccess {
     if (!render || !type) return undefined
     const includeObject = (req.query.get('includeObject') ?? 'Metadata') as 'None' | 'Metadata' | 'Object'
     return (json) => JSON.stringify(render(type, [JSON.parse(json) as KubeObject], { includeObject, resourceVersion: String(this.store.resourceVersion) }))
+  }
+
+  /**
+   * `pods/<name>/log`: simulated containers write nothing, so a running container's log is empty;
+   * the container must be named when there are several, and must have started.
+   */
+  #podLog(type: ResourceType, req: ApiRequest): Reply {
+    const pod = this.#mustLive(type, req).obj
+    const name = pod.metadata.name ?? ''
+    const spec = isObject(pod.spec) ? pod.spec : {}
+    const names = (Array.isArray(spec.containers) ? spec.containers : []).map((c) => (isObject(c) ? String(c.name ?? '') : ''))
+    const container = req.query.get('container') ?? (names.length === 1 ? names[0] : undefined)
+    if (container === undefined) throw badRequest(`a container name must be specified for pod ${name}, choose one of: [${names.join(' ')}]`)
+    if (!names.includes(container)) throw badRequest(`container ${container} is not valid for pod ${name}`)
+    const status = isObject(pod.status) ? pod.status : {}
+    const statuses = Array.isArray(status.containerStatuses) ? status.containerStatuses : []
+    const cs = statuses.find((x) => isObject(x) && x.name === container) as { state?: Record<string, unknown> } | undefined
+    if (!cs?.state || isObject(cs.state.waiting) || !(isObject(cs.state.running) || isObject(cs.state.terminated))) {
+      const reason = isObject(cs?.state?.waiting) && typeof cs.state.waiting.reason === 'string' ? cs.state.waiting.reason : 'ContainerCreating'
+      throw badRequest(`container "${container}" in pod "${name}" is waiting to start: ${reason}`)
+    }
+    return { status: 200, text: '', headers: { 'Content-Type': 'text/plain' } }
   }
 
   #get(type: ResourceType, req: ApiRequest): Reply {

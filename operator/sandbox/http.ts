@@ -102,6 +102,11 @@ function send(res: ServerResponse, status: number, json: string, headers?: Recor
 }
 
 function sendReply(res: ServerResponse, reply: Reply): void {
+  if (reply.text !== undefined) {
+    res.writeHead(reply.status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(reply.text), ...reply.headers })
+    res.end(reply.text)
+    return
+  }
   send(res, reply.status, reply.json ?? JSON.stringify(reply.body ?? null), reply.headers)
 }
 
