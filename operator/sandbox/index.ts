@@ -72,7 +72,7 @@ export interface Sandbox {
   cluster: Cluster
   /** Fault settings, changeable at run time. */
   faults: Faults
-  /** Request counters and log (HTTP requests). */
+  /** Request counters and log: HTTP requests, and the simulated controllers' unless `accountControllers: false`. */
   requests: Accounting
   /** Stops the server, cuts open watches, stops controllers, removes a temporary kubeconfig. */
   close(): Promise<void>
