@@ -104,19 +104,46 @@ if (process.argv.includes('--client')) {
   report('get', await run({ url: sb.url, method: 'GET', paths: Array.from({ length: N }, (_, i) => `${D}/d${i}`), n: 20_000, concurrency: 16 }))
   report(`list (${N} deployments)`, await run({ url: sb.url, method: 'GET', paths: [D], n: 200, concurrency: 4 }))
 
-  // Watch fan-out: W in-process watchers of the same resource, E writes; events delivered per second.
-  const W = 100
-  const E = 2000
+  // Watch fan-out: W HTTP watch connections (read in this process, so a lower bound) and W
+  // in-process watchers of the same resource; E writes; events delivered per second.
+  const W = 50
+  const E = 1000
+  const u = new URL(sb.url)
+  const rv = String(sb.cluster.store.resourceVersion)
+  let received = 0
+  let allIn: () => void = () => {}
+  const done = new Promise<void>((r) => (allIn = r))
+  const sockets = await Promise.all(
+    Array.from(
+      { length: W },
+      () =>
+        new Promise<ReturnType<typeof request>>((resolve) => {
+          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}` }, (res) => {
+            res.setEncoding('utf8')
+            res.on('data', (chunk: string) => {
+              for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) received++
+              if (received >= W * E) allIn()
+            })
+            resolve(req)
+          })
+          req.end()
+        }),
+    ),
+  )
   let delivered = 0
-  const watchReq: ApiRequest = { verb: 'watch', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', query: new URLSearchParams({ resourceVersion: String(sb.cluster.store.resourceVersion) }) }
+  const watchReq: ApiRequest = { verb: 'watch', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', query: new URLSearchParams({ resourceVersion: rv }) }
   const stops = Array.from({ length: W }, () => sb.cluster.watchRaw(watchReq, { event: () => void delivered++, close: () => {} }))
   const t0 = performance.now()
   for (let i = 0; i < E; i++) {
     sb.cluster.respond({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `w${i}` }, data: { i: String(i) } }, query: new URLSearchParams() })
   }
-  const seconds = (performance.now() - t0) / 1000
+  const inProcessSeconds = (performance.now() - t0) / 1000
+  await done
+  const httpSeconds = (performance.now() - t0) / 1000
   for (const stop of stops) stop()
-  console.log(`${`watch fan-out (${W} watchers)`.padEnd(34)} ${Math.round(delivered / seconds).toString().padStart(7)} events/s  (${E} writes, ${delivered} events)`)
+  for (const s of sockets) s.destroy()
+  console.log(`${`watch fan-out (${W} HTTP watches)`.padEnd(34)} ${Math.round(received / httpSeconds).toString().padStart(7)} events/s  (${E} writes)`)
+  console.log(`${`watch fan-out (${W} in-process)`.padEnd(34)} ${Math.round(delivered / inProcessSeconds).toString().padStart(7)} events/s  (writes included)`)
   child.kill()
   await sb.close()
 
