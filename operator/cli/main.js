@@ -1,5 +1,7 @@
-#!/usr/bin/env node
-// The `memcached-operator` executable. Plain JavaScript on purpose: the compile cache is enabled
+#!/usr/bin/env -S node --max-semi-space-size=2
+// The `memcached-operator` executable. The shebang caps V8's young generation (Node 24 lets it grow
+// to 128 MB): for the long-running operator that halves its resident memory, at no measured cost in
+// speed. Plain JavaScript on purpose: the compile cache is enabled
 // before any TypeScript loads, so the type-stripped sources come from the cache, not from a
 // fresh transpile on every start (most of a short command's time is start-up).
 import module from 'node:module'

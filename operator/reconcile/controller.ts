@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
-import { byControllerUid, Informer, objectKey, splitKey, stripManagedFields } from '../controller/informer.ts'
+import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
@@ -59,6 +59,18 @@ export interface MemcachedControllerOptions {
   recorder?: EventRecorder
 }
 
+/** What the controller keeps of a pod: enough for status.nodes and for mapping it to its CR. */
+export function podSummary(pod: KubeObject): KubeObject {
+  const { name, namespace, uid, resourceVersion, labels, deletionTimestamp, ownerReferences } = pod.metadata
+  const phase = (pod.status as { phase?: string } | undefined)?.phase
+  return {
+    apiVersion: pod.apiVersion,
+    kind: pod.kind,
+    metadata: { name, namespace, uid, resourceVersion, labels, ...(deletionTimestamp ? { deletionTimestamp } : {}), ...(ownerReferences ? { ownerReferences } : {}) },
+    ...(phase ? { status: { phase } } : {}),
+  }
+}
+
 /** Informers of one resource, one per watched namespace (or one for all), seen as one cache. */
 class InformerSet<T extends KubeObject = KubeObject> implements Cache<T> {
   readonly informers: Informer<T>[]
@@ -107,8 +119,8 @@ export class MemcachedController {
             kind,
             ...(namespace ? { namespace } : {}),
             ...(labelSelector ? { labelSelector } : {}),
-            // Cached objects need no managedFields (the diff reads only our own Apply entry from them).
-            transform: (o) => (kind === 'Pod' ? stripManagedFields(o) : o) as T,
+            // Pods are many and only their names, labels, phase and deletion matter: cache just that.
+            transform: (o) => (kind === 'Pod' ? podSummary(o) : o) as T,
             onError: onError(kind),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })

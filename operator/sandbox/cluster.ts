@@ -717,6 +717,9 @@ export class Cluster implements ClusterAccess {
     const sentManagedFields = m.managedFields !== undefined
     if (m.name !== undefined && m.name !== name) throw badRequest(`the name of the object (${m.name}) does not match the name on the URL (${name})`)
     if (type.namespaced && m.namespace !== undefined && m.namespace !== live.namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+    // A uid in the body is a precondition, as the registry's update makes it.
+    if (m.uid !== undefined && m.uid !== '' && m.uid !== old.metadata.uid)
+      throw conflict(type.group, type.resource, name, `Precondition failed: UID in precondition: ${m.uid}, UID in object meta: ${old.metadata.uid ?? ''}`)
     const rv = m.resourceVersion
     if (rv !== undefined && rv !== '' && rv !== old.metadata.resourceVersion) throw conflict(type.group, type.resource, name)
     if ((rv === undefined || rv === '') && type.custom && !o.patch)

@@ -29,7 +29,9 @@ const rssOf = (pid: number) => {
 
 const sandbox = await startSandbox({ podReadyDelayMs: 200, requestLogSize: 1_000_000, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
 const metricsPort = await freePort()
-const operator = spawn(process.execPath, [join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'] })
+// The flags the executable's shebang and the image give node.
+const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=2').split(' ').filter(Boolean)
+const operator = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'] })
 const reconciles = async () => {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
   return [...text.matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0)
@@ -71,7 +73,12 @@ const writes = log.filter((r) => ['create', 'update', 'patch', 'delete'].include
 console.log(`created ${N} CRs in ${((created - start) / 1000).toFixed(1)} s; every status.nodes complete after ${((converged - start) / 1000).toFixed(1)} s`)
 console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
 for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
-console.log(`operator peak RSS ${peak.toFixed(0)} MB\n`)
+const heap = async () => {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const v = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1048576
+  return `heap used ${v('nodejs_heap_size_used_bytes').toFixed(0)} MB of ${v('nodejs_heap_size_total_bytes').toFixed(0)} MB, external ${v('nodejs_external_memory_bytes').toFixed(0)} MB`
+}
+console.log(`operator peak RSS ${peak.toFixed(0)} MB (${await heap()})\n`)
 
 // Idle resync: nothing changed, every CR is reconciled again by the periodic resync.
 await sleep(2000)
@@ -83,7 +90,7 @@ const resyncSeen = performance.now()
 const idleWrites = sandbox.requests.log().filter((r) => opUA(r.userAgent) && !['get', 'list', 'watch'].includes(r.verb)).length
 const idleReads = sandbox.requests.log().filter((r) => opUA(r.userAgent) && ['get', 'list'].includes(r.verb)).length
 console.log(`idle resync of ${N} CRs (period ${RESYNC_S} s): ${idleWrites} writes, ${idleReads} GET/LIST requests; all ${N} reconciled within ${((resyncSeen - waitStart) / 1000).toFixed(1)} s of waiting`)
-console.log(`operator RSS after the resync ${rssOf(operator.pid!).rss.toFixed(0)} MB, peak ${rssOf(operator.pid!).peak.toFixed(0)} MB`)
+console.log(`operator RSS after the resync ${rssOf(operator.pid!).rss.toFixed(0)} MB, peak ${rssOf(operator.pid!).peak.toFixed(0)} MB (${await heap()})`)
 operator.kill('SIGTERM')
 await new Promise((r) => operator.once('exit', r))
 user.close()
