@@ -274,6 +274,16 @@ const cases: Case[] = [
   },
   {
     ref: '2',
+    name: 'a uid in the body is a precondition: another uid is 409',
+    run(tt, c) {
+      const a = call(c, `POST ${CM}`, configMap('x'))
+      const r = call(c, `PUT ${CM}/x`, { ...a.body, metadata: { ...a.body.metadata, uid: 'other' } })
+      ok(tt, r, 409)
+      tt.equal(r.body.message, `Operation cannot be fulfilled on configmaps "x": Precondition failed: UID in precondition: other, UID in object meta: ${a.body.metadata.uid}`)
+    },
+  },
+  {
+    ref: '2',
     name: 'PUT without resourceVersion: allowed for Deployment, 422 for a custom resource',
     run(tt, c) {
       ok(tt, call(c, `POST ${D}`, deployment('x')), 201)
