@@ -4,7 +4,6 @@
  * force) compared with the live object, as a unified YAML diff, plus the objects the operator
  * would prune. Exit 0: no difference; 1: differences; 2: an error.
  */
-import { KubeConfig } from '@kubernetes/client-node'
 import { createTwoFilesPatch } from 'diff'
 import { resolve } from 'node:path'
 import { API_VERSION, KIND, parseMemcacheds, type Memcached } from '../api/memcached.ts'
@@ -20,6 +19,7 @@ import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { isControlledBy, stampOwner } from '../reconcile/owner.ts'
 import { packageVersion, UsageError, type CliIO } from './io.ts'
 import { readInputs, readOverrides } from './render.ts'
+import { loadKubeConfig } from './run.ts'
 
 export interface DiffOptions {
   filename: string[]
@@ -46,9 +46,7 @@ const fileName = (o: { apiVersion: string; kind: string; metadata: { namespace?:
 export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
   if (!opts.all && opts.filename.length === 0) throw new UsageError('no input: give -f FILE (or -f -), or --all for every Memcached in the cluster')
-  const kc = new KubeConfig()
-  if (opts.kubeconfig) kc.loadFromFile(resolve(io.cwd, opts.kubeconfig))
-  else kc.loadFromDefault()
+  const kc = loadKubeConfig(opts.kubeconfig, io)
   const client = new KubeClient(kc, { userAgent: `memcached-operator-diff/${packageVersion()}`, fieldManager: FIELD_MANAGER })
   try {
     const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)

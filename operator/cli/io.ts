@@ -23,6 +23,14 @@ export function processIO(): CliIO {
   }
 }
 
+/** Invalid input that is not a render problem (an unreadable kubeconfig, …): exit code 1. */
+export class InputError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'InputError'
+  }
+}
+
 /** A usage error: exit code 2, like kubectl and helm. */
 export class UsageError extends Error {
   constructor(message: string) {

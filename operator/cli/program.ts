@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError, Option } from 'commander'
 import { RenderError } from '../render/errors.ts'
-import { packageVersion, UsageError, type CliIO } from './io.ts'
+import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value]
 
@@ -127,7 +127,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       io.stderr(`error: ${err.message}\n(add --help for usage)\n`)
       return 2
     }
-    if (err instanceof RenderError) {
+    if (err instanceof RenderError || err instanceof InputError) {
       io.stderr(`error: ${err.message}\n`)
       return 1
     }

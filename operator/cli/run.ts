@@ -8,14 +8,14 @@ import { KubeConfig } from '@kubernetes/client-node'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { KubeClient } from '../controller/client.ts'
-import { BindAddressError, startEndpoints, type Endpoints } from '../controller/health.ts'
+import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } from '../controller/health.ts'
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
-import { packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
+import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
 
 export interface RunOptions {
   kubeconfig?: string
@@ -49,6 +49,19 @@ function ownNamespace(): string {
   }
 }
 
+/** The kubeconfig of `--kubeconfig`, else KUBECONFIG, ~/.kube/config or the in-cluster service account. */
+export function loadKubeConfig(file: string | undefined, io: CliIO): KubeConfig {
+  const kc = new KubeConfig()
+  try {
+    if (file) kc.loadFromFile(resolve(io.cwd, file))
+    else kc.loadFromDefault()
+  } catch (err) {
+    throw new InputError(`kubeconfig ${file ?? process.env.KUBECONFIG ?? '~/.kube/config'}: ${err instanceof Error ? err.message : String(err)}`)
+  }
+  if (!kc.getCurrentCluster()) throw new InputError('no cluster: give --kubeconfig, set KUBECONFIG, or run in a cluster')
+  return kc
+}
+
 /** A running operator. */
 export interface Operator {
   controller: MemcachedController
@@ -65,15 +78,19 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const concurrency = Number(opts.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${JSON.stringify(opts.concurrency)}`)
   const resyncPeriodMs = parseDuration(opts.resyncPeriod)
-  const kc = new KubeConfig()
-  if (opts.kubeconfig) kc.loadFromFile(resolve(io.cwd, opts.kubeconfig))
-  else kc.loadFromDefault()
-  const cluster = kc.getCurrentCluster()
-  if (!cluster) throw new UsageError('no cluster: give --kubeconfig, set KUBECONFIG, or run in a cluster')
+  for (const [flag, address] of [['--metrics-bind-address', opts.metricsBindAddress], ['--health-probe-bind-address', opts.healthProbeBindAddress]] as const) {
+    try {
+      parseBindAddress(address)
+    } catch (err) {
+      throw new UsageError(`${flag}: ${err instanceof Error ? err.message : String(err)}`)
+    }
+  }
+  const kc = loadKubeConfig(opts.kubeconfig, io)
   const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
   const loaded = chartSource ? undefined : loadChart(chartDir)
   const chart = chartSource ?? (() => loaded!)
   const version = packageVersion()
+  const cluster = kc.getCurrentCluster()!
   log.info({ cluster: cluster.server, context: kc.getCurrentContext(), chart: chartDir, namespaces: opts.namespace.length > 0 ? opts.namespace : 'all', version }, 'starting')
 
   const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER })
