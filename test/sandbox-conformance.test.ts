@@ -478,6 +478,19 @@ const cases: Case[] = [
       const p2 = call(c, `GET ${CM}?limit=2&continue=${p1.body.metadata.continue}`)
       tt.same(p2.body.items.map((i: { metadata: { name: string } }) => i.metadata.name), ['c'])
       tt.equal(p2.body.metadata.continue, undefined)
+      // Across namespaces whose names sort differently from "namespace/name" strings.
+      for (const ns of ['a', 'a-x']) {
+        call(c, 'POST /api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
+        call(c, `POST /api/v1/namespaces/${ns}/configmaps`, configMap('z'))
+      }
+      const seen: string[] = []
+      let token = ''
+      do {
+        const page = call(c, `GET /api/v1/configmaps?limit=1${token ? `&continue=${token}` : ''}`)
+        seen.push(...page.body.items.map((i: { metadata: { namespace: string; name: string } }) => `${i.metadata.namespace}/${i.metadata.name}`))
+        token = page.body.metadata.continue ?? ''
+      } while (token)
+      tt.same(seen, ['a/z', 'a-x/z', 'default/a', 'default/b', 'default/c'])
     },
   },
   {

@@ -505,14 +505,16 @@ export class Cluster implements ClusterAccess {
     // limit/continue: the token is the key of the last item served; later pages see later writes.
     const cont = req.query.get('continue')
     if (cont) {
-      let after: { k: string } | undefined
+      let after: { ns?: unknown; name?: unknown } | undefined
       try {
-        after = JSON.parse(Buffer.from(cont, 'base64url').toString('utf8')) as { k: string }
+        after = JSON.parse(Buffer.from(cont, 'base64url').toString('utf8')) as { ns?: unknown; name?: unknown }
       } catch {
         throw badRequest('continue key is not valid: illegal base64 data')
       }
-      const k = after?.k ?? ''
-      items = items.filter((o) => `${o.namespace}/${o.name}` > k)
+      // Compare as the list is ordered (namespace, then name), not as joined strings.
+      const ns = String(after?.ns ?? '')
+      const name = String(after?.name ?? '')
+      items = items.filter((o) => o.namespace > ns || (o.namespace === ns && o.name > name))
     }
     const limit = Number(req.query.get('limit') ?? '0')
     let next: string | undefined
@@ -521,7 +523,7 @@ export class Cluster implements ClusterAccess {
       remaining = items.length - limit
       items = items.slice(0, limit)
       const last = items[items.length - 1]
-      if (last) next = Buffer.from(JSON.stringify({ k: `${last.namespace}/${last.name}`, rv })).toString('base64url')
+      if (last) next = Buffer.from(JSON.stringify({ ns: last.namespace, name: last.name, rv })).toString('base64url')
     }
     if (this.#wantsTable(req)) return this.#tableReply(type, req, items.map((o) => o.obj), next)
     const gv = groupVersion(type.group, type.version)
