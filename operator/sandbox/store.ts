@@ -167,8 +167,16 @@ export class Store {
     t.objects.set(key, stored)
     if (previous === undefined) t.sorted = null
     else if (t.sorted !== null) {
-      const i = t.sorted.indexOf(previous)
-      if (i >= 0) t.sorted[i] = stored
+      // Same key, same place: find it by binary search rather than a scan.
+      const sorted = t.sorted
+      let lo = 0
+      let hi = sorted.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (byKey(sorted[mid] as StoredObject, previous) < 0) lo = mid + 1
+        else hi = mid
+      }
+      if (sorted[lo] === previous) sorted[lo] = stored
       else t.sorted = null
     }
     const event: StoreEvent = previous === undefined ? { rv, type: 'ADDED', table, current: stored } : { rv, type: 'MODIFIED', table, current: stored, previous }
