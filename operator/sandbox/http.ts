@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto'
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, openapiV3GroupVersion, openapiV3Root, versionInfo } from './discovery.ts'
 import { StatusError, badRequest, resourceNotFound, unsupportedMediaType, methodNotAllowed } from './errors.ts'
 import { FaultSpecError } from './faults.ts'
+import { parse as parseYaml } from 'yaml'
 import type { ApiRequest, Verb } from './types.ts'
 
 /** Where a resource path points. */
@@ -131,7 +132,13 @@ function decodeBody(raw: Buffer, contentType: string | undefined, verb: Verb): u
   if (raw.length === 0) return undefined
   const ct = (contentType ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? ''
   if (ct === 'application/apply-patch+yaml') return raw.toString('utf8')
-  if (ct === 'application/yaml' && verb !== 'patch') return raw.toString('utf8')
+  if (ct === 'application/yaml' && verb !== 'patch') {
+    try {
+      return parseYaml(raw.toString('utf8'), { version: '1.1', uniqueKeys: true }) as unknown
+    } catch (e) {
+      throw badRequest(`error decoding YAML: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }
   if (!jsonTypes.has(ct) && !(verb === 'delete' || verb === 'deletecollection')) {
     throw unsupportedMediaType(['application/json', 'application/yaml'])
   }
