@@ -15,6 +15,7 @@ import { MANAGED_KINDS } from '../render/guard.ts'
 import { labelValue } from '../render/names.ts'
 import { AppliedMemory } from './applied.ts'
 import { EventAggregator } from './events.ts'
+import { FIELD_MANAGER } from './diff.ts'
 import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
@@ -71,6 +72,21 @@ export function podSummary(pod: KubeObject): KubeObject {
   }
 }
 
+/** A Memcached as cached: its managedFields are never read. */
+function withoutManagedFields(o: KubeObject): KubeObject {
+  if (!o.metadata.managedFields) return o
+  const { managedFields: _, ...metadata } = o.metadata
+  return { ...o, metadata }
+}
+
+/** A child as cached: of its managedFields only the operator's own Apply entry is read (by the diff). */
+function withOwnManagedFields(o: KubeObject): KubeObject {
+  const entries = o.metadata.managedFields as { manager?: string; operation?: string }[] | undefined
+  if (!entries) return o
+  const own = entries.filter((e) => e.manager === FIELD_MANAGER && e.operation === 'Apply' && !('subresource' in e))
+  return { ...o, metadata: { ...o.metadata, managedFields: own } as KubeObject['metadata'] }
+}
+
 /** Informers of one resource, one per watched namespace (or one for all), seen as one cache. */
 class InformerSet<T extends KubeObject = KubeObject> implements Cache<T> {
   readonly informers: Informer<T>[]
@@ -120,7 +136,7 @@ export class MemcachedController {
             ...(namespace ? { namespace } : {}),
             ...(labelSelector ? { labelSelector } : {}),
             // Pods are many and only their names, labels, phase and deletion matter: cache just that.
-            transform: (o) => (kind === 'Pod' ? podSummary(o) : o) as T,
+            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === KIND ? withoutManagedFields(o) : withOwnManagedFields(o)) as T,
             onError: onError(kind),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
