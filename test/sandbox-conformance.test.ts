@@ -118,6 +118,19 @@ const cases: Case[] = [
       tt.match(r.body.message, /^failed to create typed patch object \(default\/x; apps\/v1, Kind=Deployment\): \.spec\.template\.spec\.containers: duplicate entries for key \[name="a"\]/)
     },
   },
+  {
+    ref: '1.1',
+    name: 'a resourceVersion in an applied configuration is a precondition',
+    run(tt, c) {
+      const a = call(c, `PATCH ${CM}/x?fieldManager=m`, configMap('x'), { type: 'apply' })
+      call(c, `PATCH ${CM}/x`, { data: { a: '2' } })
+      const stale = call(c, `PATCH ${CM}/x?fieldManager=m`, { ...configMap('x'), metadata: { name: 'x', resourceVersion: a.body.metadata.resourceVersion } }, { type: 'apply' })
+      ok(tt, stale, 409)
+      tt.equal(stale.body.message, 'Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your changes to the latest version and try again')
+      const cur = call(c, `GET ${CM}/x`).body.metadata.resourceVersion
+      ok(tt, call(c, `PATCH ${CM}/x?fieldManager=m&force=true`, { ...configMap('x', { a: '3' }), metadata: { name: 'x', resourceVersion: cur } }, { type: 'apply' }), 200)
+    },
+  },
   // §1.2 managedFields
   {
     ref: '1.2',

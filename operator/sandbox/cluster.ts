@@ -844,6 +844,9 @@ export class Cluster implements ClusterAccess {
     }
     const subresource = req.subresource === 'status' ? 'status' : undefined
     const live = this.#live(type, req.namespace, name)
+    // A resourceVersion in the configuration is a precondition, as for every other write.
+    const rvPre = cfg.metadata.resourceVersion
+    if (live && typeof rvPre === 'string' && rvPre !== '' && rvPre !== live.obj.metadata.resourceVersion) throw conflict(type.group, type.resource, name)
     if (!live) {
       if (subresource) throw notFound(type.group, type.resource, name)
       const ns = type.namespaced ? (req.namespace ?? '') : ''
