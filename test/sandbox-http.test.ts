@@ -160,6 +160,14 @@ t.test('over HTTP', async (t) => {
     t.equal(r.lines[1]?.object.kind, 'ConfigMap')
   })
 
+  t.test('watch: a client that goes away leaves no subscriber behind', async (t) => {
+    const before = sb.cluster.store.subscribers
+    const r = await watchLines(sb, '/api/v1/namespaces/default/configmaps?watch=true', 1)
+    t.equal(r.lines[0]?.type, 'ADDED')
+    for (let i = 0; i < 100 && sb.cluster.store.subscribers !== before; i++) await new Promise((res) => setTimeout(res, 10))
+    t.equal(sb.cluster.store.subscribers, before)
+  })
+
   t.test('watch: BOOKMARK events carry only the resourceVersion', async (t) => {
     const r = await watchLines(sb, `/api/v1/namespaces/default/configmaps?watch=true&allowWatchBookmarks=true&resourceVersion=${sb.cluster.store.resourceVersion}`, 1)
     t.equal(r.lines[0]?.type, 'BOOKMARK')

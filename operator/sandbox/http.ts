@@ -185,12 +185,12 @@ async function handle(cluster: Cluster, serverAddress: () => string, req: Incomi
     cluster.account(apiReq, e instanceof StatusError ? e.code : 500)
     throw e
   }
-  if (verb === 'watch') return watch(cluster, apiReq, req, res)
+  if (verb === 'watch') return watch(cluster, apiReq, res)
   const reply = await cluster.dispatch(apiReq, { faults: true, account: true })
   sendReply(res, reply)
 }
 
-async function watch(cluster: Cluster, apiReq: ApiRequest, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse): Promise<void> {
   const target = { verb: 'watch', group: apiReq.group, resource: apiReq.resource, namespace: apiReq.namespace, name: apiReq.name }
   // A watch connection held by a pause is a watch connection too: watch-drop-s cuts it as well.
   const unregister = cluster.faults.onWatchDrop(() => res.destroy())
@@ -237,8 +237,8 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, req: IncomingMessage,
   }
   cluster.account(apiReq, 200)
   begin()
+  // The response's close is the connection's (a request's close only means its body was read).
   res.on('close', stop)
-  req.on('close', stop)
 }
 
 async function discovery(cluster: Cluster, serverAddress: () => string, method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {

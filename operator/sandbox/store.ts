@@ -118,6 +118,13 @@ export class Store {
     return this.#compacted
   }
 
+  /** Number of live subscribers (open watches) across all tables. */
+  get subscribers(): number {
+    let n = 0
+    for (const s of this.#subscribers.values()) n += s.size
+    return n
+  }
+
   /** Number of stored objects across all tables. */
   get size(): number {
     let n = 0
