@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto'
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, openapiV3GroupVersion, openapiV3Root, versionInfo } from './discovery.ts'
 import { StatusError, badRequest, resourceNotFound, unsupportedMediaType, methodNotAllowed } from './errors.ts'
 import { FaultSpecError } from './faults.ts'
+import { decodeProtobuf, ProtobufError } from './protobuf.ts'
 import { parse as parseYaml } from 'yaml'
 import type { ApiRequest, Verb } from './types.ts'
 
@@ -137,6 +138,14 @@ function decodeBody(raw: Buffer, contentType: string | undefined, verb: Verb): u
       return parseYaml(raw.toString('utf8'), { version: '1.1', uniqueKeys: true }) as unknown
     } catch (e) {
       throw badRequest(`error decoding YAML: ${e instanceof Error ? e.message : String(e)}`)
+    }
+  }
+  if (ct === 'application/vnd.kubernetes.protobuf' && (verb === 'create' || verb === 'update')) {
+    try {
+      return decodeProtobuf(raw)
+    } catch (e) {
+      if (!(e instanceof ProtobufError)) throw e
+      throw new StatusError(415, 'UnsupportedMediaType', `the sandbox cannot decode this protobuf body (${e.message}); send application/json`)
     }
   }
   if (!jsonTypes.has(ct) && !(verb === 'delete' || verb === 'deletecollection')) {
