@@ -1,0 +1,207 @@
+/**
+ * RBAC proof: the operator (`run`'s code path, with leader election) goes through the scenarios of
+ * the integration suite against the sandbox, which records every request; every request the
+ * operator made must be allowed by the rules kustomize/default binds to its ServiceAccount, and
+ * every rule must have been needed by some request. Changing a rule in kustomize/rbac in either
+ * direction fails this test.
+ */
+import pino from 'pino'
+import t, { type Test } from 'tap'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import type { KubeClient, KubeObject } from '../operator/controller/client.ts'
+import { packageVersion } from '../operator/cli/io.ts'
+import { startOperator, type Operator, type RunOptions } from '../operator/cli/run.ts'
+import { loadChart } from '../operator/render/chart.ts'
+import { EventAggregator } from '../operator/reconcile/events.ts'
+import { ApiEventRecorder } from '../operator/reconcile/recorder.ts'
+import { MANAGED_KINDS } from '../operator/render/guard.ts'
+import { startSandbox } from '../operator/sandbox/index.ts'
+import type { RequestRecord } from '../operator/sandbox/accounting.ts'
+import { allowing, expand, grantsFor, kustomize, ruleMatches, type Attributes, type Grant } from './deploy-manifests.ts'
+import { chartWith } from './support/chart.ts'
+import { captureIO } from './support/io.ts'
+import { clientFor, eventually } from './support/operator.ts'
+
+const NS = 'memcached-operator-system'
+const SA = 'memcached-operator-controller-manager'
+const UA = `memcached-operator/${packageVersion()}`
+const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
+type Status = { nodes?: string[]; readyReplicas?: number; observedGeneration?: number; conditions?: { type: string; reason: string }[] }
+
+// The bundled chart renders no ConfigMap; chart authors may add one (it is a managed kind), so the
+// scenarios use a chart that does, removed again at size 1 so that pruning deletes it.
+const chart = loadChart(chartWith({ 'templates/configmap.ejs': '<% if (values.size > 1) { -%>\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname() %>\ndata:\n  size: <%= String(values.size) %>\n<% } -%>\n' }))
+
+async function converged(user: KubeClient, namespace: string, name: string, size: number): Promise<void> {
+  await eventually(`${namespace}/${name} at ${size}`, async () => {
+    const cr = await user.get({ ...MC, namespace, name })
+    const s = (cr.status ?? {}) as Status
+    return s.observedGeneration === cr.metadata.generation && s.nodes?.length === size && s.readyReplicas === size ? true : undefined
+  }, 30_000)
+}
+
+/** Runs the scenarios and returns what the operator's user agent asked the sandbox. */
+async function recordScenarios(t: Test): Promise<RequestRecord[]> {
+  const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 1_000_000, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const user = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => user.close())
+  for (const ns of [NS, 'team-a']) await user.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
+
+  // As the manager Deployment runs it: all namespaces, leader election in the operator's namespace.
+  const opts: RunOptions = {
+    kubeconfig: sandbox.kubeconfigPath,
+    namespace: [],
+    concurrency: '2',
+    resyncPeriod: '10m',
+    leaderElect: true,
+    leaderElectionNamespace: NS,
+    leaderElectionId: 'memcached-operator-leader',
+    metricsBindAddress: '127.0.0.1:0',
+    healthProbeBindAddress: '127.0.0.1:0',
+  }
+  let current = chart
+  const start = (): Promise<Operator> => startOperator(opts, captureIO(), pino({ level: 'silent' }), () => current)
+  const leader = await start()
+  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: NS, name: 'memcached-operator-leader' }
+  const holder = async () => ((await user.get(lease)).spec as { holderIdentity?: string }).holderIdentity
+  await eventually('the leader holds the lease', async () => ((await holder()) === leader.elector?.identity ? true : undefined))
+  // The second replica: warm caches, waits for the Lease.
+  const standby = await start()
+  t.teardown(() => standby.stop())
+
+  // Create: ServiceAccount, ConfigMap, Service, Deployment, PDB; status; events.
+  await user.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 3, serviceAccount: { create: true } } })
+  await converged(user, 'default', 'cache', 3)
+  // Scale, then roll out a new pod template.
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 4 } }, { type: 'merge' })
+  await converged(user, 'default', 'cache', 4)
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { memoryMB: 128 } }, { type: 'merge' })
+  await converged(user, 'default', 'cache', 4)
+  // Prune at size 1: the PDB, the ConfigMap and (no longer asked for) the ServiceAccount are deleted.
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 1, serviceAccount: { create: false } } }, { type: 'merge' })
+  await converged(user, 'default', 'cache', 1)
+  await eventually('pruned', async () => {
+    const left = await user.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: 'default', labelSelector: 'app.kubernetes.io/instance=cache' })
+    return left.items.length === 0 ? true : undefined
+  })
+  // A chart author drops templates: what a CR rendered before and no longer renders is pruned,
+  // whatever its kind (here the Service and the Deployment).
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 2 } }, { type: 'merge' })
+  await converged(user, 'default', 'cache', 2)
+  current = loadChart(chartWith({ 'templates/service.ejs': null, 'templates/deployment.ejs': null }))
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 3 } }, { type: 'merge' })
+  await eventually('Service and Deployment pruned', async () => {
+    for (const [apiVersion, kind] of [['v1', 'Service'], ['apps/v1', 'Deployment']]) if ((await user.list({ apiVersion: apiVersion!, kind: kind! }, { namespace: 'default' })).items.length > 0) return undefined
+    return true
+  })
+  current = chart
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 2 } }, { type: 'merge' })
+  await converged(user, 'default', 'cache', 2)
+  // Ownership conflict in another namespace: a Warning event there, no write to the foreign object.
+  await user.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'taken', namespace: 'team-a', labels: { 'app.kubernetes.io/managed-by': 'memcached-operator' } }, spec: { ports: [{ port: 80 }] } })
+  await user.create({ ...MC, metadata: { name: 'taken', namespace: 'team-a' }, spec: { size: 2 } })
+  await eventually('OwnershipConflict', async () => {
+    const cr = await user.get({ ...MC, namespace: 'team-a', name: 'taken' })
+    return ((cr.status ?? {}) as Status).conditions?.some((c) => c.reason === 'OwnershipConflict') ? true : undefined
+  })
+  // Delete: the garbage collector removes the children; the operator only sees them go.
+  await user.delete({ ...MC, namespace: 'default', name: 'cache' })
+  await eventually('children collected', async () => ((await user.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: 'default' })).items.length === 0 ? true : undefined))
+
+  // A repeated event after the suppression window patches the count of the existing Event. Ten
+  // minutes cannot pass in a test, so the operator's recorder is driven with its clock advanced,
+  // through a client with the operator's identity.
+  const opClient = clientFor(sandbox, UA)
+  t.teardown(() => opClient.close())
+  const recorder = new ApiEventRecorder(opClient, new EventAggregator(), pino({ level: 'silent' }), () => now)
+  let now = new Date()
+  const cr = (await user.get({ ...MC, namespace: 'team-a', name: 'taken' })) as Parameters<ApiEventRecorder['record']>[0]
+  await recorder.record(cr, 'Warning', 'OwnershipConflict', 'repeated')
+  now = new Date(now.getTime() + 11 * 60_000)
+  await recorder.record(cr, 'Warning', 'OwnershipConflict', 'repeated')
+
+  // Leader hand-over: SIGTERM's path releases the Lease; the standby takes it.
+  await leader.stop()
+  await eventually('the standby leads', async () => ((await holder()) === standby.elector?.identity ? true : undefined), 30_000)
+  await standby.stop()
+  return sandbox.requests.log().filter((r) => r.userAgent === UA)
+}
+
+const attributes = (r: RequestRecord): Attributes => ({ verb: r.verb, group: r.group, resource: r.resource, ...(r.subresource ? { subresource: r.subresource } : {}), ...(r.namespace ? { namespace: r.namespace } : {}), ...(r.name ? { name: r.name } : {}) })
+const describe = (a: Attributes) => `${a.verb} ${a.group || 'core'}/${a.resource}${a.subresource ? `/${a.subresource}` : ''} ${a.namespace ? `in ${a.namespace}` : 'cluster-wide'}${a.name ? ` (${a.name})` : ''}`
+const grantName = (g: Grant) => `${g.from}: ${g.rule.verbs.join(',')} ${(g.rule.apiGroups ?? []).map((x) => x || 'core').join(',')}/${(g.rule.resources ?? []).join(',')}${g.rule.resourceNames ? ` [${g.rule.resourceNames.join(',')}]` : ''}`
+
+t.test('every request the operator makes is allowed, and every rule is needed', async (t) => {
+  const records = await recordScenarios(t)
+  const objects = kustomize('default')
+  const grants = grantsFor(objects, NS, SA)
+  t.ok(grants.length > 0, 'the ServiceAccount is bound')
+
+  // Discovery (non-resource URLs such as /api, /apis) is granted to every authenticated user by
+  // the built-in system:discovery ClusterRole; the operator needs nothing more there.
+  const discovery = records.filter((r) => r.resource === '')
+  t.ok(discovery.every((r) => r.verb === 'get'), 'non-resource requests are discovery reads')
+  const requests = records.filter((r) => r.resource !== '').map(attributes)
+  t.ok(requests.length > 40, `${requests.length} requests recorded`)
+
+  const denied = [...new Set(requests.filter((a) => allowing(grants, a).length === 0).map(describe))]
+  t.same(denied, [], 'no request would be forbidden')
+
+  // Each (verb, resource) of each rule, in its scope, was used by at least one request.
+  const unused: string[] = []
+  for (const g of grants) {
+    for (const x of expand(g)) {
+      const [resource, subresource] = x.resource.split('/')
+      const used = requests.some((a) => a.verb === x.verb && a.group === x.group && a.resource === resource && a.subresource === subresource && allowing([g], a).length > 0)
+      if (!used) unused.push(`${g.from}: ${x.verb} ${x.group || 'core'}/${x.resource}`)
+    }
+  }
+  t.same(unused, [], 'no rule grants a verb the operator never used')
+
+  // And no rule is redundant: without any one of them some request is forbidden.
+  for (const g of grants) {
+    const rest = grants.filter((x) => x !== g)
+    t.ok(requests.some((a) => allowing(rest, a).length === 0), `needed: ${grantName(g)}`)
+  }
+
+  // The shape of what was used, as the comments in kustomize/rbac explain it.
+  const used = (verb: string, group: string, resource: string, subresource?: string) => requests.filter((a) => a.verb === verb && a.group === group && a.resource === resource && a.subresource === subresource)
+  t.ok(used('list', 'cache.example.com', 'memcacheds').every((a) => a.namespace === undefined), 'Memcacheds are listed across all namespaces')
+  t.same(used('get', 'cache.example.com', 'memcacheds'), [], 'a Memcached is never read with a GET')
+  for (const k of MANAGED_KINDS) {
+    const group = k.apiVersion.includes('/') ? k.apiVersion.split('/')[0]! : ''
+    for (const verb of ['list', 'watch', 'patch', 'delete']) t.ok(used(verb, group, k.resource).length > 0, `${verb} ${k.resource}`)
+    for (const verb of ['get', 'create', 'update']) t.same(used(verb, group, k.resource), [], `no ${verb} ${k.resource}`)
+  }
+  t.ok(used('patch', 'cache.example.com', 'memcacheds', 'status').length > 0)
+  t.same(new Set(used('create', '', 'events').map((a) => a.namespace)), new Set(['default', 'team-a']), 'events are created in the CRs\' namespaces (hence the ClusterRole)')
+  t.ok(used('patch', '', 'events').length > 0)
+  const leases = requests.filter((a) => a.resource === 'leases')
+  t.ok(leases.length > 0 && leases.every((a) => a.namespace === NS), 'Leases only in the operator\'s namespace (hence the Role)')
+  t.same([...new Set(leases.map((a) => a.verb))].sort(), ['create', 'get', 'update'])
+})
+
+t.test('the rules of kustomize/rbac are those of kustomize/default, without the prefix and namespace', async (t) => {
+  type Rules = { kind: string; name: string; namespaced: boolean; rules: unknown }
+  const shape = (objects: KubeObject[], prefix: string): Rules[] =>
+    objects
+      .filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')
+      .map((o) => ({ kind: o.kind, name: (o.metadata.name ?? '').slice(prefix.length), namespaced: o.metadata.namespace !== undefined, rules: (o as { rules?: unknown }).rules }))
+      .sort((a, b) => a.name.localeCompare(b.name))
+  t.same(shape(kustomize('rbac'), ''), shape(kustomize('default'), 'memcached-operator-'))
+})
+
+t.test('the authorizer model: scope, resource names and subresources', async (t) => {
+  const rule = { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['l'], verbs: ['get'] }
+  t.ok(ruleMatches(rule, { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace: 'x', name: 'l' }))
+  t.notOk(ruleMatches(rule, { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace: 'x', name: 'other' }))
+  t.notOk(ruleMatches(rule, { verb: 'list', group: 'coordination.k8s.io', resource: 'leases', namespace: 'x' }))
+  const status = { apiGroups: ['cache.example.com'], resources: ['memcacheds/status'], verbs: ['patch'] }
+  t.ok(ruleMatches(status, { verb: 'patch', group: 'cache.example.com', resource: 'memcacheds', subresource: 'status' }))
+  t.notOk(ruleMatches(status, { verb: 'patch', group: 'cache.example.com', resource: 'memcacheds' }))
+  const inNs: Grant = { namespace: 'a', from: 'Role/a/r', rule: { apiGroups: [''], resources: ['events'], verbs: ['create'] } }
+  t.equal(allowing([inNs], { verb: 'create', group: '', resource: 'events', namespace: 'a' }).length, 1)
+  t.equal(allowing([inNs], { verb: 'create', group: '', resource: 'events', namespace: 'b' }).length, 0, 'a Role grants only in its namespace')
+  t.equal(allowing([inNs], { verb: 'create', group: '', resource: 'events' }).length, 0, 'nor cluster-wide')
+})
