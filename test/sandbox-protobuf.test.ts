@@ -99,6 +99,11 @@ t.test('Deployments: int-or-string, selectors, strategies', async (t) => {
   t.same(decodeProtobuf(secret), { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { k: 'AP8=' }, immutable: true })
 })
 
+t.test("typed clients' DeleteOptions", async (t) => {
+  const body = envelope('meta.k8s.io/v1', 'DeleteOptions', [[1, 0], [2, [[1, 'u']]], [4, 'Foreground'], [5, 'All']])
+  t.same(decodeProtobuf(body), { apiVersion: 'meta.k8s.io/v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: 'u' }, propagationPolicy: 'Foreground', dryRun: ['All'] })
+})
+
 t.test('everything else is refused, never dropped', async (t) => {
   const refuse = (body: Uint8Array, why: RegExp): void => {
     t.throws(() => decodeProtobuf(body), { name: 'ProtobufError', message: why })

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import * as k8s from '@kubernetes/client-node'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { decodeProtobuf } from '../operator/sandbox/protobuf.ts'
-import { kubectlPath } from './support/tools.ts'
+import { helmPath, kubectlPath } from './support/tools.ts'
 import { widgetCRDs } from './support/sandbox-requests.ts'
 
 t.test('@kubernetes/client-node works with the kubeconfig', async (t) => {
@@ -151,4 +151,33 @@ t.test("kubectl's protobuf generators: the decoded body is exactly the object ku
   }
   const pdep = (await sb.cluster.handle({ verb: 'get', group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', name: 'pdep', query: new URLSearchParams() })).body as { spec: { replicas: number } }
   t.equal(pdep.spec.replicas, 0, 'a pointer field at its zero value is kept')
+})
+
+t.test('helm 4 installs, upgrades and uninstalls a release (its typed client deletes with protobuf DeleteOptions)', async (t) => {
+  const sb = await startSandbox({ controllers: false })
+  t.teardown(() => sb.close())
+  const dir = t.testdir({
+    chart: {
+      'Chart.yaml': 'apiVersion: v2\nname: tiny\nversion: 0.1.0\n',
+      'values.yaml': 'greeting: hello\n',
+      templates: { 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  greeting: {{ .Values.greeting | quote }}\n' },
+    },
+  })
+  const env = { ...process.env, KUBECONFIG: sb.kubeconfigPath, HOME: dir, HELM_CACHE_HOME: join(dir, 'cache'), HELM_CONFIG_HOME: join(dir, 'config'), HELM_DATA_HOME: join(dir, 'data') }
+  const helm = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+    new Promise((resolve) => {
+      execFile(helmPath(), args, { env }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }))
+    })
+  const cm = async (): Promise<{ status: number; body: unknown }> => sb.cluster.handle({ verb: 'get', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', name: 'r-cm', query: new URLSearchParams() })
+  const install = await helm(['install', 'r', join(dir, 'chart')])
+  t.equal(install.code, 0, install.stderr)
+  t.same(((await cm()).body as { data: object }).data, { greeting: 'hello' })
+  const upgrade = await helm(['upgrade', 'r', join(dir, 'chart'), '--set', 'greeting=bye'])
+  t.equal(upgrade.code, 0, upgrade.stderr)
+  t.same(((await cm()).body as { data: object }).data, { greeting: 'bye' })
+  const uninstall = await helm(['uninstall', 'r'])
+  t.equal(uninstall.code, 0, uninstall.stderr)
+  t.equal((await cm()).status, 404)
+  const secrets = (await sb.cluster.handle({ verb: 'list', group: '', version: 'v1', resource: 'secrets', namespace: 'default', query: new URLSearchParams() })).body as { items: unknown[] }
+  t.same(secrets.items, [], 'the release records are gone')
 })

@@ -140,7 +140,7 @@ function decodeBody(raw: Buffer, contentType: string | undefined, verb: Verb): u
       throw badRequest(`error decoding YAML: ${e instanceof Error ? e.message : String(e)}`)
     }
   }
-  if (ct === 'application/vnd.kubernetes.protobuf' && (verb === 'create' || verb === 'update')) {
+  if (ct === 'application/vnd.kubernetes.protobuf') {
     try {
       return decodeProtobuf(raw)
     } catch (e) {

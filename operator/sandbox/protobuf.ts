@@ -1,8 +1,8 @@
 /**
  * Decoding of the Kubernetes protobuf envelope for the few kinds that kubectl's generators send
- * as protobuf (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment`,
- * `kubectl run`, `kubectl expose`): typed clients in client-go write protobuf and do not fall back
- * to JSON on 415. The schemas below are the k8s.io/api `generated.proto` field numbers of what
+ * as protobuf (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment`) and
+ * for the DeleteOptions of typed clients (helm): client-go's typed clients write protobuf and do
+ * not fall back to JSON on 415. The schemas below are the k8s.io/api `generated.proto` field numbers of what
  * those commands fill in; any other field makes the body undecodable (415) rather than silently
  * dropped, so nothing a client sent is lost.
  */
@@ -195,6 +195,17 @@ const kinds: Record<string, Message> = {
   'apps/v1/Deployment': msg('Deployment', { 1: f('metadata', objectMeta), 2: f('spec', deploymentSpec), 3: f('status', deploymentStatus) }),
 }
 
+const deleteOptions = msg('DeleteOptions', {
+  1: f('gracePeriodSeconds', 'int', { keep: true }),
+  2: f('preconditions', msg('Preconditions', { 1: f('uid', 'string', { keep: true }), 2: f('resourceVersion', 'string', { keep: true }) })),
+  3: f('orphanDependents', 'bool', { keep: true }),
+  4: f('propagationPolicy', 'string', { keep: true }),
+  5: f('dryRun', 'string', { repeated: true }),
+})
+// Typed clients (helm's release storage among them) send their DeleteOptions as protobuf too.
+kinds['meta.k8s.io/v1/DeleteOptions'] = deleteOptions
+kinds['v1/DeleteOptions'] = deleteOptions
+
 const typeMeta = msg('TypeMeta', { 1: f('apiVersion', 'string'), 2: f('kind', 'string') })
 const unknown = msg('Unknown', { 1: f('typeMeta', typeMeta), 2: f('raw', 'bytes'), 3: f('contentEncoding', 'string'), 4: f('contentType', 'string') })
 
@@ -346,5 +357,6 @@ export function decodeProtobuf(body: Uint8Array): KubeObject {
   if (!schema) throw new ProtobufError(`${apiVersion}, Kind=${kind} is not supported in protobuf`)
   const raw = Buffer.from(String(env.raw ?? ''), 'base64')
   const obj = decodeMessage(schema, new Reader(raw), kind)
+  if (kind === 'DeleteOptions') return { apiVersion, kind, ...obj } as unknown as KubeObject
   return { apiVersion, kind, metadata: {}, ...obj } as KubeObject
 }
