@@ -422,6 +422,13 @@ const cases: Case[] = [
       const put = call(c, 'PUT /api/v1/namespaces/default/services/s', { apiVersion: 'v1', kind: 'Service', metadata: { name: 's' }, spec: { ports: [{ port: 81 }] } })
       ok(tt, put, 200)
       tt.equal(put.body.spec.clusterIP, s.body.spec.clusterIP)
+      const svc = (name: string) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { ports: [{ port: 80 }] } })
+      const dry = call(c, 'POST /api/v1/namespaces/default/services?dryRun=All', svc('d'))
+      const next = call(c, 'POST /api/v1/namespaces/default/services', svc('n'))
+      tt.equal(next.body.spec.clusterIP, dry.body.spec.clusterIP, 'a dry run reserves no address')
+      tt.not(next.body.spec.clusterIP, s.body.spec.clusterIP)
+      call(c, 'DELETE /api/v1/namespaces/default/services/s')
+      tt.equal(call(c, 'POST /api/v1/namespaces/default/services', svc('again')).body.spec.clusterIP, s.body.spec.clusterIP, 'a deleted Service frees its address')
     },
   },
   {

@@ -604,16 +604,26 @@ export class Cluster implements ClusterAccess {
       const first = Array.isArray(spec.clusterIPs) ? spec.clusterIPs[0] : undefined
       if (typeof first === 'string' && first !== '') spec.clusterIP = first
       else {
+        // Chosen here, reserved only when the Service is stored: a dry run takes no address.
+        let n = this.#nextServiceIP
         let ip: string
         do {
-          const n = this.#nextServiceIP++
           ip = `10.96.${(n >> 8) & 255}.${n & 255}`
+          n++
         } while (this.#serviceIPs.has(ip) || ip.endsWith('.0') || ip.endsWith('.255'))
         spec.clusterIP = ip
       }
     }
-    if (typeof spec.clusterIP === 'string') this.#serviceIPs.add(spec.clusterIP)
     spec.clusterIPs = [spec.clusterIP as Json]
+  }
+
+  /** Keeps the set of allocated Service IPs in step with what is stored. */
+  #trackServiceIP(type: ResourceType, obj: KubeObject, stored: boolean): void {
+    if (type.custom || type.group !== '' || type.kind !== 'Service') return
+    const ip = isObject(obj.spec) ? obj.spec.clusterIP : undefined
+    if (typeof ip !== 'string' || ip === 'None' || ip === '') return
+    if (stored) this.#serviceIPs.add(ip)
+    else this.#serviceIPs.delete(ip)
   }
 
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
@@ -694,6 +704,7 @@ export class Cluster implements ClusterAccess {
 
   #commitNew(type: ResourceType, obj: KubeObject): StoredObject {
     const stored = this.store.put(tableOf(type), obj)
+    this.#trackServiceIP(type, obj, true)
     if (isCRD(type)) return this.#crdChanged(stored)
     return stored
   }
@@ -780,6 +791,7 @@ export class Cluster implements ClusterAccess {
       return this.#objectReply(type, 200, removed ?? live, headers)
     }
     const stored = this.store.put(tableOf(type), obj)
+    this.#trackServiceIP(type, obj, true)
     const final = isCRD(type) ? this.#crdChanged(stored) : stored
     return this.#objectReply(type, 200, final, headers)
   }
@@ -1105,7 +1117,9 @@ export class Cluster implements ClusterAccess {
         for (const o of [...this.store.list(tableOf(t))]) this.store.remove(tableOf(t), o.namespace, o.name)
       }
     }
-    return this.store.remove(tableOf(type), namespace, name)
+    const removed = this.store.remove(tableOf(type), namespace, name)
+    if (removed) this.#trackServiceIP(type, removed.obj, false)
+    return removed
   }
 
   /** The first registered version of a resource: used to visit each table once. */
