@@ -12,7 +12,7 @@ import { compareVersions } from '../operator/sandbox/discovery.ts'
 import { deepEqual, mergePatch, managerOf, patchTypeOf } from '../operator/sandbox/cluster.ts'
 import { kubeconfigFor } from '../operator/sandbox/kubeconfig.ts'
 import { createCluster } from '../operator/sandbox/index.ts'
-import { call, collect, configMap, deployment, request, tick, widget, widgetCRDs } from './support/sandbox-requests.ts'
+import { call, collect, configMap, deployment, request, tick, until, widget, widgetCRDs } from './support/sandbox-requests.ts'
 import type { KubeObject } from '../operator/sandbox/types.ts'
 
 const CM = '/api/v1/namespaces/default/configmaps'
@@ -302,13 +302,13 @@ t.test('in-process watches: errors, timeouts, bookmarks, initial events', async 
   bad.stop()
   call(c, `POST ${CM}`, configMap('a'))
   const timed = collect(c, `GET ${CM}?watch=true&timeoutSeconds=0.02&resourceVersion=${c.store.resourceVersion}`)
-  await tick(60)
+  await until('the watch to time out', () => timed.closed())
   t.ok(timed.closed(), 'timeoutSeconds ends the watch')
   const initial = collect(c, `GET ${CM}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`)
   t.same(initial.events.map((e) => e.type), ['ADDED', 'BOOKMARK'])
   t.match(initial.events[1]?.object, { metadata: { annotations: { 'k8s.io/initial-events-end': 'true' } } })
-  await tick(40)
-  t.ok(initial.events.length > 2, 'periodic bookmarks follow')
+  await until('a periodic bookmark', () => initial.events.length > 2)
+  t.equal(initial.events[2]?.type, 'BOOKMARK', 'periodic bookmarks follow')
   initial.stop()
   const n = initial.events.length
   await tick(30)
@@ -454,11 +454,11 @@ t.test('simulated graceful pod termination (podTerminationMs)', async (t) => {
   const d = call(c, `DELETE ${P}/slow`)
   t.equal(d.status, 200)
   t.equal(d.body.metadata.deletionGracePeriodSeconds, 5)
-  t.ok(Date.parse(d.body.metadata.deletionTimestamp) > Date.now(), 'deletionTimestamp is now + grace')
+  t.ok(Date.parse(d.body.metadata.deletionTimestamp) - Date.parse(d.body.metadata.creationTimestamp) >= 4000, 'deletionTimestamp is now + grace')
   t.equal(call(c, `DELETE ${P}/slow`).body.metadata.resourceVersion, d.body.metadata.resourceVersion, 'a repeated delete changes nothing')
   t.equal(call(c, `PATCH ${P}/slow/status`, { status: { phase: 'Running' } }).status, 200, 'a terminating pod still takes status updates')
   t.equal(call(c, `GET ${P}/slow`).status, 200)
-  await tick(80)
+  await until('the pod to go', () => call(c, `GET ${P}/slow`).status === 404)
   t.equal(call(c, `GET ${P}/slow`).status, 404)
   t.same(w.events.map((e) => e.type), ['MODIFIED', 'MODIFIED', 'DELETED'])
   w.stop()
@@ -478,7 +478,7 @@ t.test('simulated graceful pod termination (podTerminationMs)', async (t) => {
 
   call(c, `POST ${P}`, { ...pod('held'), metadata: { name: 'held', finalizers: ['example.com/hold'] } })
   call(c, `DELETE ${P}/held`)
-  await tick(80)
+  await until('the kubelet to finish', () => call(c, `GET ${P}/held`).body.metadata.deletionGracePeriodSeconds === 0)
   const held = call(c, `GET ${P}/held`)
   t.equal(held.body.metadata.deletionGracePeriodSeconds, 0, 'the kubelet is done; the finalizer holds it')
   call(c, `PATCH ${P}/held`, { metadata: { finalizers: null } })
@@ -487,7 +487,10 @@ t.test('simulated graceful pod termination (podTerminationMs)', async (t) => {
   call(c, `DELETE ${P}/replaced`)
   call(c, `DELETE ${P}/replaced?gracePeriodSeconds=0`)
   call(c, `POST ${P}`, pod('replaced'))
-  await tick(80)
+  // A pod deleted after the first one has its timer fire after it.
+  call(c, `POST ${P}`, pod('marker'))
+  call(c, `DELETE ${P}/marker`)
+  await until('the later pod to go', () => call(c, `GET ${P}/marker`).status === 404)
   t.equal(call(c, `GET ${P}/replaced`).status, 200, 'the timer of an earlier pod does not touch a new one')
 })
 

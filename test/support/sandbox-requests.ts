@@ -102,6 +102,15 @@ export function widget(name: string, spec: Record<string, unknown> = { size: 2 }
   return { apiVersion: 'test.example.com/v1', kind: 'Widget', metadata: { name }, spec }
 }
 
+/** Waits until `pred` holds (polling), failing after `ms` — for timers the server runs. */
+export async function until(what: string, pred: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
 /** Lets timers and I/O run. */
 export function tick(ms = 0): Promise<void> {
   return new Promise((r) => setTimeout(r, ms))
