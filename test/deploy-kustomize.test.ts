@@ -149,3 +149,13 @@ t.test('every object of kustomize/default applies to the sandbox with kubectl ap
 t.test('kustomize/default builds the same twice (no generated names)', async (t) => {
   t.equal(kustomizeText('default'), kustomizeText('default'))
 })
+
+t.test('the plain client-side `kubectl apply -k kustomize/default` works too', async (t) => {
+  const sandbox = await startSandbox({ controllers: false, installCRDs: rbacKindCRDs() })
+  t.teardown(() => sandbox.close())
+  const { stdout, stderr } = await promisify(execFile)(kubectlPath(), ['--kubeconfig', sandbox.kubeconfigPath, 'apply', '-k', join(ROOT, 'kustomize/default')], { encoding: 'utf8' })
+  const lines = stdout.trim().split('\n')
+  t.equal(lines.length, objects.length, stdout)
+  t.ok(lines.every((l) => l.endsWith(' created')), stdout)
+  t.equal(stderr, '')
+})
