@@ -109,7 +109,8 @@ function pruneValue(value: unknown, schema: Schema, path: string, pruned: string
   }
   if (schema.properties) {
     for (const k of Object.keys(value)) {
-      const s = schema.properties[k]
+      // Own keys only: `__proto__` or `constructor` in a body are ordinary keys, not the schema's prototype.
+      const s = Object.hasOwn(schema.properties, k) ? schema.properties[k] : undefined
       if (s) pruneValue(value[k], s, child(path, k), pruned)
       else if (!schema['x-kubernetes-preserve-unknown-fields']) {
         delete value[k]
@@ -413,14 +414,14 @@ function objectChecks(v: JsonObject, s: Schema, path: string, name: string, out:
   const props = s.properties ?? {}
   const ap = s.additionalProperties
   if (typeof ap === 'object') {
-    for (const [k, val] of Object.entries(v)) if (!(k in props)) validateNode(val, ap, child(path, k), out)
+    for (const [k, val] of Object.entries(v)) if (!Object.hasOwn(props, k)) validateNode(val, ap, child(path, k), out)
   }
   const embedded = s['x-kubernetes-embedded-resource'] === true
   for (const [k, ps] of Object.entries(props)) {
     if (embedded && k === 'metadata') continue
-    if (k in v) validateNode(v[k], ps, child(path, k), out)
+    if (Object.hasOwn(v, k)) validateNode(v[k], ps, child(path, k), out)
   }
-  for (const k of s.required ?? []) if (!(k in v)) out.push(required(child(path, k)))
+  for (const k of s.required ?? []) if (!Object.hasOwn(v, k)) out.push(required(child(path, k)))
   if (embedded) embeddedChecks(v, path, out)
   listTypeChecks(v, s, path, out)
 }
