@@ -34,6 +34,14 @@ t.test('SIGKILL mid-reconcile at several points, then restart: converges, nothin
   let proc: OperatorProcess | undefined
   t.teardown(() => proc?.kill())
 
+  // A foreign object with a CR of its name (in its own namespace, apart from the convergence check):
+  // no process, killed or not, may ever write it.
+  await c.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'foreign' } })
+  const other = clientFor(sb, 'someone-else/v1', 'someone-else')
+  t.teardown(() => other.close())
+  await other.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'taken', namespace: 'foreign', labels: { 'app.kubernetes.io/managed-by': 'memcached-operator' } }, spec: { ports: [{ port: 80 }] } }, { fieldManager: 'someone-else' })
+  await c.create(memcached('taken', { size: 2 }, 'foreign'))
+
   const done = new Set<string>()
   // A first process brings some CRs all the way and is killed idle: those are done.
   for (let i = 0; i < 5; i++) await c.create(memcached(`d-${i}`, { size: 1 + (i % 3) }))
@@ -68,6 +76,9 @@ t.test('SIGKILL mid-reconcile at several points, then restart: converges, nothin
   await sleep(300)
   t.same(await problems(c, chart), [], 'every CR converged: no duplicate, no orphan')
   t.same(operatorWriteNames(sb).filter((n) => done.has(n)), [], `the final process wrote nothing for the ${done.size} CRs already done`)
+  const taken = await c.get({ apiVersion: 'v1', kind: 'Service', namespace: 'foreign', name: 'taken' })
+  t.notOk(((taken.metadata.managedFields ?? []) as { manager: string }[]).some((m) => m.manager === 'memcached-operator'), 'the foreign Service was never written by our field manager across the kills')
+  t.same(sb.requests.log().filter((r) => isOperator(r.userAgent) && WRITES.has(r.verb) && r.namespace === 'foreign' && r.resource !== 'events' && r.subresource !== 'status'), [], 'nor anything else of its CR')
   t.comment(`figures: final convergence after restart ${ms} ms, ${done.size} CRs already done`)
   await proc.kill('SIGTERM')
   t.equal((await proc.exited).code, 0, 'a SIGTERM after convergence exits 0')
