@@ -1,104 +1,162 @@
 /**
- * `npm run bench:sandbox`: the sandbox API server under load from a second process (keep-alive
- * HTTP, 16 requests in flight): GETs, LISTs of 1,000 objects, server-side applies, watch fan-out;
- * then its memory holding 10,000 objects. Prints figures; asserts nothing.
+ * Benchmark of the sandbox API server: requests per second for get, list (1,000 objects),
+ * server-side apply (changing and unchanged), watch fan-out, and the server's own memory at
+ * 10,000 objects. The load runs in a child process so that the figures are the server's.
+ *
+ *   node test/bench/sandbox.ts
  */
 import { fork } from 'node:child_process'
-import http from 'node:http'
-import { startSandbox } from '../../operator/sandbox/index.ts'
+import { Agent, request } from 'node:http'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { createCluster, startSandbox } from '../../operator/sandbox/index.ts'
+import type { ApiRequest, KubeObject } from '../../operator/sandbox/types.ts'
 
-const DURATION_MS = Number(process.env.BENCH_MS ?? 3000)
-const INFLIGHT = 16
+interface Load {
+  url: string
+  method: string
+  /** Paths are taken round-robin. */
+  paths: string[]
+  /** Bodies are taken round-robin when given. */
+  bodies?: string[]
+  contentType?: string
+  n: number
+  concurrency: number
+}
 
-type Job = { kind: 'get' | 'list' | 'apply'; url: string }
+function deployment(i: number, image: string): KubeObject {
+  const name = `d${i}`
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, labels: { app: name, 'app.kubernetes.io/managed-by': 'memcached-operator' } },
+    spec: {
+      replicas: 3,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name: 'memcached', image, args: ['-m', '64'], ports: [{ containerPort: 11211, name: 'memcached' }], resources: { limits: { cpu: '500m', memory: '64Mi' } } }] },
+      },
+    },
+  }
+}
 
-if (process.argv[2] === 'load') {
-  // The load generator: one process, keep-alive connections, INFLIGHT loops.
-  const { kind, url } = JSON.parse(process.argv[3]!) as Job
-  const agent = new http.Agent({ keepAlive: true, maxSockets: INFLIGHT })
-  const request = (i: number) =>
-    new Promise<void>((resolve, reject) => {
-      const name = `bench-${i % 1000}`
-      const opts =
-        kind === 'apply'
-          ? { method: 'PATCH', path: `/apis/apps/v1/namespaces/default/deployments/apply-${i % 500}?fieldManager=bench&force=true`, headers: { 'Content-Type': 'application/apply-patch+yaml' } }
-          : kind === 'get'
-            ? { method: 'GET', path: `/api/v1/namespaces/default/configmaps/${name}` }
-            : { method: 'GET', path: '/api/v1/namespaces/default/configmaps' }
-      const req = http.request(url + opts.path, { ...opts, agent }, (res) => {
+/** The load generator (child process): runs one Load and reports requests per second. */
+async function client(load: Load): Promise<{ rps: number; errors: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: load.concurrency })
+  const u = new URL(load.url)
+  let next = 0
+  let errors = 0
+  const one = (i: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { 'User-Agent': 'bench/v1' }
+      if (load.contentType) headers['Content-Type'] = load.contentType
+      const req = request({ host: u.hostname, port: u.port, method: load.method, path: load.paths[i % load.paths.length], agent, headers }, (res) => {
+        if ((res.statusCode ?? 0) >= 300) errors++
         res.resume()
-        res.on('end', () => (res.statusCode! < 300 ? resolve() : reject(new Error(`${kind}: HTTP ${res.statusCode}`))))
+        res.on('end', resolve)
       })
       req.on('error', reject)
-      if (kind === 'apply') {
-        req.end(JSON.stringify({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `apply-${i % 500}` }, spec: { replicas: (i % 3) + 1, selector: { matchLabels: { app: `a${i % 500}` } }, template: { metadata: { labels: { app: `a${i % 500}` } }, spec: { containers: [{ name: 'c', image: `img:${i % 7}`, resources: { requests: { cpu: '0.5', memory: '64Mi' } } }] } } } }))
-      } else req.end()
+      if (load.bodies) req.end(load.bodies[i % load.bodies.length])
+      else req.end()
     })
-  let n = 0
-  const end = Date.now() + DURATION_MS
-  await Promise.all(Array.from({ length: INFLIGHT }, async () => {
-    while (Date.now() < end) await request(n++)
-  }))
-  process.send!({ perSecond: n / (DURATION_MS / 1000) })
-  process.exit(0)
+  const start = performance.now()
+  await Promise.all(
+    Array.from({ length: load.concurrency }, async () => {
+      while (next < load.n) await one(next++)
+    }),
+  )
+  const seconds = (performance.now() - start) / 1000
+  agent.destroy()
+  return { rps: load.n / seconds, errors }
 }
 
-const runLoad = (job: Job) =>
-  new Promise<number>((resolve, reject) => {
-    const child = fork(import.meta.filename, ['load', JSON.stringify(job)], { stdio: 'inherit' })
-    child.on('message', (m: { perSecond: number }) => resolve(m.perSecond))
-    child.on('exit', (code) => code !== 0 && reject(new Error(`load generator exited ${code}`)))
+if (process.argv.includes('--client')) {
+  process.on('message', (load: Load) => {
+    void client(load).then((r) => process.send?.(r))
   })
-
-const mb = (n: number) => `${(n / 1048576).toFixed(0)} MB`
-const sandbox = await startSandbox({ controllers: false, requestLogSize: 1000 })
-const { cluster, url } = sandbox
-const put = (body: object) => {
-  const res = cluster.respond({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body, query: new URLSearchParams(), userAgent: 'bench' })
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body))
-}
-for (let i = 0; i < 1000; i++) put({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `bench-${i}`, namespace: 'default', labels: { app: 'bench', shard: String(i % 10) } }, data: { key: `value-${i}`, other: 'x'.repeat(100) } })
-
-console.log(`node ${process.version}; load from a second process, ${INFLIGHT} requests in flight, ${DURATION_MS / 1000} s each\n`)
-console.log(`GET one ConfigMap                     ${(await runLoad({ kind: 'get', url })).toFixed(0).padStart(7)} req/s`)
-console.log(`LIST 1,000 ConfigMaps                 ${(await runLoad({ kind: 'list', url })).toFixed(0).padStart(7)} req/s`)
-console.log(`server-side apply of a Deployment     ${(await runLoad({ kind: 'apply', url })).toFixed(0).padStart(7)} req/s  (500 Deployments, changing replicas and image)`)
-
-// Watch fan-out: 100 watchers of ConfigMaps; 2,000 writes; events delivered per second.
-const WATCHERS = 100
-const WRITES = 2000
-let delivered = 0
-const agent = new http.Agent({ keepAlive: true, maxSockets: WATCHERS })
-const rv = cluster.store.resourceVersion
-const streams = await Promise.all(Array.from({ length: WATCHERS }, () => new Promise<http.ClientRequest>((resolve) => {
-  const req = http.get(`${url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}`, { agent }, (res) => {
-    res.on('data', (chunk: Buffer) => {
-      for (const b of chunk) if (b === 10) delivered++
+} else {
+  const child = fork(import.meta.filename, ['--client'], { stdio: 'inherit' })
+  const run = (load: Load): Promise<{ rps: number; errors: number }> =>
+    new Promise((resolve) => {
+      child.once('message', (r) => resolve(r as { rps: number; errors: number }))
+      child.send(load)
     })
-    resolve(req)
-  })
-})))
-const start = performance.now()
-for (let i = 0; i < WRITES; i++) {
-  cluster.respond({ verb: 'patch', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', name: `bench-${i % 1000}`, body: { data: { key: `w${i}` } }, contentType: 'application/merge-patch+json', query: new URLSearchParams(), userAgent: 'bench' })
-}
-while (delivered < WATCHERS * WRITES && performance.now() - start < 60_000) await new Promise((r) => setTimeout(r, 5))
-const seconds = (performance.now() - start) / 1000
-console.log(`watch fan-out: ${WRITES} writes to ${WATCHERS} watchers  ${(delivered / seconds).toFixed(0).padStart(7)} events/s delivered (${delivered} in ${seconds.toFixed(2)} s)`)
-for (const s of streams) s.destroy()
+  const report = (name: string, r: { rps: number; errors: number }): void => {
+    console.log(`${name.padEnd(34)} ${Math.round(r.rps).toString().padStart(7)} req/s${r.errors ? `  (${r.errors} errors)` : ''}`)
+  }
 
-// Memory holding 10,000 objects (Deployments with managedFields, as applied).
-globalThis.gc?.()
-const before = process.memoryUsage()
-for (let i = 0; i < 10_000; i++) {
-  const res = cluster.respond({
-    verb: 'patch', group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', name: `mem-${i}`,
-    body: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `mem-${i}`, labels: { app: `m${i}` } }, spec: { replicas: 3, selector: { matchLabels: { app: `m${i}` } }, template: { metadata: { labels: { app: `m${i}` } }, spec: { containers: [{ name: 'memcached', image: 'memcached:1.6.38-alpine', args: ['-m', '64'], ports: [{ containerPort: 11211 }] }] } } } },
-    contentType: 'application/apply-patch+yaml', query: new URLSearchParams({ fieldManager: 'bench' }), userAgent: 'bench',
+  const sb = await startSandbox({ controllers: false })
+  const D = '/apis/apps/v1/namespaces/default/deployments'
+  const N = 1000
+  const apply = (image: string): Load => ({
+    url: sb.url,
+    method: 'PATCH',
+    paths: Array.from({ length: N }, (_, i) => `${D}/d${i}?fieldManager=bench`),
+    bodies: Array.from({ length: N }, (_, i) => JSON.stringify(deployment(i, image))),
+    contentType: 'application/apply-patch+yaml',
+    n: N,
+    concurrency: 16,
   })
-  if (res.status >= 300) throw new Error(JSON.stringify(res.body))
+  report('apply (create)', await run(apply('memcached:1.6.38')))
+  report('apply (unchanged)', await run({ ...apply('memcached:1.6.38'), n: 5 * N }))
+  report('apply (changed)', await run(apply('memcached:1.6.39')))
+  report('get', await run({ url: sb.url, method: 'GET', paths: Array.from({ length: N }, (_, i) => `${D}/d${i}`), n: 20_000, concurrency: 16 }))
+  report(`list (${N} deployments)`, await run({ url: sb.url, method: 'GET', paths: [D], n: 200, concurrency: 4 }))
+
+  // Watch fan-out: W HTTP watch connections (read in this process, so a lower bound) and W
+  // in-process watchers of the same resource; E writes; events delivered per second.
+  const W = 50
+  const E = 1000
+  const u = new URL(sb.url)
+  const rv = String(sb.cluster.store.resourceVersion)
+  let received = 0
+  let allIn: () => void = () => {}
+  const done = new Promise<void>((r) => (allIn = r))
+  const sockets = await Promise.all(
+    Array.from(
+      { length: W },
+      () =>
+        new Promise<ReturnType<typeof request>>((resolve) => {
+          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}` }, (res) => {
+            res.setEncoding('utf8')
+            res.on('data', (chunk: string) => {
+              for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) received++
+              if (received >= W * E) allIn()
+            })
+            resolve(req)
+          })
+          req.end()
+        }),
+    ),
+  )
+  let delivered = 0
+  const watchReq: ApiRequest = { verb: 'watch', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', query: new URLSearchParams({ resourceVersion: rv }) }
+  const stops = Array.from({ length: W }, () => sb.cluster.watchRaw(watchReq, { event: () => void delivered++, close: () => {} }))
+  const t0 = performance.now()
+  for (let i = 0; i < E; i++) {
+    sb.cluster.respond({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `w${i}` }, data: { i: String(i) } }, query: new URLSearchParams() })
+  }
+  const inProcessSeconds = (performance.now() - t0) / 1000
+  await done
+  const httpSeconds = (performance.now() - t0) / 1000
+  for (const stop of stops) stop()
+  for (const s of sockets) s.destroy()
+  console.log(`${`watch fan-out (${W} HTTP watches)`.padEnd(34)} ${Math.round(received / httpSeconds).toString().padStart(7)} events/s  (${E} writes)`)
+  console.log(`${`watch fan-out (${W} in-process)`.padEnd(34)} ${Math.round(delivered / inProcessSeconds).toString().padStart(7)} events/s  (writes included)`)
+  child.kill()
+  await sb.close()
+
+  // Memory: the store (objects, their bytes, the history window) at 10,000 Deployments.
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  gc()
+  const before = process.memoryUsage().heapUsed
+  const c = createCluster()
+  for (let i = 0; i < 10_000; i++) {
+    c.respond({ verb: 'patch', group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', name: `d${i}`, contentType: 'application/apply-patch+yaml', body: JSON.stringify(deployment(i, 'memcached:1.6.38')), query: new URLSearchParams({ fieldManager: 'bench' }) })
+  }
+  gc()
+  const after = process.memoryUsage().heapUsed
+  console.log(`${'heap at 10,000 deployments'.padEnd(34)} ${((after - before) / 1024 / 1024).toFixed(0).padStart(7)} MiB  (${c.store.size} objects)`)
 }
-globalThis.gc?.()
-const after = process.memoryUsage()
-console.log(`\nmemory with 10,000 more objects (applied Deployments): RSS ${mb(after.rss)} (+${mb(after.rss - before.rss)}), heap used ${mb(after.heapUsed)} (+${mb(after.heapUsed - before.heapUsed)})`)
-await sandbox.close()
