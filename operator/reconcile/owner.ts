@@ -4,18 +4,11 @@
  * it (by uid, never by name: a CR deleted and re-created under the same name is another owner).
  */
 import { API_VERSION, KIND, type Memcached } from '../api/memcached.ts'
+import type { OwnerReference } from '../controller/client.ts'
 import { RenderError } from '../render/errors.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 
-/** A metav1.OwnerReference. */
-export interface OwnerReference {
-  apiVersion: string
-  kind: string
-  name: string
-  uid: string
-  controller?: boolean
-  blockOwnerDeletion?: boolean
-}
+export type { OwnerReference }
 
 /** Any object whose owners can be read (a live object from a cache, typed or not). */
 export interface OwnedObject {
