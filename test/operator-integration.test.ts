@@ -143,6 +143,25 @@ t.test('an object of the same name owned by someone else is never taken over', a
   other.close()
 })
 
+t.test('an unlabelled object of the same name (invisible to the caches) is not taken over either', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  const other = clientFor(bed.sandbox, 'someone-else/v1', 'someone-else')
+  await other.create({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'theirs', namespace: 'default' }, spec: { replicas: 1, selector: { matchLabels: { app: 'theirs' } }, template: { metadata: { labels: { app: 'theirs' } }, spec: { containers: [{ name: 'app', image: 'their/app:1' }] } } } }, { fieldManager: 'someone-else' })
+  await bed.client.create(sample('theirs', { size: 2 }))
+  const cr = await eventually('Degraded OwnershipConflict', async () => {
+    const c = await getMc(bed.client, 'theirs')
+    return condition(c, 'Degraded')?.reason === 'OwnershipConflict' ? c : undefined
+  })
+  t.match(condition(cr, 'Degraded')?.message, /Deployment default\/theirs/)
+  const after = await get(bed.client, 'apps/v1', 'Deployment', 'theirs')
+  t.notOk(((after.metadata.managedFields ?? []) as { manager: string }[]).some((m) => m.manager === 'memcached-operator'), 'no write by our field manager')
+  t.equal(after.metadata.ownerReferences, undefined, 'no owner added')
+  t.equal((after.spec as any).template.spec.containers[0].image, 'their/app:1')
+  t.notOk(await exists(bed.client, 'v1', 'Service', 'theirs'), 'and nothing of the CR is applied')
+  other.close()
+})
+
 t.test('a CR the CRD schema rejects is refused by the API server with the field', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())

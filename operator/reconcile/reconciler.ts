@@ -120,7 +120,7 @@ export class Reconciler {
     }
 
     const live = new Map<string, KubeObject | undefined>()
-    for (const d of desired) live.set(objectKey(d), this.#cached(d))
+    for (const d of desired) live.set(objectKey(d), this.#cached(d) ?? (await this.#lookUp(d)))
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) {
       await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; ') }, desired, log)
@@ -146,6 +146,20 @@ export class Reconciler {
   /** The live object of a desired one, from its kind's cache. */
   #cached(d: RenderedObject): KubeObject | undefined {
     return this.#d.children.get(kindKey(d))?.get(d.metadata.namespace, d.metadata.name)
+  }
+
+  /**
+   * An object the caches do not hold, read from the server before it is created: the caches only
+   * see objects labelled as ours, and an apply (with force) must never land on somebody else's
+   * object of the same name. Costs one GET per object about to be created, none in steady state.
+   */
+  async #lookUp(d: RenderedObject): Promise<KubeObject | undefined> {
+    try {
+      return await this.#d.client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name })
+    } catch (err) {
+      if (isNotFound(err)) return undefined
+      throw new ReconcileError(`read ${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`, err)
+    }
   }
 
   /** Applies one object unless it already is what we render; returns the live object after. */
