@@ -545,3 +545,37 @@ t.test('built-in kinds lose empty lists and maps as through Go types; custom res
   omitEmpty(cr as never, { type: 'struct', fields: {} })
   t.same(cr.spec, { list: [], map: {} })
 })
+
+t.test('a "." in the last applied set does not prune children that are still applied', async (t) => {
+  // The shape kubectl leaves after migrating client-side apply to server-side apply: the Apply
+  // entry carries the Update set of the create, with "." on the label maps.
+  const migrated: ManagedFieldsEntry = {
+    manager: 'kubectl',
+    operation: 'Apply',
+    apiVersion: 'apps/v1',
+    time: T0,
+    fieldsType: 'FieldsV1',
+    fieldsV1: {
+      'f:metadata': { 'f:labels': { '.': {}, 'f:a': {}, 'f:b': {} } },
+      'f:spec': {
+        'f:selector': {},
+        'f:template': { 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } }, 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:image': {}, 'f:name': {} } } } },
+      },
+    },
+  }
+  const live = deployment({}, undefined, { a: '1', b: '2' })
+  defaultBuiltin(live)
+  live.metadata.managedFields = [migrated]
+  const cfg = deployment({}, undefined, { a: '1' })
+  const r = ok(t, serverSideApply(live, cfg, opts('kubectl', T1)))
+  t.same(r.metadata.labels, { a: '1' }, 'the still-applied label stays; the one applied last time only is pruned')
+  t.same(spec(r).selector, { matchLabels: { app: 'x' } }, 'selector kept')
+  t.same((spec(r).template as KubeObject).metadata.labels, { app: 'x' }, 'template labels kept')
+  t.same(entry(r, 'kubectl')?.fieldsV1['f:metadata'], { 'f:labels': { 'f:a': {} } }, 'the applier keeps the label, not the map')
+
+  // A child that nobody applied (it is not in the last applied set) is not the applier's to prune.
+  const dangling = deployment({}, undefined, { a: '1', z: '9' })
+  defaultBuiltin(dangling)
+  dangling.metadata.managedFields = [migrated]
+  t.same(ok(t, serverSideApply(dangling, cfg, opts('kubectl', T1))).metadata.labels, { a: '1', z: '9' })
+})

@@ -13,6 +13,7 @@ import {
   isEmpty,
   members,
   pathString,
+  removable,
   toFieldsV1,
   union,
   withoutPrefixes,
@@ -287,7 +288,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   if (previous !== undefined && applied !== previous.set && !isEmpty(previous.set)) {
     let owned = applied
     for (const [mid, m] of managers) if (mid !== id) owned = union(owned, m.set)
-    const prune = difference(previous.set, owned)
+    const prune = removable(previous.set, owned)
     if (!isEmpty(prune)) removePaths(merged, prune, t)
   }
   restoreResetFields(merged, liveBody, opts.resetFields)
