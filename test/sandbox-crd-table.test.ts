@@ -16,11 +16,14 @@ function builtin(resource: string, group = ''): ResourceType {
   return { group: s.group, version: s.version, resource: s.resource, singular: s.singular, kind: s.kind, listKind: `${s.kind}List`, namespaced: s.namespaced, verbs: [], subresources: {}, topology: { type: 'any' }, custom: false, generation: s.generation }
 }
 
-const ago = (ms: number) => new Date(Date.now() - ms).toISOString()
+// One clock reading for the objects' timestamps and the table's ages: ages are then exact, however
+// long the test takes to get from building an object to rendering its table.
+const NOW = Date.parse('2026-03-04T05:06:07.089Z')
+const ago = (ms: number) => new Date(NOW - ms).toISOString()
 const meta = (name: string, ageMs = 65_000) => ({ name, namespace: 'default', creationTimestamp: ago(ageMs) })
 
 function table(type: ResourceType, objects: Obj[], includeObject: 'None' | 'Metadata' | 'Object' = 'None'): Obj {
-  return toTable(type, objects as KubeObject[], { resourceVersion: '42', continue: 'abc' }, includeObject) as Obj
+  return toTable(type, objects as KubeObject[], { resourceVersion: '42', continue: 'abc' }, includeObject, NOW) as Obj
 }
 
 t.test('HumanDuration as kubectl shows ages', async (t) => {
@@ -84,6 +87,8 @@ t.test('built-in kinds get the columns kubectl users know', async (t) => {
   t.same(ev.rows[0].cells, ['3s', 'Normal', 'Scheduled', 'pod/p', 'hi'])
   t.same(table({ ...builtin('configmaps'), resource: 'widgets' }, [{ apiVersion: 'v1', kind: 'Widget', metadata: meta('w') }], 'Metadata').rows[0], { cells: ['w', '65s'], object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: meta('w') } })
   t.equal(table(builtin('configmaps'), [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', creationTimestamp: 'not a time' } }]).rows[0].cells[2], '<invalid>')
+  const ages = table(builtin('configmaps'), [119_999, 120_000, 185_000].map((ms) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(`c${ms}`, ms) })))
+  t.same(ages.rows.map((r: Obj) => r.cells[2]), ['119s', '2m', '3m5s'], 'ages are exact at the table\'s clock reading, up to the millisecond')
 })
 
 t.test('kubectl get pods and deployments print the familiar columns', async (t) => {

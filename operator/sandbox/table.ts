@@ -253,10 +253,11 @@ const eventPrinter: { columns: ColumnDefinition[]; cells(o: KubeObject, at: numb
 
 /**
  * Builds the Table for `objects` of `type`. Rows follow the objects' order; `includeObject`
- * chooses what each row carries (`Metadata`, the default, is a PartialObjectMetadata).
+ * chooses what each row carries (`Metadata`, the default, is a PartialObjectMetadata). Ages are
+ * measured at `at` (epoch ms), one reading for the whole table so that rows agree; callers that
+ * need reproducible ages pass their own.
  */
-export function toTable(type: ResourceType, objects: KubeObject[], listMeta: { resourceVersion: string; continue?: string }, includeObject: 'None' | 'Metadata' | 'Object'): JsonObject {
-  const at = Date.now()
+export function toTable(type: ResourceType, objects: KubeObject[], listMeta: { resourceVersion: string; continue?: string }, includeObject: 'None' | 'Metadata' | 'Object', at: number = Date.now()): JsonObject {
   let columns: ColumnDefinition[]
   let cellsOf: (o: KubeObject) => Cell[]
   const builtin = type.custom ? undefined : type.resource === 'events' ? eventPrinter : builtinPrinters[`${type.group}/${type.resource}`]
