@@ -191,7 +191,12 @@ export class MemcachedController {
     const byOwner = (o: KubeObject): void => {
       const owner = controllerOf(o)
       if (owner?.kind !== KIND) return
-      for (const cr of this.#memcacheds.byIndex(UID_INDEX, owner.uid)) enqueue(cr)
+      const owners = this.#memcacheds.byIndex(UID_INDEX, owner.uid)
+      for (const cr of owners) enqueue(cr)
+      // An object of a deleted CR: a CR re-created under the same name may be waiting for it to go
+      // (an ownership conflict), so it is told by name, as controller-runtime's owner handler does.
+      const successor = owners.length === 0 ? this.#memcacheds.get(o.metadata.namespace, owner.name) : undefined
+      if (successor) enqueue(successor)
     }
     for (const set of this.#children.values()) {
       for (const i of set.informers) {
