@@ -250,18 +250,23 @@ export class Reconciler {
     await this.#writeStatus(cr, desired, undefined, outcome, log)
   }
 
+  /**
+   * The Deployment whose pods and readiness the status reports: the one just applied, else the
+   * cached one of the rendered name — only if this CR controls it (an object in conflict is not
+   * ours to report). Without a render (invalid spec, template error), the one it controls, if any.
+   */
+  #ownDeployment(cr: MemcachedObject, desired: DeploymentLike | undefined, applied: KubeObject | undefined): KubeObject | undefined {
+    const deployments = this.#d.children.get('apps/v1/Deployment')
+    if (!desired) return deployments?.byIndex(CONTROLLER_INDEX, cr.metadata.uid ?? '')[0]
+    const live = applied ?? deployments?.get(cr.metadata.namespace, desired.metadata.name)
+    return live?.metadata.ownerReferences?.some((r) => r.controller && r.uid === cr.metadata.uid) ? live : undefined
+  }
+
   /** Writes `/status` (server-side apply) only when it changed. */
   async #writeStatus(cr: MemcachedObject, desired: RenderedObject[] | undefined, applied: KubeObject | undefined, outcome: ReconcileOutcome, log: Logger): Promise<void> {
     const namespace = cr.metadata.namespace ?? 'default'
     const desiredDeployment = desired?.find((o) => o.kind === 'Deployment') as DeploymentLike | undefined
-    const deployments = this.#d.children.get('apps/v1/Deployment')
-    const cachedDeployment = (applied ?? (desiredDeployment ? deployments?.get(namespace, desiredDeployment.metadata.name) : undefined)) as KubeObject | undefined
-    // Only a Deployment this CR controls is ours to report (an object in conflict is not).
-    const liveDeployment = cachedDeployment?.metadata.ownerReferences?.some((r) => r.controller && r.uid === cr.metadata.uid)
-      ? (cachedDeployment as unknown as DeploymentLike)
-      : outcome.kind === 'ok' || outcome.kind === 'ownership'
-        ? undefined
-        : (deployments?.byIndex(CONTROLLER_INDEX, cr.metadata.uid ?? '')[0] as unknown as DeploymentLike | undefined)
+    const liveDeployment = this.#ownDeployment(cr, desiredDeployment, applied) as DeploymentLike | undefined
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
     const status = computeStatus({ cr, desiredDeployment, liveDeployment, pods, outcome, now: this.#now() })
     if (statusEqual(status, cr.status)) return
