@@ -36,15 +36,15 @@ t.test('the first occurrence creates a core/v1 Event the way client-go writes it
 t.test('repeats within the window are skipped and counted; the next emission patches the count', async (t) => {
   const agg = new EventAggregator()
   const first = created(agg.record(conflict, at(0)))
-  t.same(agg.record(conflict, at(1)), { skip: true, name: first.metadata.name, count: 2 }, 'a resync one minute later: nothing sent')
-  t.same(agg.record(conflict, at(9.9)), { skip: true, name: first.metadata.name, count: 3 })
+  t.same(agg.record(conflict, at(1)), { suppressed: true, name: first.metadata.name, count: 2 }, 'a resync one minute later: nothing sent')
+  t.same(agg.record(conflict, at(9.9)), { suppressed: true, name: first.metadata.name, count: 3 })
   const a = agg.record(conflict, at(10))
   t.ok('patch' in a, 'ten minutes after the emission: a patch')
   if ('patch' in a) {
     t.same(a.patch, { namespace: 'team', name: first.metadata.name, count: 4, lastTimestamp: '2026-11-21T10:10:00Z' })
     t.same([a.event.count, a.event.firstTimestamp, a.event.lastTimestamp, a.event.metadata.name], [4, '2026-11-21T10:00:00Z', '2026-11-21T10:10:00Z', first.metadata.name], 'the full event, to create it if the server lost it')
   }
-  t.same(agg.record(conflict, at(15)), { skip: true, name: first.metadata.name, count: 5 }, 'the window restarts at each emission')
+  t.same(agg.record(conflict, at(15)), { suppressed: true, name: first.metadata.name, count: 5 }, 'the window restarts at each emission')
   t.equal(agg.size, 1)
 })
 
@@ -68,7 +68,7 @@ t.test('events differing in object, type, reason or message are aggregated apart
   ]
   for (const v of variants) created(agg.record(v, at(1)))
   t.equal(agg.size, 5)
-  t.ok('skip' in agg.record({ ...conflict, involvedObject: { ...cr, resourceVersion: '6' } }, at(2)), 'a new resourceVersion of the same object is the same event')
+  t.ok('suppressed' in agg.record({ ...conflict, involvedObject: { ...cr, resourceVersion: '6' } }, at(2)), 'a new resourceVersion of the same object is the same event')
 })
 
 t.test('event names are unique even within one millisecond, and valid for long object names', async (t) => {
@@ -101,7 +101,7 @@ t.test('memory is bounded and can be cleared per object or per event', async (t)
   const agg = new EventAggregator({ maxEntries: 2 })
   const a = created(agg.record({ ...conflict, message: 'a' }, at(0)))
   created(agg.record({ ...conflict, message: 'b' }, at(0)))
-  t.ok('skip' in agg.record({ ...conflict, message: 'a' }, at(1)), 'a used again: b is the oldest')
+  t.ok('suppressed' in agg.record({ ...conflict, message: 'a' }, at(1)), 'a used again: b is the oldest')
   created(agg.record({ ...conflict, message: 'c' }, at(1)))
   t.equal(agg.size, 2)
   t.ok('create' in agg.record({ ...conflict, message: 'b' }, at(2)), 'b was forgotten')

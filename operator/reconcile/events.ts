@@ -64,7 +64,7 @@ export interface CoreEvent {
 export type EventAction =
   | { create: CoreEvent }
   | { patch: { namespace: string; name: string; count: number; lastTimestamp: string }; event: CoreEvent }
-  | { skip: true; name: string; count: number }
+  | { suppressed: true; name: string; count: number }
 
 /** Options of {@link EventAggregator}. */
 export interface EventAggregatorOptions {
@@ -141,7 +141,7 @@ export class EventAggregator {
       if (since < this.#ttl) {
         if (since < this.#suppressFor) {
           entry.pending++
-          return { skip: true, name: entry.event.metadata.name, count: entry.event.count + entry.pending }
+          return { suppressed: true, name: entry.event.metadata.name, count: entry.event.count + entry.pending }
         }
         const ts = rfc3339(now)
         entry.event = { ...entry.event, count: entry.event.count + entry.pending + 1, lastTimestamp: ts }

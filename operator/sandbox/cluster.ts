@@ -12,6 +12,7 @@ import jsonpatch from 'fast-json-patch'
 import type { Operation } from 'fast-json-patch'
 import { parse as parseYaml } from 'yaml'
 import { Accounting } from './accounting.ts'
+import { deepEqual, isObject } from './apply/json.ts'
 import {
   StatusError,
   alreadyExists,
@@ -148,32 +149,7 @@ export function rfc3339(d?: Date): string {
   return memoText
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v)
-}
 
-/** Structural equality of JSON values; object key order does not matter. */
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false
-    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false
-    return true
-  }
-  if (Array.isArray(b)) return false
-  const ao = a as Record<string, unknown>
-  const bo = b as Record<string, unknown>
-  let na = 0
-  for (const k in ao) {
-    if (ao[k] === undefined) continue
-    na++
-    if (!deepEqual(ao[k], bo[k])) return false
-  }
-  let nb = 0
-  for (const k in bo) if (bo[k] !== undefined) nb++
-  return na === nb
-}
 
 /** Equality of two objects ignoring metadata.resourceVersion (and managedFields unless asked). */
 function sameObject(a: KubeObject, b: KubeObject, withManagedFields: boolean): boolean {

@@ -108,7 +108,7 @@ export function parseFaults(input: string | Record<string, unknown> | FaultSpec 
 }
 
 /** mulberry32: a tiny seedable generator, so a test's fault sequence is reproducible. */
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
