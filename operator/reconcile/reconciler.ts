@@ -120,7 +120,7 @@ export class Reconciler {
     }
 
     const live = new Map<string, KubeObject | undefined>()
-    for (const d of desired) live.set(objectKey(d), this.#cached(d) ?? (await this.#lookUp(d)))
+    for (const d of desired) live.set(objectKey(d), this.#cached(d) ?? (await this.#lookUp(cr, d, log)))
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) {
       await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; ') }, desired, log)
@@ -153,12 +153,15 @@ export class Reconciler {
    * see objects labelled as ours, and an apply (with force) must never land on somebody else's
    * object of the same name. Costs one GET per object about to be created, none in steady state.
    */
-  async #lookUp(d: RenderedObject): Promise<KubeObject | undefined> {
+  async #lookUp(cr: MemcachedObject, d: RenderedObject, log: Logger): Promise<KubeObject | undefined> {
     try {
       return await this.#d.client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name })
     } catch (err) {
       if (isNotFound(err)) return undefined
-      throw new ReconcileError(`read ${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`, err)
+      // A ReconcileError counts as reported (the worker logs nothing more): report it first.
+      const message = `read ${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
+      await this.#fail(cr, { kind: 'error', message }, undefined, log)
+      throw new ReconcileError(message, err)
     }
   }
 

@@ -1,0 +1,34 @@
+/** Failure paths of the reconciler that must end reported: condition, event, log line and metric. */
+import t from 'tap'
+import type { KubeClient, KubeObject } from '../operator/controller/client.ts'
+import { eventually, startBed } from './support/operator.ts'
+
+const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
+const getMc = (c: KubeClient, name: string) => c.get({ ...MC, namespace: 'default', name })
+type Condition = { type: string; status: string; reason: string; message: string }
+const condition = (o: KubeObject, type: string) => ((o.status ?? {}) as { conditions?: Condition[] }).conditions?.find((c) => c.type === type)
+
+t.test('a failed read of an object about to be created is reported as Degraded, a Warning event and a metric', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  // Only the GET of the Service before its creation fails; lists, watches and writes go through.
+  bed.sandbox.faults.set({ errorRate: 1, verbs: ['get'], resources: ['services'] })
+  await bed.client.create({ ...MC, metadata: { name: 'unread', namespace: 'default' }, spec: { size: 1 } })
+  const cr = await eventually('Degraded', async () => {
+    const o = await getMc(bed.client, 'unread')
+    return condition(o, 'Degraded')?.status === 'True' ? o : undefined
+  })
+  t.equal(condition(cr, 'Degraded')?.reason, 'ReconcileError')
+  t.match(condition(cr, 'Degraded')?.message, /Service default\/unread/)
+  const events = await bed.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })
+  t.ok(
+    events.items.some((e) => (e as unknown as { type: string; reason: string }).type === 'Warning' && (e as unknown as { reason: string }).reason === 'ReconcileError'),
+    'a Warning event',
+  )
+  t.ok((bed.metrics.counts['failed:ReconcileError'] ?? 0) > 0, 'a failure metric')
+  bed.sandbox.faults.set({})
+  await eventually('recovered', async () => {
+    const o = await getMc(bed.client, 'unread')
+    return condition(o, 'Degraded')?.status === 'False' ? o : undefined
+  })
+})
