@@ -29,8 +29,10 @@ const rssOf = (pid: number) => {
 
 const sandbox = await startSandbox({ podReadyDelayMs: 200, requestLogSize: 1_000_000, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
 const metricsPort = await freePort()
-// The flags the executable's shebang and the image give node.
-const nodeFlags = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=2').split(' ').filter(Boolean)
+// The operator as the image runs it: node's flags from the Dockerfile's ENTRYPOINT (BENCH_NODE_FLAGS overrides).
+const entrypoint = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))![1]!) as string[]
+const imageFlags = entrypoint.slice(1, entrypoint.findIndex((a) => a.endsWith('main.js')))
+const nodeFlags = process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : imageFlags
 const operator = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'] })
 const reconciles = async () => {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
@@ -47,7 +49,7 @@ for (;;) {
 const user = clientFor(sandbox, 'bench/1', 'bench')
 sandbox.requests.reset()
 const opUA = (ua: string | undefined) => ua?.startsWith('memcached-operator/') ?? false
-console.log(`${N} Memcached CRs of size ${SIZE}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version}\n`)
+console.log(`${N} Memcached CRs of size ${SIZE}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version} ${nodeFlags.join(' ')}\n`)
 
 const start = performance.now()
 await Promise.all(Array.from({ length: N }, (_, i) => user.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: `mc-${i}`, namespace: 'default' }, spec: { size: SIZE } })))
