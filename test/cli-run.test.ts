@@ -78,3 +78,15 @@ t.test('durations are Go durations', async (t) => {
   t.throws(() => parseDuration('10'))
   t.throws(() => parseDuration('m10'))
 })
+
+t.test('run exits 0 on SIGTERM while the caches cannot sync (no CRD installed)', async (t) => {
+  const sandbox = await startSandbox()
+  t.teardown(() => sandbox.close())
+  const controller = new AbortController()
+  const running = runOperator({ ...base(sandbox.kubeconfigPath), logLevel: 'silent' }, captureIO(), controller.signal)
+  // The Memcached informer keeps retrying its list: the caches never sync.
+  await eventually('the operator listing', () => (sandbox.requests.log().some((r) => r.userAgent?.startsWith('memcached-operator/') && r.verb === 'list') ? true : undefined))
+  controller.abort()
+  const hung = new Promise<string>((r) => setTimeout(() => r('still running'), 10_000).unref())
+  t.equal(await Promise.race([running, hung]), 0, 'ends on the signal')
+})

@@ -73,8 +73,21 @@ export interface Operator {
   failed: Promise<number>
 }
 
-/** Starts the operator as `run` describes it; `chart` overrides where the chart comes from (the sandbox's --watch-chart reloads it). */
-export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = createLogger({ level: resolveLevel(opts.logLevel), name: 'memcached-operator' }), chartSource?: () => Chart): Promise<Operator> {
+/** {@link startOperator} was told to stop before the caches synced; everything it started is closed. */
+export class StartAborted extends Error {
+  constructor() {
+    super('stopped before the caches synced')
+    this.name = 'StartAborted'
+  }
+}
+
+/**
+ * Starts the operator as `run` describes it; `chart` overrides where the chart comes from (the
+ * sandbox's --watch-chart reloads it). `signal` ends a start still waiting for its caches (which
+ * never sync while, say, the CRD is missing).
+ * @throws StartAborted when `signal` fires before the caches synced
+ */
+export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = createLogger({ level: resolveLevel(opts.logLevel), name: 'memcached-operator' }), chartSource?: () => Chart, signal?: AbortSignal): Promise<Operator> {
   const concurrency = Number(opts.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${JSON.stringify(opts.concurrency)}`)
   const resyncPeriodMs = parseDuration(opts.resyncPeriod)
@@ -114,7 +127,25 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
   let fail: (code: number) => void = () => {}
   const failed = new Promise<number>((r) => (fail = r))
-  await controller.start()
+  // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
+  let stopping: Promise<void> | undefined
+  const abort = (): void => {
+    stopping ??= controller.stop()
+  }
+  if (signal?.aborted) abort()
+  signal?.addEventListener('abort', abort, { once: true })
+  try {
+    await controller.start()
+  } finally {
+    signal?.removeEventListener('abort', abort)
+  }
+  if (stopping) {
+    await stopping
+    await endpoints.close()
+    client.close()
+    log.info('stopped before the caches synced')
+    throw new StartAborted()
+  }
   log.info('caches synced')
   let elector: LeaderElector | undefined
   if (opts.leaderElect) {
@@ -167,9 +198,13 @@ export async function runOperator(opts: RunOptions, io: CliIO, signal: AbortSign
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err))
   }
-  const operator = await startOperator(opts, io, log).catch((err: unknown) => {
+  let operator: Operator
+  try {
+    operator = await startOperator(opts, io, log, undefined, signal)
+  } catch (err) {
+    if (err instanceof StartAborted) return 0
     throw err instanceof BindAddressError ? new UsageError(err.message) : err
-  })
+  }
   const code = await Promise.race([
     operator.failed,
     new Promise<number>((done) => (signal.aborted ? done(0) : signal.addEventListener('abort', () => done(0), { once: true }))),
