@@ -184,6 +184,7 @@ export class MemcachedController {
       i.onDelete((cr) => {
         if (cr.metadata.uid) {
           this.#memory.forgetOwner(cr.metadata.uid)
+          this.#reconciler.forget(cr.metadata.uid)
           this.#aggregator.forgetObject(cr.metadata.uid)
         }
       })

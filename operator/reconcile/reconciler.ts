@@ -4,7 +4,7 @@
  * writes that something actually needs.
  */
 import type { Logger } from 'pino'
-import { API_VERSION, KIND, type Memcached } from '../api/memcached.ts'
+import { API_VERSION, KIND, type Memcached, type MemcachedStatus } from '../api/memcached.ts'
 import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
 import type { Chart } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
@@ -97,6 +97,12 @@ export function kindKey(obj: { apiVersion: string; kind: string }): string {
 export class Reconciler {
   #d: ReconcilerDeps
   #now: () => Date
+  /**
+   * By CR uid: the status last written and the resourceVersion of the CR it was computed from.
+   * Until the CR cache moves past that version it has not seen the write, and its stale status
+   * would make the next reconcile write again (with lastTransitionTimes moved to now).
+   */
+  #written = new Map<string, { baseVersion: string | undefined; status: MemcachedStatus }>()
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
@@ -105,7 +111,7 @@ export class Reconciler {
 
   /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it, for a retry with backoff */
   async reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
-    const cr = this.#d.memcacheds.get(namespace, name)
+    const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
     let desired: RenderedObject[]
     try {
@@ -141,6 +147,24 @@ export class Reconciler {
     await this.#prune(cr, desired, log)
     await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok' }, log)
     return {}
+  }
+
+  /** The cached CR, with the status this reconciler wrote if the cache has not seen that write yet. */
+  #withWrittenStatus(cr: MemcachedObject | undefined): MemcachedObject | undefined {
+    const uid = cr?.metadata.uid
+    if (!cr || uid === undefined) return cr
+    const written = this.#written.get(uid)
+    if (!written) return cr
+    if (written.baseVersion !== cr.metadata.resourceVersion) {
+      this.#written.delete(uid)
+      return cr
+    }
+    return { ...cr, status: written.status }
+  }
+
+  /** Forgets what was written for a CR (it was deleted). */
+  forget(uid: string): void {
+    this.#written.delete(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -281,9 +305,11 @@ export class Reconciler {
     } catch (err) {
       // The CR may be gone meanwhile; anything else is retried with backoff.
       if (isNotFound(err)) return
+      if (cr.metadata.uid) this.#written.delete(cr.metadata.uid)
       this.#d.metrics.failed('StatusWriteFailed')
       log.warn({ err: err instanceof Error ? err.message : String(err) }, 'status write failed')
       throw new ReconcileError(`status: ${err instanceof Error ? err.message : String(err)}`, err)
     }
+    if (cr.metadata.uid) this.#written.set(cr.metadata.uid, { baseVersion: cr.metadata.resourceVersion, status })
   }
 }
