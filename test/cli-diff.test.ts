@@ -53,3 +53,9 @@ t.test('diff: errors exit 2', async (t) => {
   t.match(invalid.err(), /spec\.size: must be >= 0/)
   for (const args of [['diff'], ['diff', '--all', '-f', sample]]) t.equal(await runCli([...args, ...kc], captureIO()), 2, args.join(' '))
 })
+
+t.test('diff: an unreadable kubeconfig is an error (2), not a difference (1)', async (t) => {
+  const io = captureIO()
+  t.equal(await runCli(['diff', '--all', '--kubeconfig', join(mkdtempSync(join(tmpdir(), 'mc-diff-')), 'missing')], io), 2)
+  t.match(io.err(), /kubeconfig/)
+})

@@ -17,7 +17,7 @@ import { labelValue } from '../render/names.ts'
 import { yamlText } from '../render/manifest.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { isControlledBy, stampOwner } from '../reconcile/owner.ts'
-import { packageVersion, UsageError, type CliIO } from './io.ts'
+import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 import { readInputs, readOverrides } from './render.ts'
 import { loadKubeConfig } from './run.ts'
 
@@ -46,7 +46,15 @@ const fileName = (o: { apiVersion: string; kind: string; metadata: { namespace?:
 export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
   if (!opts.all && opts.filename.length === 0) throw new UsageError('no input: give -f FILE (or -f -), or --all for every Memcached in the cluster')
-  const kc = loadKubeConfig(opts.kubeconfig, io)
+  let kc: ReturnType<typeof loadKubeConfig>
+  try {
+    kc = loadKubeConfig(opts.kubeconfig, io)
+  } catch (err) {
+    // Exit 1 means "differences": an error must not read as one.
+    if (!(err instanceof InputError)) throw err
+    io.stderr(`error: ${err.message}\n`)
+    return 2
+  }
   const client = new KubeClient(kc, { userAgent: `memcached-operator-diff/${packageVersion()}`, fieldManager: FIELD_MANAGER })
   try {
     const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
