@@ -220,3 +220,20 @@ t.test('an idle resync of an unchanged cluster makes zero write requests', async
   t.same(operatorWrites(bed.sandbox), [], 'no write')
   t.equal(bed.sandbox.requests.log().filter((r) => r.userAgent === 'memcached-operator/test' && r.verb === 'get').length, 0, 'and no GET: reads come from the caches')
 })
+
+t.test('an idle resync of a CR that stays broken makes zero write requests too, however long it stays broken', async (t) => {
+  // No suppression window: every resync behaves as one coming after the window has passed.
+  const bed = await startBed({ eventSuppressMs: 0 })
+  t.teardown(() => bed.stop())
+  await bed.client.create(sample('broken', { size: 1, image: 42 }))
+  await eventually('Degraded InvalidSpec', async () => (condition(await getMc(bed.client, 'broken'), 'Degraded')?.reason === 'InvalidSpec' ? true : undefined))
+  await new Promise((r) => setTimeout(r, 300))
+  bed.sandbox.requests.reset()
+  const before = reconcileCount(bed.metrics)
+  bed.controller.enqueueAll()
+  await reconciles(bed.metrics, before, 1)
+  bed.controller.enqueueAll()
+  await reconciles(bed.metrics, before, 2)
+  t.same(operatorWrites(bed.sandbox), [], 'no event, no status write')
+  t.ok((bed.metrics.counts['failed:InvalidSpec'] ?? 0) >= 3, 'while every reconcile still counts the failure')
+})

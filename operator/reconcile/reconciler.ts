@@ -13,6 +13,7 @@ import { MANAGED_KINDS } from '../render/guard.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
 import type { AppliedMemory } from './applied.ts'
+import { findCondition } from './conditions.ts'
 import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
@@ -273,7 +274,12 @@ export class Reconciler {
     const reason = DEGRADED_REASON[outcome.kind]
     this.#d.metrics.failed(reason)
     log.warn({ reason, err: outcome.message }, 'reconcile failed')
-    await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' ? 'Apply' : outcome.kind === 'prune-failed' ? 'Prune' : 'Render')
+    // An event marks the failure's arrival; while the CR already says exactly this (a resync of a
+    // CR that stays broken), the condition tells it and a repeated event would be a write per resync.
+    const degraded = findCondition(cr.status?.conditions, 'Degraded')
+    if (degraded?.status !== 'True' || degraded.reason !== reason || degraded.message !== outcome.message) {
+      await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' ? 'Apply' : outcome.kind === 'prune-failed' ? 'Prune' : 'Render')
+    }
     await this.#writeStatus(cr, desired, undefined, outcome, log)
   }
 

@@ -5,6 +5,8 @@ import { memcachedCRD } from '../../operator/api/crd.ts'
 import { KubeClient, type KubeObject } from '../../operator/controller/client.ts'
 import { loadChart, type Chart } from '../../operator/render/chart.ts'
 import { MemcachedController, type ControllerMetrics } from '../../operator/reconcile/controller.ts'
+import { EventAggregator } from '../../operator/reconcile/events.ts'
+import { ApiEventRecorder } from '../../operator/reconcile/recorder.ts'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../operator/sandbox/index.ts'
 
 /** Counts what the controller reports, by name. */
@@ -50,17 +52,20 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
 }
 
 /** An operator (controller and its client) against a running sandbox. */
-export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
   const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
+  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const controller = new MemcachedController({
+    // eventSuppressMs stands for time passing: repeats of an event are sent again after it.
+    ...(opts.eventSuppressMs !== undefined ? { recorder: new ApiEventRecorder(client, new EventAggregator({ suppressForMs: opts.eventSuppressMs }), log) } : {}),
     client,
     chart: () => chart,
     namespaces: [],
     concurrency: opts.concurrency ?? 2,
     resyncPeriodMs: opts.resyncPeriodMs ?? 600_000,
-    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    log,
     metrics,
   })
   await controller.start()
@@ -77,7 +82,7 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
 }
 
 /** A sandbox with the CRD and a running operator. */
-export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number } = {}): Promise<Bed> {
+export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number } = {}): Promise<Bed> {
   const chart = opts.chart ?? loadChart()
   const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
   const client = clientFor(sandbox, 'test-user/1', 'test-user')
