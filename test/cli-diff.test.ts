@@ -40,6 +40,13 @@ t.test('diff: nothing, then what a change would do, then what a chart change wou
   const all = captureIO()
   t.equal(await runCli(['diff', '--all', '--chart', chart, ...kc], all), 1)
   t.match(all.out(), /\n-      port: 11211\n\+      port: 11311\n/)
+
+  // A CR that does not render is reported, and the others are still compared (exit 2: an error).
+  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'aaa-broken', namespace: 'default' }, spec: { size: 1, image: 42 } })
+  const mixed = captureIO()
+  t.equal(await runCli(['diff', '--all', '--chart', chart, ...kc], mixed), 2)
+  t.match(mixed.err(), /Memcached default\/aaa-broken: spec\.image: must be string or object/)
+  t.match(mixed.out(), /\n\+      port: 11311\n/, 'the other CR is still compared')
 })
 
 t.test('diff: errors exit 2', async (t) => {

@@ -66,6 +66,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       for (const input of await readInputs(opts.filename, io)) crs.push(...parseMemcacheds(input.text, input.source))
     }
     let differences = 0
+    let failed = false
     for (const given of crs) {
       const namespace = given.metadata.namespace ?? 'default'
       const name = given.metadata.name
@@ -77,8 +78,17 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
         if (!isNotFound(err)) throw err
       }
       const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(live?.metadata.uid ? { uid: live.metadata.uid } : {}) } }
-      const rendered = renderInstance(chart, { name, namespace, spec: cr.spec ?? {}, overrides }).objects
-      const desired: RenderedObject[] = live ? stampOwner(rendered, cr) : rendered
+      let desired: RenderedObject[]
+      try {
+        const rendered = renderInstance(chart, { name, namespace, spec: cr.spec ?? {}, overrides }).objects
+        desired = live ? stampOwner(rendered, cr) : rendered
+      } catch (err) {
+        // One CR that does not render must not hide what the others would change.
+        if (!(err instanceof RenderError)) throw err
+        io.stderr(`error: Memcached ${namespace}/${name}: ${err.message}\n`)
+        failed = true
+        continue
+      }
       if (!live) io.stderr(`Memcached ${namespace}/${name} is not in the cluster: its objects are compared without ownerReferences\n`)
       const seen = new Set<string>()
       for (const d of desired) {
@@ -103,7 +113,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
         }
       }
     }
-    return differences > 0 ? 1 : 0
+    return failed ? 2 : differences > 0 ? 1 : 0
   } catch (err) {
     if (err instanceof UsageError) throw err
     io.stderr(`error: ${err instanceof RenderError ? err.message : err instanceof Error ? err.message : String(err)}\n`)
