@@ -204,19 +204,23 @@ t.test('a template error: Degraded with template:line, nothing applied', async (
   t.notOk(await exists(bed.client, 'apps/v1', 'Deployment', 'tpl'))
 })
 
+/** Lets the last events settle, forgets the requests so far, then resyncs every CR twice and waits for it. */
+async function resyncTwice(bed: Bed, crs: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 300))
+  bed.sandbox.requests.reset()
+  const before = reconcileCount(bed.metrics)
+  bed.controller.enqueueAll()
+  await reconciles(bed.metrics, before, crs)
+  bed.controller.enqueueAll()
+  await reconciles(bed.metrics, before, 2 * crs)
+}
+
 t.test('an idle resync of an unchanged cluster makes zero write requests', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())
   for (const name of ['idle-a', 'idle-b', 'idle-c']) await bed.client.create(sample(name, { size: 2 }))
   for (const name of ['idle-a', 'idle-b', 'idle-c']) await converged(bed, name, 2)
-  // Let the last events settle, then resync everything twice.
-  await new Promise((r) => setTimeout(r, 300))
-  bed.sandbox.requests.reset()
-  const before = reconcileCount(bed.metrics)
-  bed.controller.enqueueAll()
-  await reconciles(bed.metrics, before, 3)
-  bed.controller.enqueueAll()
-  await reconciles(bed.metrics, before, 6)
+  await resyncTwice(bed, 3)
   t.same(operatorWrites(bed.sandbox), [], 'no write')
   t.equal(bed.sandbox.requests.log().filter((r) => r.userAgent === 'memcached-operator/test' && r.verb === 'get').length, 0, 'and no GET: reads come from the caches')
 })
@@ -227,13 +231,7 @@ t.test('an idle resync of a CR that stays broken makes zero write requests too, 
   t.teardown(() => bed.stop())
   await bed.client.create(sample('broken', { size: 1, image: 42 }))
   await eventually('Degraded InvalidSpec', async () => (condition(await getMc(bed.client, 'broken'), 'Degraded')?.reason === 'InvalidSpec' ? true : undefined))
-  await new Promise((r) => setTimeout(r, 300))
-  bed.sandbox.requests.reset()
-  const before = reconcileCount(bed.metrics)
-  bed.controller.enqueueAll()
-  await reconciles(bed.metrics, before, 1)
-  bed.controller.enqueueAll()
-  await reconciles(bed.metrics, before, 2)
+  await resyncTwice(bed, 1)
   t.same(operatorWrites(bed.sandbox), [], 'no event, no status write')
   t.ok((bed.metrics.counts['failed:InvalidSpec'] ?? 0) >= 3, 'while every reconcile still counts the failure')
 })
