@@ -9,8 +9,14 @@ import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value]
 
-/** Commands register here; each returns its exit code. */
-function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
+const COMMANDS = ['render', 'lint', 'crd', 'run', 'diff', 'sandbox']
+
+/**
+ * Commands register here; each returns its exit code. With `only`, the command being run is the
+ * only one registered (building the others costs start-up time and changes nothing for it).
+ */
+function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string): Command {
+  const wanted = (name: string): boolean => only === undefined || only === name
   const program = new Command('memcached-operator')
     .description('Renders Memcached resources through a chart and keeps the cluster equal to the render')
     .version(packageVersion(), '--version')
@@ -18,90 +24,96 @@ function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError('(add --help for usage)')
 
-  program
-    .command('render')
-    .description('print the manifests Memcached resources become (like helm template), ready for kubectl apply -f -')
-    .option('-f, --filename <file>', 'a file of Memcached resources, or - for standard input (repeatable)', collect, [])
-    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
-    .option('--values <file>', 'a YAML file of values over each spec (repeatable)', collect, [])
-    .option('--set <key=value>', 'a value over each spec, e.g. size=5,image.tag=1.6.39 (repeatable)', collect, [])
-    .option('--set-string <key=value>', 'like --set, but the value is always a string (repeatable)', collect, [])
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
-    .option('-n, --namespace <namespace>', 'namespace for resources that do not set one')
-    .action(async (opts) => {
-      const { runRender } = await import('./render.ts')
-      setCode(await runRender(opts, io))
-    })
+  if (wanted('render'))
+    program
+      .command('render')
+      .description('print the manifests Memcached resources become (like helm template), ready for kubectl apply -f -')
+      .option('-f, --filename <file>', 'a file of Memcached resources, or - for standard input (repeatable)', collect, [])
+      .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .option('--values <file>', 'a YAML file of values over each spec (repeatable)', collect, [])
+      .option('--set <key=value>', 'a value over each spec, e.g. size=5,image.tag=1.6.39 (repeatable)', collect, [])
+      .option('--set-string <key=value>', 'like --set, but the value is always a string (repeatable)', collect, [])
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+      .option('-n, --namespace <namespace>', 'namespace for resources that do not set one')
+      .action(async (opts) => {
+        const { runRender } = await import('./render.ts')
+        setCode(await runRender(opts, io))
+      })
 
-  program
-    .command('lint')
-    .description('check the chart: schema, templates, and that minimal values and the samples render')
-    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
-    .option('-f, --filename <file>', 'Memcached resources to render as well (default: the bundled samples)', collect, [])
-    .action(async (opts) => {
-      const { runLint } = await import('./lint.ts')
-      setCode(await runLint(opts, io))
-    })
+  if (wanted('lint'))
+    program
+      .command('lint')
+      .description('check the chart: schema, templates, and that minimal values and the samples render')
+      .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .option('-f, --filename <file>', 'Memcached resources to render as well (default: the bundled samples)', collect, [])
+      .action(async (opts) => {
+        const { runLint } = await import('./lint.ts')
+        setCode(await runLint(opts, io))
+      })
 
-  program
-    .command('crd')
-    .description('print the CustomResourceDefinition of memcacheds.cache.example.com')
-    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
-    .action(async (opts) => {
-      const { runCrd } = await import('./crd.ts')
-      setCode(runCrd(opts, io))
-    })
+  if (wanted('crd'))
+    program
+      .command('crd')
+      .description('print the CustomResourceDefinition of memcacheds.cache.example.com')
+      .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .action(async (opts) => {
+        const { runCrd } = await import('./crd.ts')
+        setCode(runCrd(opts, io))
+      })
 
-  program
-    .command('run')
-    .description('run the operator against a cluster (kubeconfig, KUBECONFIG, or in-cluster)')
-    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or the in-cluster service account)')
-    .option('-n, --namespace <namespace>', 'watch only this namespace (repeatable; default: all)', collect, [])
-    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
-    .option('--concurrency <n>', 'reconciles running at once', '4')
-    .option('--resync-period <duration>', 'how often every Memcached is reconciled even without events', '10m')
-    .option('--leader-elect', 'elect a leader on a coordination.k8s.io/v1 Lease; only the leader reconciles')
-    .option('--leader-election-namespace <namespace>', 'namespace of the Lease (default: the pod\'s own, else default)')
-    .option('--leader-election-id <name>', 'name of the Lease', 'memcached-operator-leader')
-    .option('--metrics-bind-address <addr>', 'where /metrics is served (0 disables)', ':8080')
-    .option('--health-probe-bind-address <addr>', 'where /healthz and /readyz are served (0 disables)', ':8081')
-    .option('--log-level <level>', 'trace, debug, info, warn, error (default: LOG_LEVEL or info)')
-    .action(async (opts) => {
-      const { runOperator } = await import('./run.ts')
-      setCode(await runOperator(opts, io))
-    })
+  if (wanted('run'))
+    program
+      .command('run')
+      .description('run the operator against a cluster (kubeconfig, KUBECONFIG, or in-cluster)')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or the in-cluster service account)')
+      .option('-n, --namespace <namespace>', 'watch only this namespace (repeatable; default: all)', collect, [])
+      .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .option('--concurrency <n>', 'reconciles running at once', '4')
+      .option('--resync-period <duration>', 'how often every Memcached is reconciled even without events', '10m')
+      .option('--leader-elect', 'elect a leader on a coordination.k8s.io/v1 Lease; only the leader reconciles')
+      .option('--leader-election-namespace <namespace>', 'namespace of the Lease (default: the pod\'s own, else default)')
+      .option('--leader-election-id <name>', 'name of the Lease', 'memcached-operator-leader')
+      .option('--metrics-bind-address <addr>', 'where /metrics is served (0 disables)', ':8080')
+      .option('--health-probe-bind-address <addr>', 'where /healthz and /readyz are served (0 disables)', ':8081')
+      .option('--log-level <level>', 'trace, debug, info, warn, error (default: LOG_LEVEL or info)')
+      .action(async (opts) => {
+        const { runOperator } = await import('./run.ts')
+        setCode(await runOperator(opts, io))
+      })
 
-  program
-    .command('diff')
-    .description('show what applying the render of Memcached resources would change in the cluster (like kubectl diff); exit 0 none, 1 some, 2 error')
-    .option('-f, --filename <file>', 'a file of Memcached resources, or - for standard input (repeatable)', collect, [])
-    .option('--all', 'every Memcached in the cluster (what a chart change would do)')
-    .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
-    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
-    .option('--values <file>', 'a YAML file of values over each spec (repeatable)', collect, [])
-    .option('--set <key=value>', 'a value over each spec (repeatable)', collect, [])
-    .option('--set-string <key=value>', 'like --set, but the value is always a string (repeatable)', collect, [])
-    .action(async (opts) => {
-      const { runDiff } = await import('./diff.ts')
-      setCode(await runDiff(opts, io))
-    })
+  if (wanted('diff'))
+    program
+      .command('diff')
+      .description('show what applying the render of Memcached resources would change in the cluster (like kubectl diff); exit 0 none, 1 some, 2 error')
+      .option('-f, --filename <file>', 'a file of Memcached resources, or - for standard input (repeatable)', collect, [])
+      .option('--all', 'every Memcached in the cluster (what a chart change would do)')
+      .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--values <file>', 'a YAML file of values over each spec (repeatable)', collect, [])
+      .option('--set <key=value>', 'a value over each spec (repeatable)', collect, [])
+      .option('--set-string <key=value>', 'like --set, but the value is always a string (repeatable)', collect, [])
+      .action(async (opts) => {
+        const { runDiff } = await import('./diff.ts')
+        setCode(await runDiff(opts, io))
+      })
 
-  program
-    .command('sandbox')
-    .description('run the in-process Kubernetes API server on loopback with the Memcached CRD, the operator and the sample CR, until SIGINT/SIGTERM')
-    .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)')
-    .option('--kubeconfig-out <file>', 'where to write the kubeconfig (default: a temporary file)')
-    .option('--faults <spec>', 'fault injection, e.g. error-rate=0.05,conflict-rate=0.02,throttle-rate=0.01,latency-ms=20,watch-drop-s=5,expire-on-resume=true')
-    .option('--pod-ready-delay <ms>', 'delay before simulated pods become Ready', '1000')
-    .option('--chart <dir>', 'chart of the CRD and of the operator (default: the bundled charts/memcached)')
-    .option('--no-operator', 'start the cluster alone (run the operator elsewhere with --kubeconfig)')
-    .option('--no-sample', 'do not apply the sample Memcached')
-    .option('--watch-chart', 're-render every Memcached when a chart file changes')
-    .option('--log-level <level>', 'the operator\'s log level (default: LOG_LEVEL or info)')
-    .action(async (opts) => {
-      const { runSandbox } = await import('./sandbox.ts')
-      setCode(await runSandbox(opts, io))
-    })
+  if (wanted('sandbox'))
+    program
+      .command('sandbox')
+      .description('run the in-process Kubernetes API server on loopback with the Memcached CRD, the operator and the sample CR, until SIGINT/SIGTERM')
+      .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)')
+      .option('--kubeconfig-out <file>', 'where to write the kubeconfig (default: a temporary file)')
+      .option('--faults <spec>', 'fault injection, e.g. error-rate=0.05,conflict-rate=0.02,throttle-rate=0.01,latency-ms=20,watch-drop-s=5,expire-on-resume=true')
+      .option('--pod-ready-delay <ms>', 'delay before simulated pods become Ready', '1000')
+      .option('--chart <dir>', 'chart of the CRD and of the operator (default: the bundled charts/memcached)')
+      .option('--no-operator', 'start the cluster alone (run the operator elsewhere with --kubeconfig)')
+      .option('--no-sample', 'do not apply the sample Memcached')
+      .option('--watch-chart', 're-render every Memcached when a chart file changes')
+      .option('--log-level <level>', 'the operator\'s log level (default: LOG_LEVEL or info)')
+      .action(async (opts) => {
+        const { runSandbox } = await import('./sandbox.ts')
+        setCode(await runSandbox(opts, io))
+      })
 
   return program
 }
@@ -112,9 +124,13 @@ function buildProgram(io: CliIO, setCode: (code: number) => void): Command {
  */
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
   let code = 0
-  const program = buildProgram(io, (c) => {
-    code = c
-  })
+  const program = buildProgram(
+    io,
+    (c) => {
+      code = c
+    },
+    COMMANDS.includes(argv[0] ?? '') ? argv[0] : undefined,
+  )
   try {
     await program.parseAsync(argv, { from: 'user' })
     return code

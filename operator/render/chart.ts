@@ -7,9 +7,9 @@ import ejs from 'ejs'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createRequire } from 'node:module'
 import YAML from 'yaml'
-import { RenderError } from './errors.ts'
+import { ModuleUnavailable, RenderError } from './errors.ts'
+import { lazyRequire as require } from './lazy-require.ts'
 import { yamlScalar } from './scalar.ts'
 import { compileValuesSchema, type SchemaNode, type ValuesValidator } from './schema.ts'
 import { cloneData, isPlainMap, type Values } from './values.ts'
@@ -44,8 +44,6 @@ export interface Chart {
   partials: Map<string, Template>
 }
 
-// node:vm is loaded only to locate a syntax error (it costs start-up time otherwise).
-const require = createRequire(import.meta.url)
 const cache = new Map<string, Chart>()
 
 /** Loads (or returns the cached) chart in `dir`; `reload` forces a fresh read, e.g. after a file changed. */
@@ -56,6 +54,11 @@ export function loadChart(dir: string = DEFAULT_CHART_DIR, reload = false): Char
   const chart = readChart(key)
   cache.set(key, chart)
   return chart
+}
+
+/** Drops the cached chart of `dir`, so that the next {@link loadChart} reads it again. */
+export function forgetChart(dir: string): void {
+  cache.delete(resolve(dir))
 }
 
 function readText(dir: string, file: string): string {
@@ -92,6 +95,7 @@ function readChart(dir: string): Chart {
   try {
     validate = compileValuesSchema(schema)
   } catch (err) {
+    if (err instanceof ModuleUnavailable) throw err
     throw new RenderError('input', [`${join(dir, 'values.schema.json')}: invalid schema: ${(err as Error).message}`])
   }
   const templateDir = join(dir, 'templates')

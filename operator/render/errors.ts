@@ -16,3 +16,16 @@ export class RenderError extends Error {
     this.problems = problems
   }
 }
+
+/**
+ * A module the running process cannot load: thrown only inside the start-up snapshot of `render`
+ * (operator/snapshot), whose entry then runs the command from the sources instead.
+ */
+export class ModuleUnavailable extends Error {
+  readonly id: string
+  constructor(id: string) {
+    super(`module ${id} is not available in this process`)
+    this.name = 'ModuleUnavailable'
+    this.id = id
+  }
+}

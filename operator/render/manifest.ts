@@ -37,6 +37,11 @@ const PARSE = {
 const parsed = new Map<string, string>()
 const PARSE_CACHE_SIZE = 512
 
+/** Empties the parse cache (the start-up snapshot must not carry the renders it warmed up with). */
+export function clearParseCache(): void {
+  parsed.clear()
+}
+
 /** Parses one template's output; every problem names the template and the line of its output. */
 export function parseManifests(file: string, text: string): RenderedObject[] {
   const key = `${file}\0${text}`

@@ -7,9 +7,9 @@
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { lazyRequire as require } from './lazy-require.ts'
 import { isPlainMap, type Values } from './values.ts'
 
 /** A JSON Schema node as written in values.schema.json. */
@@ -17,8 +17,6 @@ export type SchemaNode = { [keyword: string]: unknown }
 
 /** Validates values and returns every problem as `spec.path: message`, or an empty list. */
 export type ValuesValidator = (values: Values) => string[]
-
-const require = createRequire(import.meta.url)
 
 /** Where compiled validators are kept between runs (override with MEMCACHED_OPERATOR_CACHE_DIR). */
 function cacheDir(): string {

@@ -1,17 +1,18 @@
 /**
  * `npm run bench:render`: render throughput in-process, and whole-process wall time of
- * `memcached-operator render -f <sample>` beside `helm template` of the same chart written for Helm.
+ * `memcached-operator render -f <sample>` (from the start-up snapshot, and from the sources) beside
+ * `helm template` of the same chart written for Helm.
  * Prints figures; asserts nothing.
  */
 import { spawnSync } from 'node:child_process'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { loadChart } from '../../operator/render/chart.ts'
 import { renderInstance } from '../../operator/render/engine.ts'
 import { helmPath } from '../support/tools.ts'
 
 const root = resolve(import.meta.dirname, '..', '..')
 const sample = join(root, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
-const runs = Number(process.env.BENCH_RUNS ?? 21)
+const runs = Number(process.env.BENCH_RUNS ?? 31)
 // Same reason as the CLI: `yaml` reads process.env per token.
 process.env = { ...process.env }
 
@@ -33,9 +34,9 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
 }
 
-function wallTime(cmd: string, args: readonly string[]): number {
+function wallTime(cmd: string, args: readonly string[], env?: NodeJS.ProcessEnv): number {
   const start = process.hrtime.bigint()
-  const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8' })
+  const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', env })
   const ms = Number(process.hrtime.bigint() - start) / 1e6
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr}`)
   return ms
@@ -47,20 +48,25 @@ console.log('In-process render of the sample CR (size: 3; Service, Deployment, P
 throughput('  same CR again and again (template output parse cache hits)', () => renderInstance(chart, { name: 'memcached-sample', namespace: 'default', spec: { size: 3 } }))
 throughput('  a different CR name every time (no cache hit)', (i) => renderInstance(chart, { name: `memcached-${i}`, namespace: 'default', spec: { size: 3 } }))
 
+// The executable as npm links it: `render` starts from the start-up snapshot that npm install builds.
+const bin = join(root, 'operator/cli/memcached-operator')
+const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` }
+const how = spawnSync(bin, ['render', '-f', sample], { cwd: root, encoding: 'utf8', env: { ...env, MEMCACHED_OPERATOR_DEBUG_START: '1' } }).stderr.trim()
+if (!how.includes('the render snapshot')) {
+  console.log(`\n${how}: building the snapshot (node operator/snapshot/build.ts)`)
+  const built = spawnSync(process.execPath, [join(root, 'operator/snapshot/build.ts')], { cwd: root, stdio: 'inherit', env })
+  if (built.status !== 0) process.exit(1)
+}
+const sourcesEnv = { ...env, MEMCACHED_OPERATOR_SNAPSHOT: 'off' }
 const helm = helmPath()
-const ours = [process.execPath, [join(root, 'operator/cli/main.js'), 'render', '-f', sample]] as const
-const theirs = [helm, ['template', 'memcached-sample', join(root, 'test/bench/helm-memcached'), '--namespace', 'default']] as const
-for (let i = 0; i < 3; i++) {
-  wallTime(...ours)
-  wallTime(...theirs)
-}
-const a: number[] = []
-const b: number[] = []
-for (let i = 0; i < runs; i++) {
-  a.push(wallTime(...ours))
-  b.push(wallTime(...theirs))
-}
+const variants = [
+  { label: 'memcached-operator render -f sample', cmd: bin, args: ['render', '-f', sample], env, times: [] as number[] },
+  { label: '  the same from the sources (SNAPSHOT=off)', cmd: bin, args: ['render', '-f', sample], env: sourcesEnv, times: [] as number[] },
+  { label: `helm template (helm ${spawnSync(helm, ['version', '--short'], { encoding: 'utf8' }).stdout.trim()})`, cmd: helm, args: ['template', 'memcached-sample', join(root, 'test/bench/helm-memcached'), '--namespace', 'default'], env, times: [] as number[] },
+]
+for (let i = 0; i < 3; i++) for (const v of variants) wallTime(v.cmd, v.args, v.env)
+for (let i = 0; i < runs; i++) for (const v of variants) v.times.push(wallTime(v.cmd, v.args, v.env))
 console.log(`\nWhole process, ${runs} runs each after 3 warm-ups, interleaved (milliseconds)`)
-console.log(`  memcached-operator render -f sample   median ${median(a).toFixed(1)}  min ${Math.min(...a).toFixed(1)}  max ${Math.max(...a).toFixed(1)}`)
-console.log(`  helm template (helm ${spawnSync(helm, ['version', '--short'], { encoding: 'utf8' }).stdout.trim()})   median ${median(b).toFixed(1)}  min ${Math.min(...b).toFixed(1)}  max ${Math.max(...b).toFixed(1)}`)
-console.log(`  ratio ours/helm (median)              ${(median(a) / median(b)).toFixed(2)}`)
+for (const v of variants) console.log(`  ${v.label.padEnd(44)} median ${median(v.times).toFixed(1).padStart(6)}  min ${Math.min(...v.times).toFixed(1).padStart(6)}  max ${Math.max(...v.times).toFixed(1).padStart(6)}`)
+console.log(`  ratio ours/helm (median)                     ${(median(variants[0]!.times) / median(variants[2]!.times)).toFixed(2)}`)
+console.log(`  ratio from the sources/helm (median)         ${(median(variants[1]!.times) / median(variants[2]!.times)).toFixed(2)}`)

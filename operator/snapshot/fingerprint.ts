@@ -1,0 +1,43 @@
+/**
+ * What a start-up snapshot was built from, so that it is never used once that changed: the size
+ * and modification time of each file (what make and tsc --incremental compare), taken when the
+ * snapshot is built and compared when it starts.
+ */
+import { readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** `[absolute path, size, mtimeMs]` per file; a missing file has size -1. */
+export type Fingerprint = [path: string, size: number, mtimeMs: number][]
+
+export function fingerprint(files: readonly string[]): Fingerprint {
+  return files.map((file) => {
+    const st = statSync(file, { throwIfNoEntry: false })
+    return st ? [file, st.size, st.mtimeMs] : [file, -1, 0]
+  })
+}
+
+/** The first file that differs from `fp` (changed, created or deleted), or undefined. */
+export function firstChange(fp: Fingerprint): string | undefined {
+  for (const [file, size, mtimeMs] of fp) {
+    const st = statSync(file, { throwIfNoEntry: false })
+    if (st ? st.size !== size || st.mtimeMs !== mtimeMs : size !== -1) return file
+  }
+  return undefined
+}
+
+/** Every file of a chart that a render reads: Chart.yaml, values.yaml, the schema and templates/. */
+export function chartFiles(dir: string): string[] {
+  let templates: string[] = []
+  try {
+    templates = readdirSync(join(dir, 'templates')).sort().map((f) => join(dir, 'templates', f))
+  } catch {
+    // No templates/ directory: loading the chart reports it.
+  }
+  return [join(dir, 'Chart.yaml'), join(dir, 'values.yaml'), join(dir, 'values.schema.json'), join(dir, 'templates'), ...templates]
+}
+
+/** Whether the chart in `dir` differs from `fp` (a file changed, or one was added or removed). */
+export function chartChanged(dir: string, fp: Fingerprint): boolean {
+  const files = chartFiles(dir)
+  return files.length !== fp.length || files.some((f, i) => f !== fp[i]![0]) || firstChange(fp) !== undefined
+}

@@ -1,0 +1,86 @@
+/** The parts of the start-up snapshot that run the same in a test process: the module table, fingerprints, and the start decision. */
+import { appendFileSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
+import { ModuleUnavailable } from '../operator/render/errors.ts'
+import { chartChanged, chartFiles, fingerprint, firstChange } from '../operator/snapshot/fingerprint.ts'
+import { lazyRequire } from '../operator/snapshot/preloaded-require.ts'
+import { decide, prepare, ROOT, warmUp } from '../operator/snapshot/start.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'mc-snapshot-parts-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+
+t.test('the snapshot’s module table: what validators need, built-ins, and nothing else', async (t) => {
+  const ucs2length = (lazyRequire('ajv/dist/runtime/ucs2length') as { default: (s: string) => number }).default
+  t.equal(ucs2length('a😀'), 2, 'a surrogate pair is one character')
+  t.equal(typeof (lazyRequire('ajv/dist/runtime/uri') as { default: { parse: unknown } }).default.parse, 'function')
+  t.equal(new (lazyRequire('ajv/dist/runtime/validation_error') as { default: new (errors: unknown[]) => Error }).default([]).message, 'validation failed')
+  t.ok((lazyRequire('ajv/dist/runtime/equal') as { default: (a: unknown, b: unknown) => boolean }).default({ a: [1] }, { a: [1] }))
+  t.match((lazyRequire('ajv/package.json') as { version: string }).version, /^\d+\.\d+\.\d+/)
+  t.equal(typeof (lazyRequire('node:vm') as typeof import('node:vm')).Script, 'function')
+  for (const id of ['ajv', 'ajv/dist/standalone', '__proto__', 'constructor', 'toString']) {
+    let thrown: unknown
+    try {
+      lazyRequire(id)
+    } catch (err) {
+      thrown = err
+    }
+    t.ok(thrown instanceof ModuleUnavailable && thrown.id === id, `${id} is not available`)
+  }
+})
+
+t.test('a fingerprint notices a file changed, created or deleted', async (t) => {
+  const a = join(dir, 'a.txt')
+  const b = join(dir, 'b.txt')
+  writeFileSync(a, 'one')
+  const fp = fingerprint([a, b])
+  t.equal(fp[1]![1], -1, 'b does not exist yet')
+  t.equal(firstChange(fp), undefined)
+  writeFileSync(b, 'new')
+  t.equal(firstChange(fp), b, 'created')
+  rmSync(b)
+  appendFileSync(a, '!')
+  t.equal(firstChange(fp), a, 'changed')
+  const again = fingerprint([a])
+  rmSync(a)
+  t.equal(firstChange(again), a, 'deleted')
+})
+
+t.test('a chart’s fingerprint covers its templates, including one added', async (t) => {
+  const chart = join(dir, 'chart')
+  cpSync(DEFAULT_CHART_DIR, chart, { recursive: true })
+  const files = chartFiles(chart)
+  t.ok(files.includes(join(chart, 'values.schema.json')) && files.includes(join(chart, 'templates', 'deployment.ejs')))
+  const fp = fingerprint(files)
+  t.notOk(chartChanged(chart, fp))
+  writeFileSync(join(chart, 'templates', 'configmap.ejs'), '')
+  t.ok(chartChanged(chart, fp), 'a template added')
+  rmSync(join(chart, 'templates', 'configmap.ejs'))
+  appendFileSync(join(chart, 'values.yaml'), '\n')
+  t.ok(chartChanged(chart, fp), 'a file changed')
+  t.same(chartFiles(join(dir, 'none')).slice(0, 3), [join(dir, 'none', 'Chart.yaml'), join(dir, 'none', 'values.yaml'), join(dir, 'none', 'values.schema.json')], 'no templates/: loading the chart reports it')
+})
+
+t.test('how a command starts', async (t) => {
+  const source = join(dir, 'source.ts')
+  writeFileSync(source, '')
+  const built = prepare([source])
+  t.same(decide(['crd'], built), { from: 'sources', reason: 'crd is not in the snapshot', rebuild: false })
+  t.same(decide([], built), { from: 'sources', reason: 'no command is not in the snapshot', rebuild: false })
+  t.same(decide(['render', '-f', 'x'], built), { from: 'snapshot' })
+  const chart = loadChart()
+  t.same(decide(['render'], { ...built, chart: [] }), { from: 'snapshot' }, 'a changed chart does not stop the snapshot')
+  t.not(loadChart(), chart, 'but it is read again')
+  appendFileSync(source, '// edited')
+  t.same(decide(['render'], built, dir), { from: 'sources', reason: 'source.ts changed since the snapshot was built', rebuild: true })
+})
+
+t.test('the warm-up renders every sample three ways', async (t) => {
+  t.equal(await warmUp(ROOT), 6, 'two samples: as a file, from stdin as JSON, with flags')
+  const broken = join(dir, 'project')
+  cpSync(join(ROOT, 'kustomize', 'samples'), join(broken, 'kustomize', 'samples'), { recursive: true })
+  writeFileSync(join(broken, 'kustomize', 'samples', 'bad.yaml'), 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bad}\nspec: {size: -1}\n')
+  await t.rejects(warmUp(broken), /render -f bad\.yaml \(bad\.yaml\) failed: error: .*spec\.size: must be >= 0/, 'a sample that does not render fails the build')
+})

@@ -1,0 +1,207 @@
+/**
+ * The start-up snapshot of `render`, end to end: a copy of the project (its own operator/, charts/
+ * and samples, the real node_modules) builds a snapshot into a temporary directory, and the
+ * executable is run as users run it. Every render from the snapshot must print exactly what the
+ * sources print; anything the snapshot was not built from must make it step aside.
+ */
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process'
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, utimesSync, writeFileSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import t from 'tap'
+
+const root = resolve(import.meta.dirname, '..')
+const project = mkdtempSync(join(tmpdir(), 'mc-snapshot-'))
+t.teardown(() => rmSync(project, { recursive: true, force: true }))
+for (const dir of ['operator', 'charts', 'kustomize/samples']) cpSync(join(root, dir), join(project, dir), { recursive: true })
+cpSync(join(root, 'package.json'), join(project, 'package.json'))
+symlinkSync(join(root, 'node_modules'), join(project, 'node_modules'))
+const snapshots = join(project, 'snapshots')
+const cache = join(project, 'validator-cache')
+const bin = join(project, 'operator/cli/memcached-operator')
+const sample = join(project, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
+const tuned = join(project, 'kustomize/samples/cache_v1alpha1_memcached_tuned.yaml')
+
+// The executable finds `node` on PATH: the one running the tests.
+const env = {
+  ...process.env,
+  PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+  MEMCACHED_OPERATOR_SNAPSHOT_DIR: snapshots,
+  MEMCACHED_OPERATOR_CACHE_DIR: cache,
+  MEMCACHED_OPERATOR_DEBUG_START: '1',
+}
+const START = /^memcached-operator: started from (the render snapshot|sources.*)\n/gm
+
+interface Run {
+  status: number | null
+  stdout: string
+  stderr: string
+  /** How it started, from MEMCACHED_OPERATOR_DEBUG_START. */
+  start: string[]
+}
+
+function run(args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Run {
+  const r: SpawnSyncReturns<string> = spawnSync(bin, args, { cwd: project, encoding: 'utf8', input: opts.input, env: { ...env, ...opts.env } })
+  if (r.error) throw r.error
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr.replace(START, ''), start: [...r.stderr.matchAll(START)].map((m) => m[1]!) }
+}
+
+/** The same command from the sources (main.js, as before the snapshot existed). */
+function sources(args: string[], input?: string): Run {
+  const r = spawnSync(process.execPath, [join(project, 'operator/cli/main.js'), ...args], { cwd: project, encoding: 'utf8', input, env: { ...env, MEMCACHED_OPERATOR_DEBUG_START: '' } })
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, start: [] }
+}
+
+function build(args: string[] = [], extra: Record<string, string> = {}): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [join(project, 'operator/snapshot/build.ts'), ...args], { cwd: project, encoding: 'utf8', env: { ...env, ...extra } })
+}
+
+const current = (): string => readlinkSync(join(snapshots, 'current'))
+
+t.test('npm install builds the snapshot (the prepare script)', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> }
+  t.equal(pkg.bin['memcached-operator'], 'operator/cli/memcached-operator')
+  t.equal(pkg.scripts.prepare, 'node operator/snapshot/build.ts --if-possible')
+  const r = build()
+  t.equal(r.status, 0, r.stderr)
+  t.match(r.stderr, /^render snapshot: \d+\.\d MB, built in \d+\.\d s: .*render\.blob\n$/)
+  t.ok(existsSync(join(snapshots, 'current', 'render.blob')))
+  t.ok(existsSync(join(snapshots, 'current', 'node')), 'beside a hard link to the node that built it')
+  t.same(readdirSync(snapshots).sort(), [current(), 'current'].sort(), 'and nothing else: no lock, no temporary files')
+})
+
+t.test('a render from the snapshot prints exactly what the sources print', async (t) => {
+  const longName = `apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: ${'a'.repeat(253)}\nspec:\n  size: 2\n`
+  const values = join(project, 'values.yaml')
+  writeFileSync(values, 'memoryMB: 256\npodLabels:\n  team: cache\n')
+  const cases: { args: string[]; input?: string; status: number }[] = [
+    { args: ['render', '-f', sample], status: 0 },
+    { args: ['render', '-f', tuned, '-o', 'json'], status: 0 },
+    { args: ['render', '-f', '-'], input: readFileSync(sample, 'utf8'), status: 0 },
+    { args: ['render', '-f', sample, '-f', tuned, '--set', 'size=5,maxConnections=2048', '--values', values, '-n', 'other'], status: 0 },
+    // A name longer than any DNS limit is shortened with a hash: the hash module loads on first use.
+    { args: ['render', '-f', '-'], input: longName, status: 0 },
+    { args: ['render', '-f', '-'], input: 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: -1, bogus: 1}\n', status: 1 },
+    { args: ['render', '-f', join(project, 'missing.yaml')], status: 1 },
+    { args: ['render', '--nope'], status: 2 },
+    { args: ['render', '--help'], status: 0 },
+  ]
+  for (const c of cases) {
+    const ours = run(c.args, { input: c.input })
+    const theirs = sources(c.args, c.input)
+    const what = `${c.args.join(' ')}${c.input ? ' < input' : ''}`
+    t.same(ours.start, ['the render snapshot'], `${what}: started from the snapshot`)
+    t.equal(ours.status, c.status, `${what}: exit ${c.status}`)
+    t.equal(ours.stdout, theirs.stdout, `${what}: the same output`)
+    t.equal(ours.stderr, theirs.stderr, `${what}: the same errors`)
+    t.equal(theirs.status, c.status)
+  }
+  t.match(run(['render', '-f', sample]).stdout, /kind: Deployment/, 'and the output is a render (the comparison can fail)')
+})
+
+t.test('other commands, and MEMCACHED_OPERATOR_SNAPSHOT=off, run from the sources', async (t) => {
+  const crd = run(['crd'])
+  t.equal(crd.status, 0)
+  t.same(crd.start, ['sources'])
+  t.equal(crd.stdout, sources(['crd']).stdout)
+  const off = run(['render', '-f', sample], { env: { MEMCACHED_OPERATOR_SNAPSHOT: 'off' } })
+  t.same(off.start, ['sources'])
+  t.equal(off.stdout, sources(['render', '-f', sample]).stdout)
+})
+
+t.test('a chart file changed: the snapshot reads the chart again', async (t) => {
+  const template = join(project, 'charts/memcached/templates/service.ejs')
+  const before = readFileSync(template, 'utf8')
+  t.teardown(() => writeFileSync(template, before))
+  writeFileSync(template, before.replace('metadata:\n', 'metadata:\n  annotations:\n    edited: "yes"\n'))
+  const r = run(['render', '-f', sample])
+  t.same(r.start, ['the render snapshot'])
+  t.match(r.stdout, /annotations:\n    edited: "yes"/)
+  t.equal(r.stdout, sources(['render', '-f', sample]).stdout)
+})
+
+t.test('another chart whose schema was never compiled: the command runs from the sources', async (t) => {
+  const other = join(project, 'other-chart')
+  cpSync(join(project, 'charts/memcached'), other, { recursive: true })
+  const schema = JSON.parse(readFileSync(join(other, 'values.schema.json'), 'utf8')) as { properties: Record<string, unknown> }
+  schema.properties.team = { type: 'string' }
+  writeFileSync(join(other, 'values.schema.json'), JSON.stringify(schema, null, 2))
+  const args = ['render', '-f', sample, '--chart', other, '--set', 'team=cache']
+  const first = run(args)
+  t.same(first.start, ['the render snapshot', 'sources (the chart needs ajv)'], 'a snapshot cannot load ajv to compile the schema')
+  t.equal(first.status, 0, first.stderr)
+  t.equal(first.stdout, sources(args).stdout)
+  const second = run(args)
+  t.same(second.start, ['the render snapshot'], 'the validator compiled by that run is cached: the next one stays in the snapshot')
+  t.equal(second.stdout, first.stdout)
+})
+
+t.test('a source file changed: the sources run, and the snapshot is rebuilt in the background', async (t) => {
+  const built = current()
+  const engine = join(project, 'operator/render/engine.ts')
+  appendFileSync(engine, '\n// edited\n')
+  const r = run(['render', '-f', sample])
+  t.same(r.start, ['sources (operator/render/engine.ts changed since the snapshot was built)'])
+  t.equal(r.status, 0)
+  t.equal(r.stdout, sources(['render', '-f', sample]).stdout)
+  const deadline = Date.now() + 60_000
+  while (current() === built && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100))
+  t.not(current(), built, 'a new snapshot replaced the old one')
+  while (existsSync(join(snapshots, 'build.lock')) && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100))
+  const after = run(['render', '-f', sample])
+  t.same(after.start, ['the render snapshot'], 'and the next render starts from it')
+  t.equal(after.stdout, r.stdout)
+})
+
+t.test('a snapshot built by another node binary is not used', async (t) => {
+  const link = join(snapshots, 'current', 'node')
+  rmSync(link)
+  writeFileSync(link, '')
+  const r = run(['render', '-f', sample])
+  t.same(r.start, ['sources (the snapshot was built by another node binary)'])
+  t.equal(r.status, 0)
+  t.equal(r.stdout, sources(['render', '-f', sample]).stdout)
+  t.equal(build().status, 0, 'rebuilding mends it')
+  t.same(run(['render', '-f', sample]).start, ['the render snapshot'])
+})
+
+t.test('the build: one at a time, usage, and without esbuild', async (t) => {
+  const built = current()
+  const lock = join(snapshots, 'build.lock')
+  writeFileSync(lock, '')
+  const busy = build()
+  t.equal(busy.status, 0)
+  t.match(busy.stderr, /another build is running/)
+  t.equal(current(), built, 'nothing was built')
+  const old = new Date(Date.now() - 10 * 60_000)
+  utimesSync(lock, old, old)
+  const stale = build()
+  t.equal(stale.status, 0, stale.stderr)
+  t.not(current(), built, 'a lock left by a build that died is taken over')
+  t.notOk(existsSync(lock))
+
+  const usage = build(['--bogus'])
+  t.equal(usage.status, 2)
+  t.match(usage.stderr, /unknown argument: --bogus/)
+
+  const off = build([], { MEMCACHED_OPERATOR_SNAPSHOT: 'off' })
+  t.equal(off.status, 0)
+  t.match(off.stderr, /not built \(MEMCACHED_OPERATOR_SNAPSHOT=off\)/)
+
+  // A production install (npm ci --omit=dev) has no esbuild.
+  const prod = mkdtempSync(join(tmpdir(), 'mc-snapshot-prod-'))
+  t.teardown(() => rmSync(prod, { recursive: true, force: true }))
+  cpSync(join(project, 'operator'), join(prod, 'operator'), { recursive: true })
+  mkdirSync(join(prod, 'node_modules'))
+  for (const name of readdirSync(join(root, 'node_modules'))) {
+    if (name !== 'esbuild' && name !== '.cache' && name !== '@esbuild') symlinkSync(join(root, 'node_modules', name), join(prod, 'node_modules', name))
+  }
+  const script = join(prod, 'operator/snapshot/build.ts')
+  const opts = { cwd: prod, encoding: 'utf8' as const, env: { ...env, MEMCACHED_OPERATOR_SNAPSHOT_DIR: join(prod, 'snapshots') } }
+  const possible = spawnSync(process.execPath, [script, '--if-possible'], opts)
+  t.equal(possible.status, 0, 'npm install does not fail for it')
+  t.match(possible.stderr, /not built: esbuild \(a devDependency\) is not installed/)
+  const required = spawnSync(process.execPath, [script], opts)
+  t.equal(required.status, 1)
+  t.match(required.stderr, /esbuild \(a devDependency\) is not installed/)
+})
