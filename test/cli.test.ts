@@ -1,4 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -217,6 +218,14 @@ t.test('the executable: exit codes and stdin through a real process', async (t) 
   t.equal(invalid.stdout, '')
   const usage = spawnSync(process.execPath, [bin, 'render', '--nope'], { encoding: 'utf8' })
   t.equal(usage.status, 2)
+  // The reader goes away before the output is written (`render … | head -0`): no stack trace.
+  const child = spawn(process.execPath, [bin, 'render', '-f', sample], { stdio: ['ignore', 'pipe', 'pipe'] })
+  child.stdout.destroy()
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => (stderr += d))
+  const [code] = (await once(child, 'close')) as [number | null]
+  t.equal(code, 0)
+  t.equal(stderr, '', 'a closed pipe is not an error')
   const viaNpx = execFileSync('npx', ['--no-install', 'memcached-operator', '--version'], { cwd: root, encoding: 'utf8' })
   t.match(viaNpx.trim(), /^\d+\.\d+\.\d+$/, 'npx memcached-operator works from the checkout')
 })

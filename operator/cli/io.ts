@@ -11,6 +11,13 @@ export interface CliIO {
 
 /** The process's own streams. */
 export function processIO(): CliIO {
+  // `render … | head` closes the pipe early: stop quietly, as helm and kubectl do, not with a stack trace.
+  if (process.stdout.listenerCount('error') === 0) {
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err
+      process.exit()
+    })
+  }
   return {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
