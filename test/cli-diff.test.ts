@@ -1,10 +1,10 @@
-import { writeFileSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t from 'tap'
 import { runCli } from '../operator/cli/program.ts'
 import { captureIO } from './support/io.ts'
 import { eventually, startBed } from './support/operator.ts'
+import { tempDir } from './support/tmp.ts'
 
 const root = resolve(import.meta.dirname, '..')
 const sample = join(root, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
@@ -32,7 +32,7 @@ t.test('diff: nothing, then what a change would do, then what a chart change wou
   const dep = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'memcached-sample' })
   t.equal((dep.spec as { replicas: number }).replicas, 3, 'the cluster is unchanged')
 
-  const dir = mkdtempSync(join(tmpdir(), 'mc-diff-'))
+  const dir = tempDir('mc-diff-')
   const chart = join(dir, 'chart')
   const { cpSync, readFileSync } = await import('node:fs')
   cpSync(join(root, 'charts/memcached'), chart, { recursive: true })
@@ -53,7 +53,7 @@ t.test('diff: errors exit 2', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())
   const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
-  const bad = join(mkdtempSync(join(tmpdir(), 'mc-diff-')), 'bad.yaml')
+  const bad = join(tempDir('mc-diff-'), 'bad.yaml')
   writeFileSync(bad, 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\nspec: {size: -1}\n')
   const invalid = captureIO()
   t.equal(await runCli(['diff', '-f', bad, ...kc], invalid), 2)
@@ -63,6 +63,6 @@ t.test('diff: errors exit 2', async (t) => {
 
 t.test('diff: an unreadable kubeconfig is an error (2), not a difference (1)', async (t) => {
   const io = captureIO()
-  t.equal(await runCli(['diff', '--all', '--kubeconfig', join(mkdtempSync(join(tmpdir(), 'mc-diff-')), 'missing')], io), 2)
+  t.equal(await runCli(['diff', '--all', '--kubeconfig', join(tempDir('mc-diff-'), 'missing')], io), 2)
   t.match(io.err(), /kubeconfig/)
 })

@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, writeFileSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, writeFileSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import pino from 'pino'
@@ -11,10 +10,11 @@ import { chartWith } from './support/chart.ts'
 import { eventually } from './support/operator.ts'
 import { captureIO } from './support/io.ts'
 import { kubectlPath } from './support/tools.ts'
+import { tempDir } from './support/tmp.ts'
 
 const root = resolve(import.meta.dirname, '..')
 const quiet = pino({ level: 'silent' })
-const kubeconfigIn = () => join(mkdtempSync(join(tmpdir(), 'mc-sb-')), 'kubeconfig')
+const kubeconfigIn = () => join(tempDir('mc-sb-'), 'kubeconfig')
 // Asynchronously: the sandbox answers from this very process.
 const kubectlFor = (kubeconfig: string) => async (...args: string[]) => (await promisify(execFile)(kubectlPath(), ['--kubeconfig', kubeconfig, ...args], { cwd: root, encoding: 'utf8' })).stdout
 

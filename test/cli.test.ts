@@ -1,7 +1,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import t from 'tap'
 import YAML from 'yaml'
@@ -9,10 +8,11 @@ import { runCli } from '../operator/cli/program.ts'
 import { SAMPLES_DIR } from '../operator/cli/lint.ts'
 import { chartWith } from './support/chart.ts'
 import { captureIO } from './support/io.ts'
+import { tempDir } from './support/tmp.ts'
 
 const root = resolve(import.meta.dirname, '..')
 const sample = join(SAMPLES_DIR, 'cache_v1alpha1_memcached.yaml')
-const tmp = mkdtempSync(join(tmpdir(), 'mc-cli-'))
+const tmp = tempDir('mc-cli-')
 const file = (name: string, text: string): string => {
   const p = join(tmp, name)
   writeFileSync(p, text)
