@@ -119,34 +119,42 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
 }
 
 /**
- * Runs the CLI with `argv` (without `node` and the script); returns the exit code:
- * 0 success, 1 invalid input (reason on stderr), 2 usage error.
+ * The command line, ready to parse one `argv` (without `node` and the script) and return its exit
+ * code: 0 success, 1 invalid input (reason on stderr), 2 usage error. With `only`, just that
+ * command is registered. Built ahead of time by the start-up snapshot of `render`.
  */
-export async function runCli(argv: string[], io: CliIO): Promise<number> {
+export function prepareCli(io: CliIO, only?: string): (argv: string[]) => Promise<number> {
   let code = 0
   const program = buildProgram(
     io,
     (c) => {
       code = c
     },
-    COMMANDS.includes(argv[0] ?? '') ? argv[0] : undefined,
+    only,
   )
-  try {
-    await program.parseAsync(argv, { from: 'user' })
-    return code
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version exit 0; every other parse failure is a usage error.
-      return err.exitCode === 0 ? 0 : 2
+  return async (argv) => {
+    try {
+      await program.parseAsync(argv, { from: 'user' })
+      return code
+    } catch (err) {
+      if (err instanceof CommanderError) {
+        // --help and --version exit 0; every other parse failure is a usage error.
+        return err.exitCode === 0 ? 0 : 2
+      }
+      if (err instanceof UsageError) {
+        io.stderr(`error: ${err.message}\n(add --help for usage)\n`)
+        return 2
+      }
+      if (err instanceof RenderError || err instanceof InputError) {
+        io.stderr(`error: ${err.message}\n`)
+        return 1
+      }
+      throw err
     }
-    if (err instanceof UsageError) {
-      io.stderr(`error: ${err.message}\n(add --help for usage)\n`)
-      return 2
-    }
-    if (err instanceof RenderError || err instanceof InputError) {
-      io.stderr(`error: ${err.message}\n`)
-      return 1
-    }
-    throw err
   }
+}
+
+/** Runs the CLI with `argv` (without `node` and the script); returns the exit code (see {@link prepareCli}). */
+export async function runCli(argv: string[], io: CliIO): Promise<number> {
+  return prepareCli(io, COMMANDS.includes(argv[0] ?? '') ? argv[0] : undefined)(argv)
 }

@@ -109,7 +109,8 @@ async function build(dir: string): Promise<string> {
         },
       ],
     })
-    const inputs = [...Object.keys(result.metafile.inputs).map((f) => resolve(root, f)), fileURLToPath(import.meta.url)]
+    // The bundle, this script, and package.json (the snapshot holds its version, for --version).
+    const inputs = [...Object.keys(result.metafile.inputs).map((f) => resolve(root, f)), fileURLToPath(import.meta.url), join(root, 'package.json')]
     const inputsFile = join(out, 'inputs.json')
     writeFileSync(inputsFile, JSON.stringify(inputs))
 

@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
-import { runCli } from '../cli/program.ts'
+import { prepareCli, runCli } from '../cli/program.ts'
 import { DEFAULT_CHART_DIR, forgetChart, loadChart } from '../render/chart.ts'
 import { ModuleUnavailable } from '../render/errors.ts'
 import { clearParseCache } from '../render/manifest.ts'
@@ -19,16 +19,31 @@ import { chartChanged, chartFiles, fingerprint, firstChange, type Fingerprint } 
 /** The project root (every module of the snapshot's bundle sits two directories below it). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
-/** What a snapshot was built from: its code (sources and dependencies) and the bundled chart. */
+/** What a snapshot was built from (its code: sources and dependencies; the bundled chart), and its `render` command line. */
 export interface Built {
   code: Fingerprint
   chart: Fingerprint
+  /** `render`'s command line, built ahead (commander's options cost start-up time); it writes to {@link Built.io}'s target. */
+  render: (argv: string[]) => Promise<number>
+  io: { target: CliIO }
 }
 
-/** Loads the bundled chart and records what the snapshot is built from (`inputs`: every bundled file). */
+/** Loads the bundled chart, builds `render`'s command line, and records what the snapshot is built from (`inputs`: every file it holds). */
 export function prepare(inputs: string[]): Built {
   loadChart()
-  return { code: fingerprint(inputs), chart: fingerprint(chartFiles(DEFAULT_CHART_DIR)) }
+  const io: Built['io'] = { target: { stdout: () => {}, stderr: () => {}, stdin: async () => '', cwd: ROOT } }
+  const render = prepareCli(
+    {
+      stdout: (text) => io.target.stdout(text),
+      stderr: (text) => io.target.stderr(text),
+      stdin: () => io.target.stdin(),
+      get cwd() {
+        return io.target.cwd
+      },
+    },
+    'render',
+  )
+  return { code: fingerprint(inputs), chart: fingerprint(chartFiles(DEFAULT_CHART_DIR)), render, io }
 }
 
 /** Renders every sample CR as a file, from stdin, as JSON and with flags; throws on any failure. */
@@ -88,8 +103,9 @@ export async function main(built: Built): Promise<void> {
   debug('started from the render snapshot')
   // Same reason as main.js: `yaml` reads process.env for every token.
   process.env = { ...process.env }
+  built.io.target = processIO()
   try {
-    process.exitCode = await runCli(args, processIO())
+    process.exitCode = await built.render(args)
   } catch (err) {
     // The chart loads before any input is read, and output is written only at the end.
     if (err instanceof ModuleUnavailable) return fromSources(args, `the chart needs ${err.id}`, false)
