@@ -68,6 +68,12 @@ t.test('npm install builds the snapshot (the prepare script)', async (t) => {
   t.ok(existsSync(join(snapshots, 'current', 'render.blob')))
   t.ok(existsSync(join(snapshots, 'current', 'node')), 'beside a hard link to the node that built it')
   t.same(readdirSync(snapshots).sort(), [current(), 'current'].sort(), 'and nothing else: no lock, no temporary files')
+  const first = current()
+  t.equal(build().status, 0)
+  t.same(readdirSync(snapshots).sort(), [first, current(), 'current'].sort(), 'a rebuild keeps the previous build (a render may have just found it)')
+  t.equal(build().status, 0)
+  t.notOk(readdirSync(snapshots).includes(first), 'but no older one')
+  t.equal(readdirSync(snapshots).filter((f) => f.startsWith('build-')).length, 2)
 })
 
 t.test('a render from the snapshot prints exactly what the sources print', async (t) => {

@@ -10,7 +10,7 @@
  * The link is swapped atomically, so a concurrent `render` sees the old build or the new one.
  */
 import { spawnSync } from 'node:child_process'
-import { closeSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -65,6 +65,14 @@ function lazyBuiltin(id: string): string {
   return lines.join('\n')
 }
 
+function readlinkOrUndefined(path: string): string | undefined {
+  try {
+    return readlinkSync(path)
+  } catch {
+    return undefined
+  }
+}
+
 async function build(dir: string): Promise<string> {
   let esbuild: typeof import('esbuild')
   try {
@@ -73,6 +81,7 @@ async function build(dir: string): Promise<string> {
     throw new CannotBuild('esbuild (a devDependency) is not installed, so render starts from the sources')
   }
   const out = join(dir, `build-${Date.now()}-${process.pid}`)
+  let previous: string | undefined
   mkdirSync(out, { recursive: true })
   try {
     // The validator of the bundled chart's schema must be in the on-disk cache: a snapshot cannot load ajv.
@@ -128,6 +137,7 @@ async function build(dir: string): Promise<string> {
     }
     if (!process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP) rmSync(bundle)
     if (!process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP) rmSync(inputsFile)
+    previous = readlinkOrUndefined(join(dir, 'current'))
     const next = join(dir, `current.${process.pid}`)
     symlinkSync(out.slice(dir.length + 1), next)
     renameSync(next, join(dir, 'current'))
@@ -135,8 +145,9 @@ async function build(dir: string): Promise<string> {
     if (!process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP) rmSync(out, { recursive: true, force: true })
     throw err
   }
+  // The previous build stays: a `render` that found it an instant before the swap still opens it.
   for (const old of readdirSync(dir)) {
-    if (old.startsWith('build-') && join(dir, old) !== out) rmSync(join(dir, old), { recursive: true, force: true })
+    if (old.startsWith('build-') && join(dir, old) !== out && old !== previous) rmSync(join(dir, old), { recursive: true, force: true })
   }
   return join(out, 'render.blob')
 }
