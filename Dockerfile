@@ -23,7 +23,7 @@ COPY kustomize/samples ./kustomize/samples
 # Numeric, so that Kubernetes can verify runAsNonRoot (distroless' nonroot user).
 USER 65532:65532
 EXPOSE 8080 8081
-# What the executable's shebang does (`node --max-semi-space-size=2`: a capped young generation
+# What operator/cli/main.js's shebang does (`node --max-semi-space-size=2`: a capped young generation
 # halves the resident memory of the long-running operator); distroless has no /usr/bin/env.
 # `--optimize-for-size` for the operator alone: V8 grows the old generation less eagerly, which
 # keeps it well inside the container's memory (npm run bench:operator measures both); it would slow

@@ -1,5 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
-// The `memcached-operator` executable. The shebang caps V8's young generation (Node 24 lets it grow
+// The command line from the sources: the executable (operator/cli/memcached-operator) runs this file
+// with the flags of this shebang, for every command that does not start from the snapshot of
+// `render`, and the container image runs it too. The shebang caps V8's young generation (Node 24 lets it grow
 // to 128 MB): for the long-running operator that halves its resident memory, at no measured cost in
 // speed. Plain JavaScript on purpose: the compile cache is enabled
 // before any TypeScript loads, so the type-stripped sources come from the cache, not from a
