@@ -1,13 +1,13 @@
 /** The parts of the start-up snapshot that run the same in a test process: the module table, fingerprints, and the start decision. */
-import { appendFileSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { ModuleUnavailable } from '../operator/render/errors.ts'
-import { chartChanged, chartFiles, fingerprint, firstChange } from '../operator/snapshot/fingerprint.ts'
+import { chartChanged, chartFiles, fingerprint, firstChange, newestChange } from '../operator/snapshot/fingerprint.ts'
 import { lazyRequire } from '../operator/snapshot/preloaded-require.ts'
-import { decide, prepare, ROOT, warmUp } from '../operator/snapshot/start.ts'
+import { decide, prepare, ROOT, shouldRebuild, warmUp } from '../operator/snapshot/start.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'mc-snapshot-parts-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -67,14 +67,32 @@ t.test('how a command starts', async (t) => {
   const source = join(dir, 'source.ts')
   writeFileSync(source, '')
   const built = prepare([source])
-  t.same(decide(['crd'], built), { from: 'sources', reason: 'crd is not in the snapshot', rebuild: false })
-  t.same(decide([], built), { from: 'sources', reason: 'no command is not in the snapshot', rebuild: false })
-  t.same(decide(['render', '-f', 'x'], built), { from: 'snapshot' })
+  const cli = join(ROOT, 'operator', 'cli')
+  t.same(decide(['crd'], cli, built), { from: 'sources', reason: 'crd is not in the snapshot', rebuild: false })
+  t.same(decide([], cli, built), { from: 'sources', reason: 'no command is not in the snapshot', rebuild: false })
+  t.same(decide(['render', '-f', 'x'], cli, built), { from: 'snapshot' })
+  t.same(decide(['render'], join(dir, 'elsewhere', 'operator', 'cli'), built), { from: 'sources', reason: `the snapshot was built for the project in ${ROOT}`, rebuild: true }, 'a snapshot serves only the project it was built for (moved, or a shared snapshot directory)')
   const chart = loadChart()
-  t.same(decide(['render'], { ...built, chart: [] }), { from: 'snapshot' }, 'a changed chart does not stop the snapshot')
+  t.same(decide(['render'], cli, { ...built, chart: [] }), { from: 'snapshot' }, 'a changed chart does not stop the snapshot')
   t.not(loadChart(), chart, 'but it is read again')
   appendFileSync(source, '// edited')
-  t.same(decide(['render'], built, dir), { from: 'sources', reason: 'source.ts changed since the snapshot was built', rebuild: true })
+  t.same(decide(['render'], join(dir, 'operator', 'cli'), built, dir), { from: 'sources', reason: 'source.ts changed since the snapshot was built', rebuild: true })
+})
+
+t.test('a failed build is not started again until something changes', async (t) => {
+  const snapshots = join(dir, 'snapshots')
+  cpSync(join(ROOT, 'package.json'), join(dir, 'input.json'))
+  const built = prepare([join(dir, 'input.json')])
+  t.ok(shouldRebuild(snapshots, built), 'no failure recorded')
+  const failure = join(dir, 'last-failure')
+  cpSync(join(ROOT, 'package.json'), failure)
+  const later = new Date(Date.now() + 60_000)
+  utimesSync(failure, later, later)
+  t.notOk(shouldRebuild(dir, built), 'the last build failed after the inputs last changed')
+  const evenLater = new Date(Date.now() + 120_000)
+  utimesSync(join(dir, 'input.json'), evenLater, evenLater)
+  t.equal(newestChange(built.code), evenLater.getTime())
+  t.ok(shouldRebuild(dir, built), 'an input changed after the failure')
 })
 
 t.test('the warm-up renders every sample three ways', async (t) => {

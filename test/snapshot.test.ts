@@ -4,8 +4,9 @@
  * executable is run as users run it. Every render from the snapshot must print exactly what the
  * sources print; anything the snapshot was not built from must make it step aside.
  */
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process'
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, utimesSync, writeFileSync, readdirSync } from 'node:fs'
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process'
+import { once } from 'node:events'
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import t from 'tap'
@@ -30,6 +31,15 @@ const env = {
   MEMCACHED_OPERATOR_CACHE_DIR: cache,
   MEMCACHED_OPERATOR_DEBUG_START: '1',
 }
+
+/**
+ * The executable's command line without NODE_OPTIONS, or with `nodeOptions`: tap adds its own to
+ * every process a test starts, and they preload ES modules, which sends every command to the sources.
+ */
+const withoutTapOptions = (executable: string, args: string[], nodeOptions?: string): [string, string[]] => [
+  'env',
+  ['-u', 'NODE_OPTIONS', ...(nodeOptions === undefined ? [] : [`NODE_OPTIONS=${nodeOptions}`]), executable, ...args],
+]
 const START = /^memcached-operator: started from (the render snapshot|sources.*)\n/gm
 
 interface Run {
@@ -40,8 +50,8 @@ interface Run {
   start: string[]
 }
 
-function run(args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Run {
-  const r: SpawnSyncReturns<string> = spawnSync(bin, args, { cwd: project, encoding: 'utf8', input: opts.input, env: { ...env, ...opts.env } })
+function run(args: string[], opts: { input?: string; env?: Record<string, string>; nodeOptions?: string } = {}): Run {
+  const r: SpawnSyncReturns<string> = spawnSync(...withoutTapOptions(bin, args, opts.nodeOptions), { cwd: project, encoding: 'utf8', input: opts.input, env: { ...env, ...opts.env } })
   if (r.error) throw r.error
   return { status: r.status, stdout: r.stdout, stderr: r.stderr.replace(START, ''), start: [...r.stderr.matchAll(START)].map((m) => m[1]!) }
 }
@@ -58,7 +68,7 @@ function build(args: string[] = [], extra: Record<string, string> = {}): SpawnSy
 
 const current = (): string => readlinkSync(join(snapshots, 'current'))
 
-t.test('npm install builds the snapshot (the prepare script)', async (t) => {
+t.test('the build that npm install runs (the prepare script)', async (t) => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> }
   t.equal(pkg.bin['memcached-operator'], 'operator/cli/memcached-operator')
   t.equal(pkg.scripts.prepare, 'node operator/snapshot/build.ts --if-possible')
@@ -66,7 +76,8 @@ t.test('npm install builds the snapshot (the prepare script)', async (t) => {
   t.equal(r.status, 0, r.stderr)
   t.match(r.stderr, /^render snapshot: \d+\.\d MB, built in \d+\.\d s: .*render\.blob\n$/)
   t.ok(existsSync(join(snapshots, 'current', 'render.blob')))
-  t.ok(existsSync(join(snapshots, 'current', 'node')), 'beside a hard link to the node that built it')
+  t.ok(existsSync(join(snapshots, 'current', 'node')), 'beside a link to the node that built it')
+  t.equal(statSync(join(snapshots, 'current', 'node.stamp')).mtimeMs, statSync(process.execPath).mtimeMs, 'and a stamp with its modification time')
   t.same(readdirSync(snapshots).sort(), [current(), 'current'].sort(), 'and nothing else: no lock, no temporary files')
   const first = current()
   t.equal(build().status, 0)
@@ -140,6 +151,13 @@ t.test('another chart whose schema was never compiled: the command runs from the
   const second = run(args)
   t.same(second.start, ['the render snapshot'], 'the validator compiled by that run is cached: the next one stays in the snapshot')
   t.equal(second.stdout, first.stdout)
+  // The chart loads before the input is read: standard input is still there for the sources.
+  schema.properties.team2 = { type: 'string' }
+  writeFileSync(join(other, 'values.schema.json'), JSON.stringify(schema, null, 2))
+  const stdin = run(['render', '-f', '-', '--chart', other], { input: readFileSync(sample, 'utf8') })
+  t.same(stdin.start, ['the render snapshot', 'sources (the chart needs ajv)'])
+  t.equal(stdin.status, 0, stdin.stderr)
+  t.equal(stdin.stdout, sources(['render', '-f', sample, '--chart', other]).stdout)
 })
 
 t.test('a source file changed: the sources run, and the snapshot is rebuilt in the background', async (t) => {
@@ -153,10 +171,29 @@ t.test('a source file changed: the sources run, and the snapshot is rebuilt in t
   const deadline = Date.now() + 60_000
   while (current() === built && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100))
   t.not(current(), built, 'a new snapshot replaced the old one')
-  while (existsSync(join(snapshots, 'build.lock')) && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100))
+  await builds()
   const after = run(['render', '-f', sample])
   t.same(after.start, ['the render snapshot'], 'and the next render starts from it')
   t.equal(after.stdout, r.stdout)
+})
+
+/** Waits, for up to a minute, until no build of this project runs (a render starts one in the background when a source changed). */
+async function builds(): Promise<void> {
+  const deadline = Date.now() + 60_000
+  const running = (): boolean => spawnSync('pgrep', ['-f', join(project, 'operator/snapshot/build.ts')]).status === 0
+  while (running() && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100))
+}
+
+t.test('package.json changed (its version is in the snapshot): the sources run', async (t) => {
+  const pkg = join(project, 'package.json')
+  const before = readFileSync(pkg, 'utf8')
+  writeFileSync(pkg, before.replace(/"version": "[^"]+"/, '"version": "9.9.9"'))
+  const r = run(['render', '--version'])
+  t.same(r.start, ['sources (package.json changed since the snapshot was built)'])
+  await builds()
+  writeFileSync(pkg, before)
+  t.equal(build().status, 0)
+  t.same(run(['render', '-f', sample]).start, ['the render snapshot'])
 })
 
 t.test('a snapshot built by another node binary is not used', async (t) => {
@@ -164,37 +201,139 @@ t.test('a snapshot built by another node binary is not used', async (t) => {
   rmSync(link)
   writeFileSync(link, '')
   const r = run(['render', '-f', sample])
-  t.same(r.start, ['sources (the snapshot was built by another node binary)'])
+  t.same(r.start, ['sources (the snapshot was built by another node binary; npm run snapshot rebuilds it)'])
   t.equal(r.status, 0)
   t.equal(r.stdout, sources(['render', '-f', sample]).stdout)
   t.equal(build().status, 0, 'rebuilding mends it')
   t.same(run(['render', '-f', sample]).start, ['the render snapshot'])
 })
 
-t.test('the build: one at a time, usage, and without esbuild', async (t) => {
+t.test('a node binary rewritten in place (same file, another modification time) is not used', async (t) => {
+  const stamp = join(snapshots, 'current', 'node.stamp')
+  const real = statSync(stamp)
+  utimesSync(stamp, real.atime, new Date(real.mtimeMs - 1000))
+  t.same(run(['render', '-f', sample]).start, ['sources (the snapshot was built by another node binary; npm run snapshot rebuilds it)'])
+  spawnSync('touch', ['-r', process.execPath, stamp])
+  t.same(run(['render', '-f', sample]).start, ['the render snapshot'], 'the stamp has the exact time again')
+})
+
+t.test('NODE_OPTIONS that load ES modules first run the sources; other NODE_OPTIONS do not matter', async (t) => {
+  const hook = join(project, 'hook.mjs')
+  writeFileSync(hook, "process.stderr.write('hook loaded\\n')\n")
+  const r = run(['render', '-f', sample], { nodeOptions: `--import=${hook}` })
+  t.same(r.start, ['sources (NODE_OPTIONS loads ES modules first, which a process started from a snapshot does not)'])
+  t.equal(r.stderr, 'hook loaded\n', 'and the module ran')
+  t.equal(r.stdout, sources(['render', '-f', sample]).stdout)
+  t.same(run(['render', '-f', sample], { nodeOptions: '--max-old-space-size=200' }).start, ['the render snapshot'])
+})
+
+t.test('a copy of the project does not use the snapshot of the original', async (t) => {
+  const copy = mkdtempSync(join(tmpdir(), 'mc-snapshot-copy-'))
+  t.teardown(() => rmSync(copy, { recursive: true, force: true }))
+  for (const dir of ['operator', 'charts', 'kustomize/samples']) cpSync(join(project, dir), join(copy, dir), { recursive: true })
+  cpSync(join(project, 'package.json'), join(copy, 'package.json'))
+  symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'))
+  const template = join(copy, 'charts/memcached/templates/service.ejs')
+  writeFileSync(template, readFileSync(template, 'utf8').replace('metadata:\n', 'metadata:\n  annotations:\n    copy: "yes"\n'))
+  // The same snapshot directory: as if the project had been moved, or the directory were shared.
+  const r = spawnSync(...withoutTapOptions(join(copy, 'operator/cli/memcached-operator'), ['render', '-f', sample]), { cwd: copy, encoding: 'utf8', env: { ...env, MEMCACHED_OPERATOR_SNAPSHOT: '' } })
+  t.match(r.stderr, /started from sources \(the snapshot was built for the project in .*mc-snapshot-/)
+  t.equal(r.status, 0)
+  t.match(r.stdout, /copy: "yes"/, "the copy's own chart and sources rendered it")
+  await builds()
+  t.equal(build().status, 0, 'the original builds its own again')
+})
+
+t.test('the executable found through links, relative paths and CDPATH', async (t) => {
+  const bin2 = join(project, 'bin')
+  mkdirSync(bin2, { recursive: true })
+  symlinkSync('../operator/cli/memcached-operator', join(bin2, 'first'))
+  symlinkSync('first', join(bin2, 'memcached-operator'))
+  const viaLinks = spawnSync(...withoutTapOptions(join(bin2, 'memcached-operator'), ['render', '-f', sample]), { cwd: project, encoding: 'utf8', env })
+  t.match(viaLinks.stderr, /started from the render snapshot/, 'a chain of relative links, as npm makes in node_modules/.bin')
+  t.equal(viaLinks.stdout, sources(['render', '-f', sample]).stdout)
+  const decoy = join(project, 'decoy')
+  mkdirSync(join(decoy, 'cli'), { recursive: true })
+  const relative = spawnSync(...withoutTapOptions('./cli/memcached-operator', ['render', '-f', sample]), { cwd: join(project, 'operator'), encoding: 'utf8', env: { ...env, CDPATH: decoy } })
+  t.match(relative.stderr, /started from the render snapshot/, 'a relative path, with a CDPATH that holds a cli/ directory')
+  t.equal(relative.stdout, sources(['render', '-f', sample]).stdout)
+})
+
+t.test('a command from the sources is stopped with the snapshot process that started it', async (t) => {
+  const engine = join(project, 'operator/render/engine.ts')
+  const before = readFileSync(engine, 'utf8')
+  appendFileSync(engine, '\n// edited again\n')
+  t.teardown(async () => {
+    writeFileSync(engine, before)
+    await builds()
+    build()
+  })
+  // From the sources (a source changed), waiting on standard input.
+  const child = spawn(...withoutTapOptions(bin, ['render', '-f', '-']), { cwd: project, env, stdio: ['pipe', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => (stderr += d))
+  let inner: number | undefined
+  for (let i = 0; i < 100 && inner === undefined; i++) {
+    await new Promise((ok) => setTimeout(ok, 100))
+    const ps = spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
+    inner = Number(ps.stdout.trim().split('\n')[0]) || undefined
+  }
+  t.ok(inner, `the sources run in a child process (${stderr.trim()})`)
+  child.kill('SIGTERM')
+  const [, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null]
+  t.equal(signal, 'SIGTERM', 'the snapshot process dies of the signal')
+  let alive = true
+  for (let i = 0; i < 50 && alive; i++) {
+    await new Promise((ok) => setTimeout(ok, 100))
+    alive = spawnSync('kill', ['-0', String(inner)]).status === 0
+  }
+  t.notOk(alive, 'and so does the command it started')
+})
+
+t.test('one build at a time', async (t) => {
   const built = current()
   const lock = join(snapshots, 'build.lock')
-  writeFileSync(lock, '')
+  writeFileSync(lock, 'another')
   const busy = build()
   t.equal(busy.status, 0)
   t.match(busy.stderr, /another build is running/)
   t.equal(current(), built, 'nothing was built')
+  t.equal(readFileSync(lock, 'utf8'), 'another', "and the other build's lock is left alone")
   const old = new Date(Date.now() - 10 * 60_000)
   utimesSync(lock, old, old)
   const stale = build()
   t.equal(stale.status, 0, stale.stderr)
   t.not(current(), built, 'a lock left by a build that died is taken over')
   t.notOk(existsSync(lock))
+})
 
+t.test('the build: usage, and MEMCACHED_OPERATOR_SNAPSHOT=off', async (t) => {
   const usage = build(['--bogus'])
   t.equal(usage.status, 2)
   t.match(usage.stderr, /unknown argument: --bogus/)
-
   const off = build([], { MEMCACHED_OPERATOR_SNAPSHOT: 'off' })
   t.equal(off.status, 0)
   t.match(off.stderr, /not built \(MEMCACHED_OPERATOR_SNAPSHOT=off\)/)
+})
 
-  // A production install (npm ci --omit=dev) has no esbuild.
+t.test('a build that fails: npm install goes on without the snapshot, and the reason is kept', async (t) => {
+  const bad = join(project, 'kustomize/samples/bad.yaml')
+  writeFileSync(bad, 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bad}\nspec: {size: -1}\n')
+  t.teardown(() => rmSync(bad, { force: true }))
+  const built = current()
+  const possible = build(['--if-possible'])
+  t.equal(possible.status, 0, 'the prepare script does not fail npm install')
+  t.match(possible.stderr, /not built, so render starts from the sources: .*render -f bad\.yaml \(bad\.yaml\) failed: .*spec\.size: must be >= 0/s)
+  t.match(readFileSync(join(snapshots, 'last-failure'), 'utf8'), /spec\.size: must be >= 0/)
+  t.equal(current(), built, 'the previous snapshot stays')
+  const strict = build()
+  t.equal(strict.status, 1, 'npm run snapshot does fail')
+  rmSync(bad)
+  t.equal(build().status, 0)
+  t.notOk(existsSync(join(snapshots, 'last-failure')), 'a successful build clears it')
+})
+
+t.test('a production install has no esbuild: no snapshot, and npm install does not fail', async (t) => {
   const prod = mkdtempSync(join(tmpdir(), 'mc-snapshot-prod-'))
   t.teardown(() => rmSync(prod, { recursive: true, force: true }))
   cpSync(join(project, 'operator'), join(prod, 'operator'), { recursive: true })
@@ -205,9 +344,24 @@ t.test('the build: one at a time, usage, and without esbuild', async (t) => {
   const script = join(prod, 'operator/snapshot/build.ts')
   const opts = { cwd: prod, encoding: 'utf8' as const, env: { ...env, MEMCACHED_OPERATOR_SNAPSHOT_DIR: join(prod, 'snapshots') } }
   const possible = spawnSync(process.execPath, [script, '--if-possible'], opts)
-  t.equal(possible.status, 0, 'npm install does not fail for it')
-  t.match(possible.stderr, /not built: esbuild \(a devDependency\) is not installed/)
+  t.equal(possible.status, 0)
+  t.match(possible.stderr, /not built, so render starts from the sources: esbuild \(a devDependency\) is not installed/)
   const required = spawnSync(process.execPath, [script], opts)
   t.equal(required.status, 1)
   t.match(required.stderr, /esbuild \(a devDependency\) is not installed/)
+})
+
+t.test('the build touches nothing in its directory but its own', async (t) => {
+  const foreign = join(snapshots, 'build-output')
+  mkdirSync(foreign)
+  writeFileSync(join(foreign, 'keep.txt'), 'not ours')
+  t.equal(build().status, 0)
+  t.equal(build().status, 0)
+  t.equal(readFileSync(join(foreign, 'keep.txt'), 'utf8'), 'not ours')
+  const elsewhere = mkdtempSync(join(tmpdir(), 'mc-snapshot-dir-'))
+  t.teardown(() => rmSync(elsewhere, { recursive: true, force: true }))
+  mkdirSync(join(elsewhere, 'current'))
+  const refused = build([], { MEMCACHED_OPERATOR_SNAPSHOT_DIR: elsewhere })
+  t.equal(refused.status, 1)
+  t.match(refused.stderr, /current exists and is not this tool's link/)
 })

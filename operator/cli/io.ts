@@ -11,11 +11,12 @@ export interface CliIO {
 
 /** The process's own streams. */
 export function processIO(): CliIO {
-  // `render … | head` closes the pipe early: stop quietly, as helm and kubectl do, not with a stack trace.
+  // `render … | head` closes the pipe early: stop quietly, not with a stack trace, and with the
+  // status a shell reports for helm or kubectl, which SIGPIPE kills (128 + 13).
   if (process.stdout.listenerCount('error') === 0) {
     process.stdout.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code !== 'EPIPE') throw err
-      process.exit()
+      process.exit(141)
     })
   }
   return {

@@ -1,17 +1,23 @@
 /**
- * Builds the start-up snapshot of `render` (see entry.ts): `node operator/snapshot/build.ts`.
- * npm install runs it (the `prepare` script), and `render` runs it in the background when the
- * snapshot it started from is out of date. Options: --quiet (no output), --if-possible (exit 0,
- * saying why, when it cannot build: no esbuild, which is a devDependency, or a read-only install).
+ * Builds the start-up snapshot of `render` (see entry.ts): `npm run snapshot`, or
+ * `node operator/snapshot/build.ts [--quiet] [--if-possible]`. npm install runs it with
+ * --if-possible (the `prepare` script): then no failure fails the install, it only says why there
+ * is no snapshot. `render` runs it in the background when the snapshot it started from is out of
+ * date.
  *
- * The snapshot goes to MEMCACHED_OPERATOR_SNAPSHOT_DIR (default node_modules/.cache/memcached-operator)
- * as `current/` → `build-…/` holding `render.blob` and `node`, a hard link to the very node binary
- * that built it: a blob works only with that binary, and the launcher compares the two inodes.
- * The link is swapped atomically, so a concurrent `render` sees the old build or the new one.
+ * The snapshot goes to MEMCACHED_OPERATOR_SNAPSHOT_DIR (one directory per project; default
+ * node_modules/.cache/memcached-operator) as `current` → `build-<ms>-<pid>/`, which holds
+ * `render.blob`, `node` (a hard link to the node binary that built it, or a symbolic link where a
+ * hard link is not allowed) and `node.stamp` (with that binary's modification time): a blob works
+ * with that binary only, and the executable checks both before it uses the blob. `current` is
+ * swapped atomically and the previous build is kept, so a concurrent `render` finds one or the
+ * other. A failed build leaves `last-failure` (its reason), so that `render` does not start the
+ * same failing build again until something changes. MEMCACHED_OPERATOR_SNAPSHOT_KEEP=1 keeps the
+ * bundle and the list of its files beside the blob, for debugging.
  */
 import { spawnSync } from 'node:child_process'
-import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
@@ -23,8 +29,9 @@ if (unknown.length > 0) {
   process.stderr.write(`usage: node operator/snapshot/build.ts [--quiet] [--if-possible]\nunknown argument: ${unknown[0]}\n`)
   process.exit(2)
 }
+const keep = Boolean(process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP)
 
-/** Where snapshots live (the launcher computes the same default). */
+/** Where snapshots live (the executable computes the same default). */
 function snapshotDir(): string {
   return resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR ?? join(root, 'node_modules', '.cache', 'memcached-operator'))
 }
@@ -33,24 +40,41 @@ function say(line: string): void {
   if (!quiet) process.stderr.write(`render snapshot: ${line}\n`)
 }
 
-class CannotBuild extends Error {}
+const BUILD = /^build-(\d+)-\d+$/
+const LOCK_AGE = 120_000
 
-const lockAge = 120_000
-
-/** Takes the build lock, or returns false when another build holds it (a lock older than two minutes is stale). */
-function lock(file: string): boolean {
+/**
+ * Takes the build lock (a file holding `token`), or returns false when another build holds it. A
+ * lock older than two minutes was left by a build that died: it is renamed away first, which only
+ * one of several concurrent builds can do.
+ */
+function lock(file: string, token: string): boolean {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      closeSync(openSync(file, 'wx'))
+      writeFileSync(file, token, { flag: 'wx' })
       return true
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new CannotBuild(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code}`)
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
       const st = statSync(file, { throwIfNoEntry: false })
-      if (st && Date.now() - st.mtimeMs < lockAge) return false
-      rmSync(file, { force: true })
+      if (st && Date.now() - st.mtimeMs < LOCK_AGE) return false
+      const stale = `${file}.stale.${process.pid}`
+      try {
+        renameSync(file, stale)
+      } catch {
+        return false
+      }
+      rmSync(stale, { force: true })
     }
   }
   return false
+}
+
+function unlock(file: string, token: string): void {
+  try {
+    if (readFileSync(file, 'utf8') === token) rmSync(file, { force: true })
+  } catch {
+    // Already gone.
+  }
 }
 
 /** An ES module with the exports of a built-in module that loads it on first use (functions only: all `render` calls). */
@@ -73,20 +97,44 @@ function readlinkOrUndefined(path: string): string | undefined {
   }
 }
 
-async function build(dir: string): Promise<string> {
+/**
+ * Every file and directory the snapshot depends on: the bundled files; for each bundled package,
+ * its package.json and its directory and the node_modules directories above it (a package added or
+ * removed there can change what the sources load); this script; package.json (the snapshot holds
+ * its version, for --version) and tsconfig.json (esbuild reads it).
+ */
+function inputsOf(bundled: string[]): string[] {
+  const out = new Set<string>(bundled)
+  for (const file of bundled) {
+    const parts = file.split(sep)
+    for (let i = parts.lastIndexOf('node_modules'); i > 0; i = parts.lastIndexOf('node_modules', i - 1)) {
+      const modules = parts.slice(0, i + 1).join(sep)
+      const pkg = join(modules, ...(parts[i + 1]?.startsWith('@') ? parts.slice(i + 1, i + 3) : parts.slice(i + 1, i + 2)))
+      out.add(modules)
+      out.add(pkg)
+      out.add(join(pkg, 'package.json'))
+    }
+  }
+  out.add(fileURLToPath(import.meta.url))
+  out.add(join(root, 'package.json'))
+  out.add(join(root, 'tsconfig.json'))
+  return [...out]
+}
+
+async function build(dir: string, startedAt: number): Promise<string> {
   let esbuild: typeof import('esbuild')
   try {
     esbuild = await import('esbuild')
   } catch {
-    throw new CannotBuild('esbuild (a devDependency) is not installed, so render starts from the sources')
+    throw new Error('esbuild (a devDependency) is not installed')
   }
-  const out = join(dir, `build-${Date.now()}-${process.pid}`)
+  const out = join(dir, `build-${startedAt}-${process.pid}`)
   let previous: string | undefined
-  mkdirSync(out, { recursive: true })
+  mkdirSync(out)
   try {
     // The validator of the bundled chart's schema must be in the on-disk cache: a snapshot cannot load ajv.
     const warm = spawnSync(process.execPath, [join(root, 'operator', 'cli', 'main.js'), 'lint'], { cwd: root, encoding: 'utf8' })
-    if (warm.status !== 0) throw new Error(`memcached-operator lint failed, so no snapshot was built:\n${warm.stderr}`)
+    if (warm.status !== 0) throw new Error(`memcached-operator lint failed:\n${warm.stderr}`)
 
     const bundle = join(out, 'render.cjs')
     const result = await esbuild.build({
@@ -99,29 +147,32 @@ async function build(dir: string): Promise<string> {
       outfile: bundle,
       metafile: true,
       logLevel: 'silent',
-      // A CommonJS bundle has no import.meta: every bundled module that reads it sits two directories
-      // below the project root (operator/cli, operator/render, operator/snapshot), like entry.ts.
-      define: { 'import.meta.url': JSON.stringify(pathToFileURL(join(root, 'operator', 'snapshot', 'entry.ts')).href) },
       plugins: [
         {
           name: 'render-only',
           setup(b) {
             // The snapshot preloads what the render engine would load on demand.
             b.onResolve({ filter: /\/lazy-require\.ts$/ }, () => ({ path: join(root, 'operator', 'snapshot', 'preloaded-require.ts') }))
-            // Only `render` runs from the snapshot: the other commands stay out of it.
-            b.onResolve({ filter: /^\.\/(lint|crd|run|diff|sandbox)\.ts$/ }, (a) => ({ path: a.path, external: true }))
-            // Built-in modules that `render` seldom or never calls (a name's hash suffix; commander's
-            // executable subcommands) load on first use: in the snapshot they would cost start-up time.
-            b.onResolve({ filter: /^node:(crypto|child_process)$/ }, (a) => ({ path: a.path, namespace: 'lazy-builtin' }))
+            // Only `render` runs from the snapshot: every other command the command line imports stays out.
+            b.onResolve({ filter: /^\.\/.*\.ts$/ }, (a) =>
+              a.kind === 'dynamic-import' && a.importer === join(root, 'operator', 'cli', 'program.ts') && a.path !== './render.ts' ? { path: a.path, external: true } : undefined,
+            )
+            // commander's executable subcommands, which `render` never uses, load node:child_process.
+            b.onResolve({ filter: /^node:child_process$/ }, (a) => ({ path: a.path, namespace: 'lazy-builtin' }))
             b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (a) => ({ loader: 'js', contents: lazyBuiltin(a.path) }))
+            // A CommonJS bundle has no import.meta: each of our modules gets its own URL written in.
+            b.onLoad({ filter: /\/operator\/.*\.ts$/ }, (a) => ({
+              loader: 'ts',
+              contents: readFileSync(a.path, 'utf8').replaceAll('import.meta.url', JSON.stringify(pathToFileURL(a.path).href)),
+            }))
           },
         },
       ],
     })
-    // The bundle, this script, and package.json (the snapshot holds its version, for --version).
-    const inputs = [...Object.keys(result.metafile.inputs).map((f) => resolve(root, f)), fileURLToPath(import.meta.url), join(root, 'package.json')]
+    // An import.meta left empty, or anything else esbuild warns about, would be a wrong snapshot.
+    if (result.warnings.length > 0) throw new Error(`esbuild: ${result.warnings.map((w) => `${w.location?.file ?? ''}: ${w.text}`).join('; ')}`)
     const inputsFile = join(out, 'inputs.json')
-    writeFileSync(inputsFile, JSON.stringify(inputs))
+    writeFileSync(inputsFile, JSON.stringify(inputsOf(Object.keys(result.metafile.inputs).map((f) => resolve(root, f)))))
 
     const blob = join(out, 'render.blob')
     const r = spawnSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot', bundle], {
@@ -130,24 +181,38 @@ async function build(dir: string): Promise<string> {
       env: { ...process.env, MEMCACHED_OPERATOR_SNAPSHOT_INPUTS: inputsFile, MEMCACHED_OPERATOR_DEBUG_START: '' },
     })
     if (r.status !== 0) throw new Error(`node --build-snapshot failed:\n${r.stderr}`)
+    // The node that built the blob: a hard link names exactly that file; where one is not allowed
+    // (another file system, or a node owned by another user), a symbolic link and the stamp's time.
+    const node = realpathSync(process.execPath)
     try {
-      linkSync(process.execPath, join(out, 'node'))
-    } catch (err) {
-      throw new CannotBuild(`cannot hard-link ${process.execPath} into ${out} (${(err as NodeJS.ErrnoException).code}): the snapshot must name the node that built it`)
+      linkSync(node, join(out, 'node'))
+    } catch {
+      symlinkSync(node, join(out, 'node'))
     }
-    if (!process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP) rmSync(bundle)
-    if (!process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP) rmSync(inputsFile)
-    previous = readlinkOrUndefined(join(dir, 'current'))
+    writeFileSync(join(out, 'node.stamp'), '')
+    const touch = spawnSync('touch', ['-r', node, join(out, 'node.stamp')], { encoding: 'utf8' })
+    if (touch.status !== 0) throw new Error(`touch -r ${node} failed: ${touch.stderr || touch.error?.message}`)
+    if (!keep) {
+      rmSync(bundle)
+      rmSync(inputsFile)
+    }
+    const current = join(dir, 'current')
+    const st = lstatSync(current, { throwIfNoEntry: false })
+    if (st && !st.isSymbolicLink()) throw new Error(`${current} exists and is not this tool's link: choose an empty MEMCACHED_OPERATOR_SNAPSHOT_DIR`)
+    previous = readlinkOrUndefined(current)
     const next = join(dir, `current.${process.pid}`)
+    rmSync(next, { force: true })
     symlinkSync(out.slice(dir.length + 1), next)
-    renameSync(next, join(dir, 'current'))
+    renameSync(next, current)
   } catch (err) {
-    if (!process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP) rmSync(out, { recursive: true, force: true })
+    if (!keep) rmSync(out, { recursive: true, force: true })
     throw err
   }
-  // The previous build stays: a `render` that found it an instant before the swap still opens it.
-  for (const old of readdirSync(dir)) {
-    if (old.startsWith('build-') && join(dir, old) !== out && old !== previous) rmSync(join(dir, old), { recursive: true, force: true })
+  // Older builds go; the previous one stays (a `render` may have found it an instant before the
+  // swap), and so does anything that is not one of ours or that a newer build made.
+  for (const name of readdirSync(dir)) {
+    const m = BUILD.exec(name)
+    if (m && Number(m[1]) < startedAt && name !== previous) rmSync(join(dir, name), { recursive: true, force: true })
   }
   return join(out, 'render.blob')
 }
@@ -156,30 +221,35 @@ if (process.env.MEMCACHED_OPERATOR_SNAPSHOT === 'off') {
   say('not built (MEMCACHED_OPERATOR_SNAPSHOT=off)')
 } else {
   const dir = snapshotDir()
-  const started = performance.now()
+  const startedAt = Date.now()
+  const token = `${process.pid} ${startedAt}`
+  const lockFile = join(dir, 'build.lock')
+  let locked = false
   try {
-    try {
-      mkdirSync(dir, { recursive: true })
-    } catch (err) {
-      throw new CannotBuild(`cannot create ${dir} (${(err as NodeJS.ErrnoException).code}), so render starts from the sources`)
-    }
-    const lockFile = join(dir, 'build.lock')
-    if (!lock(lockFile)) {
+    mkdirSync(dir, { recursive: true })
+    locked = lock(lockFile, token)
+    if (!locked) {
       say('another build is running')
     } else {
-      try {
-        const blob = await build(dir)
-        say(`${(statSync(blob).size / 1e6).toFixed(1)} MB, built in ${((performance.now() - started) / 1000).toFixed(1)} s: ${blob}`)
-      } finally {
-        rmSync(lockFile, { force: true })
-      }
+      const blob = await build(dir, startedAt)
+      rmSync(join(dir, 'last-failure'), { force: true })
+      say(`${(statSync(blob).size / 1e6).toFixed(1)} MB, built in ${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${blob}`)
     }
   } catch (err) {
-    if (!(err instanceof CannotBuild) || !ifPossible) {
-      process.stderr.write(`render snapshot: ${(err as Error).message}\n`)
-      process.exitCode = 1
-    } else {
-      say(`not built: ${err.message}`)
+    const reason = (err as Error).message
+    try {
+      writeFileSync(join(dir, 'last-failure'), `${new Date().toISOString()} ${reason}\n`)
+    } catch {
+      // A read-only install: nothing to remember it in.
     }
+    if (ifPossible) {
+      say(`not built, so render starts from the sources: ${reason}`)
+    } else {
+      process.stderr.write(`render snapshot: ${reason}\n`)
+      process.exitCode = 1
+    }
+  } finally {
+    if (locked) unlock(lockFile, token)
   }
 }
+

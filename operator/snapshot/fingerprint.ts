@@ -25,6 +25,13 @@ export function firstChange(fp: Fingerprint): string | undefined {
   return undefined
 }
 
+/** The newest modification time, now, of the files in `fp` (a file deleted since counts as 0). */
+export function newestChange(fp: Fingerprint): number {
+  let newest = 0
+  for (const [file] of fp) newest = Math.max(newest, statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0)
+  return newest
+}
+
 /** Every file of a chart that a render reads: Chart.yaml, values.yaml, the schema and templates/. */
 export function chartFiles(dir: string): string[] {
   let templates: string[] = []

@@ -6,15 +6,15 @@
  * file or dependency runs the command from the sources (and rebuilds the snapshot in the
  * background), a changed chart file is simply read again.
  */
-import { readFileSync, readdirSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { readFileSync, readdirSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
 import { prepareCli, runCli } from '../cli/program.ts'
 import { DEFAULT_CHART_DIR, forgetChart, loadChart } from '../render/chart.ts'
 import { ModuleUnavailable } from '../render/errors.ts'
 import { clearParseCache } from '../render/manifest.ts'
-import { chartChanged, chartFiles, fingerprint, firstChange, type Fingerprint } from './fingerprint.ts'
+import { chartChanged, chartFiles, fingerprint, firstChange, newestChange, type Fingerprint } from './fingerprint.ts'
 
 /** The project root (every module of the snapshot's bundle sits two directories below it). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -68,38 +68,69 @@ export async function warmUp(root = ROOT): Promise<number> {
 /** How a command starts: from the snapshot, or from the sources and why (and whether to rebuild the snapshot). */
 export type Start = { from: 'snapshot' } | { from: 'sources'; reason: string; rebuild: boolean }
 
-/** Decides how `args` start; forgets the bundled chart when one of its files changed. */
-export function decide(args: readonly string[], built: Built, root = ROOT): Start {
+/**
+ * Decides how `args` start, given the directory of the executable that started the snapshot (the
+ * snapshot serves the project it was built for, nothing else); forgets the bundled chart when one
+ * of its files changed.
+ */
+export function decide(args: readonly string[], cliDir: string, built: Built, root = ROOT): Start {
   if (args[0] !== 'render') return { from: 'sources', reason: `${args[0] ?? 'no command'} is not in the snapshot`, rebuild: false }
+  if (resolve(cliDir) !== join(root, 'operator', 'cli')) return { from: 'sources', reason: `the snapshot was built for the project in ${root}`, rebuild: true }
   const changed = firstChange(built.code)
   if (changed) return { from: 'sources', reason: `${relative(root, changed)} changed since the snapshot was built`, rebuild: true }
   if (chartChanged(DEFAULT_CHART_DIR, built.chart)) forgetChart(DEFAULT_CHART_DIR)
   return { from: 'snapshot' }
 }
 
+/**
+ * Whether to start a build: not when the last one failed after everything it depends on last
+ * changed (it would fail the same way; `last-failure` says why).
+ */
+export function shouldRebuild(snapshotDir: string, built: Built): boolean {
+  const failed = statSync(join(snapshotDir, 'last-failure'), { throwIfNoEntry: false })
+  return !failed || failed.mtimeMs <= newestChange(built.code)
+}
+
 function debug(line: string): void {
   if (process.env.MEMCACHED_OPERATOR_DEBUG_START) process.stderr.write(`memcached-operator: ${line}\n`)
 }
 
-/** Runs the command from the sources, as if the snapshot did not exist; rebuilds the snapshot afterwards if asked. */
-function fromSources(args: string[], reason: string, rebuild: boolean): void {
+/**
+ * Runs the command from the sources of the executable's project, as if the snapshot did not exist,
+ * forwarding the signals that stop it; then starts a build of the snapshot if asked.
+ */
+function fromSources(args: string[], cliDir: string, built: Built, reason: string, rebuild: boolean): void {
   debug(`started from sources (${reason})`)
-  const { spawn, spawnSync } = process.getBuiltinModule('node:child_process')
-  const r = spawnSync(process.execPath, ['--max-semi-space-size=2', join(ROOT, 'operator', 'cli', 'main.js'), ...args], { stdio: 'inherit' })
-  if (r.error) throw r.error
-  if (rebuild && process.env.MEMCACHED_OPERATOR_SNAPSHOT !== 'off') {
-    // After the command, so that it does not compete with it; build.ts takes a lock.
-    spawn(process.execPath, [join(ROOT, 'operator', 'snapshot', 'build.ts'), '--quiet', '--if-possible'], { detached: true, stdio: 'ignore' }).unref()
-  }
-  if (r.signal) process.kill(process.pid, r.signal)
-  process.exitCode = r.status ?? 1
+  const { spawn } = process.getBuiltinModule('node:child_process')
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', join(cliDir, 'main.js'), ...args], { stdio: 'inherit' })
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
+  const forward = (signal: NodeJS.Signals): void => void child.kill(signal)
+  for (const signal of signals) process.on(signal, forward)
+  child.on('error', (err) => {
+    process.stderr.write(`memcached-operator: cannot start ${process.execPath}: ${err.message}\n`)
+    process.exitCode = 1
+  })
+  child.on('exit', (code, signal) => {
+    for (const s of signals) process.off(s, forward)
+    const snapshotDir = resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR ?? join(cliDir, '..', '..', 'node_modules', '.cache', 'memcached-operator'))
+    if (rebuild && process.env.MEMCACHED_OPERATOR_SNAPSHOT !== 'off' && shouldRebuild(snapshotDir, built)) {
+      // After the command, so that it does not compete with it; build.ts takes a lock.
+      const build = spawn(process.execPath, [join(cliDir, '..', 'snapshot', 'build.ts'), '--quiet', '--if-possible'], { detached: true, stdio: 'ignore' })
+      build.on('error', () => {})
+      build.unref()
+    }
+    // Die of the same signal as the command, or exit with its code.
+    if (signal) process.kill(process.pid, signal)
+    else process.exitCode = code ?? 1
+  })
 }
 
-/** The snapshot's main function: process.argv is `node <launcher> <command> …`. */
+/** The snapshot's main function: process.argv is `node <the executable> <command> …`. */
 export async function main(built: Built): Promise<void> {
   const args = process.argv.slice(2)
-  const start = decide(args, built)
-  if (start.from === 'sources') return fromSources(args, start.reason, start.rebuild)
+  const cliDir = dirname(process.argv[1] ?? '')
+  const start = decide(args, cliDir, built)
+  if (start.from === 'sources') return fromSources(args, cliDir, built, start.reason, start.rebuild)
   debug('started from the render snapshot')
   // Same reason as main.js: `yaml` reads process.env for every token.
   process.env = { ...process.env }
@@ -108,7 +139,7 @@ export async function main(built: Built): Promise<void> {
     process.exitCode = await built.render(args)
   } catch (err) {
     // The chart loads before any input is read, and output is written only at the end.
-    if (err instanceof ModuleUnavailable) return fromSources(args, `the chart needs ${err.id}`, false)
+    if (err instanceof ModuleUnavailable) return fromSources(args, cliDir, built, `the chart needs ${err.id}`, false)
     throw err
   }
 }
