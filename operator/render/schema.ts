@@ -6,7 +6,7 @@
  */
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { createHash } from 'node:crypto'
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { lazyRequire as require } from './lazy-require.ts'
@@ -18,33 +18,52 @@ export type SchemaNode = { [keyword: string]: unknown }
 /** Validates values and returns every problem as `spec.path: message`, or an empty list. */
 export type ValuesValidator = (values: Values) => string[]
 
-/** Where compiled validators are kept between runs (override with MEMCACHED_OPERATOR_CACHE_DIR). */
-function cacheDir(): string {
-  return process.env.MEMCACHED_OPERATOR_CACHE_DIR ?? join(tmpdir(), 'memcached-operator-cache')
+/**
+ * Where compiled validators are kept between runs (override with MEMCACHED_OPERATOR_CACHE_DIR), or
+ * undefined when that directory cannot be trusted. Its files are run as code, so it must be a
+ * directory of this user's that no one else can write to: the default is one per user in the
+ * temporary directory, created 0700, and a directory someone else made or can write is not used.
+ */
+function cacheDir(): string | undefined {
+  const uid = process.getuid?.()
+  const dir = process.env.MEMCACHED_OPERATOR_CACHE_DIR ?? join(tmpdir(), `memcached-operator-cache-${uid ?? 'user'}`)
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const st = lstatSync(dir)
+    if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || (st.mode & 0o022) !== 0) return undefined
+    return dir
+  } catch {
+    // A read-only file system (the operator's image without a writable /tmp): no cache.
+    return undefined
+  }
 }
 
 /** ajv's standalone code for the schema, from the cache or compiled now (loading ajv costs more than the rest of `render`). */
 function validatorSource(schema: SchemaNode): string {
   const ajvVersion = (require('ajv/package.json') as { version: string }).version
-  const file = join(cacheDir(), `values-${createHash('sha256').update(`${ajvVersion}\0${JSON.stringify(schema)}`).digest('hex').slice(0, 32)}.cjs`)
-  try {
-    return readFileSync(file, 'utf8')
-  } catch {
-    // Not cached yet: compile below.
+  const dir = cacheDir()
+  const file = dir && join(dir, `values-${createHash('sha256').update(`${ajvVersion}\0${JSON.stringify(schema)}`).digest('hex').slice(0, 32)}.cjs`)
+  if (file) {
+    try {
+      return readFileSync(file, 'utf8')
+    } catch {
+      // Not cached yet: compile below.
+    }
   }
   const { Ajv } = require('ajv') as typeof import('ajv')
   const standalone = (require('ajv/dist/standalone') as { default: (ajv: unknown, fn: unknown) => string }).default
   const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, allowUnionTypes: true, code: { source: true } })
   ajv.addVocabulary(K8S_KEYWORDS)
   const source = standalone(ajv, ajv.compile(forValidation(schema) as SchemaNode))
-  try {
-    mkdirSync(cacheDir(), { recursive: true })
-    // Write then rename, so that a concurrent reader never sees half a file.
-    const tmp = `${file}.${process.pid}.tmp`
-    writeFileSync(tmp, source)
-    renameSync(tmp, file)
-  } catch {
-    // A read-only file system (the operator's image): the validator is simply not cached.
+  if (file) {
+    try {
+      // Write then rename, so that a concurrent reader never sees half a file.
+      const tmp = `${file}.${process.pid}.tmp`
+      writeFileSync(tmp, source, { mode: 0o600 })
+      renameSync(tmp, file)
+    } catch {
+      // The directory went away or filled up: the validator is simply not cached.
+    }
   }
   return source
 }

@@ -1,0 +1,40 @@
+/** The on-disk cache of compiled validators: its files are run as code, so only a directory no one else can write is used. */
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { compileValuesSchema, type SchemaNode } from '../operator/render/schema.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'mc-validator-cache-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+const saved = process.env.MEMCACHED_OPERATOR_CACHE_DIR
+t.teardown(() => {
+  if (saved === undefined) delete process.env.MEMCACHED_OPERATOR_CACHE_DIR
+  else process.env.MEMCACHED_OPERATOR_CACHE_DIR = saved
+})
+const schema: SchemaNode = { type: 'object', properties: { size: { type: 'integer', minimum: 0 } }, required: ['size'] }
+
+t.test('a directory of our own, created 0700: the validator is written 0600 and used again', async (t) => {
+  const own = join(dir, 'own')
+  process.env.MEMCACHED_OPERATOR_CACHE_DIR = own
+  t.same(compileValuesSchema(schema)({ size: -1 }), ['spec.size: must be >= 0 (got -1)'])
+  t.equal(statSync(own).mode & 0o777, 0o700)
+  const [file] = readdirSync(own)
+  t.match(file, /^values-[0-9a-f]{32}\.cjs$/)
+  t.equal(statSync(join(own, file!)).mode & 0o777, 0o600)
+  // What is cached is what runs: a file changed in the trusted directory is used as it is.
+  writeFileSync(join(own, file!), 'module.exports = function validate() { return true }')
+  t.same(compileValuesSchema(schema)({ size: -1 }), [], 'the cached file was run')
+})
+
+t.test('a directory others can write to is not used: a validator planted there never runs', async (t) => {
+  const shared = join(dir, 'shared')
+  process.env.MEMCACHED_OPERATOR_CACHE_DIR = shared
+  compileValuesSchema(schema)
+  const [name] = readdirSync(shared)
+  chmodSync(shared, 0o777)
+  writeFileSync(join(shared, name!), 'globalThis.planted = true; module.exports = function validate() { return true }')
+  const problems = compileValuesSchema(schema)({ size: -1 })
+  t.same(problems, ['spec.size: must be >= 0 (got -1)'], 'compiled afresh instead')
+  t.notOk((globalThis as { planted?: boolean }).planted, 'the planted code did not run')
+})
