@@ -24,7 +24,7 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError('(add --help for usage)')
 
-  if (wanted('render'))
+  if (wanted('render')) {
     program
       .command('render')
       .description('print the manifests Memcached resources become (like helm template), ready for kubectl apply -f -')
@@ -39,8 +39,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
         const { runRender } = await import('./render.ts')
         setCode(await runRender(opts, io))
       })
+  }
 
-  if (wanted('lint'))
+  if (wanted('lint')) {
     program
       .command('lint')
       .description('check the chart: schema, templates, and that minimal values and the samples render')
@@ -50,8 +51,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
         const { runLint } = await import('./lint.ts')
         setCode(await runLint(opts, io))
       })
+  }
 
-  if (wanted('crd'))
+  if (wanted('crd')) {
     program
       .command('crd')
       .description('print the CustomResourceDefinition of memcacheds.cache.example.com')
@@ -60,8 +62,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
         const { runCrd } = await import('./crd.ts')
         setCode(runCrd(opts, io))
       })
+  }
 
-  if (wanted('run'))
+  if (wanted('run')) {
     program
       .command('run')
       .description('run the operator against a cluster (kubeconfig, KUBECONFIG, or in-cluster)')
@@ -80,8 +83,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
         const { runOperator } = await import('./run.ts')
         setCode(await runOperator(opts, io))
       })
+  }
 
-  if (wanted('diff'))
+  if (wanted('diff')) {
     program
       .command('diff')
       .description('show what applying the render of Memcached resources would change in the cluster (like kubectl diff); exit 0 none, 1 some, 2 error')
@@ -96,8 +100,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
         const { runDiff } = await import('./diff.ts')
         setCode(await runDiff(opts, io))
       })
+  }
 
-  if (wanted('sandbox'))
+  if (wanted('sandbox')) {
     program
       .command('sandbox')
       .description('run the in-process Kubernetes API server on loopback with the Memcached CRD, the operator and the sample CR, until SIGINT/SIGTERM')
@@ -114,6 +119,7 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
         const { runSandbox } = await import('./sandbox.ts')
         setCode(await runSandbox(opts, io))
       })
+  }
 
   return program
 }

@@ -26,6 +26,7 @@ const preloaded: Record<string, unknown> = {
   'ajv/dist/runtime/validation_error': { default: cjsDefault(ValidationError) },
 }
 
+/** A preloaded module or a built-in one; {@link ModuleUnavailable} for any other (the entry then runs the command from the sources). */
 export function lazyRequire(id: string): unknown {
   if (id.startsWith('node:')) return process.getBuiltinModule(id)
   if (Object.hasOwn(preloaded, id)) return preloaded[id]

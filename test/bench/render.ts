@@ -55,11 +55,14 @@ const startedFrom = (): string => spawnSync(bin, ['render', '-f', sample], { cwd
 let how = startedFrom()
 if (!how.includes('the render snapshot')) {
   console.log(`\n${how}: building the snapshot (node operator/snapshot/build.ts)`)
-  // A stale snapshot is being rebuilt in the background by the run above: the build waits for it.
+  // A stale snapshot may be being rebuilt in the background by the run above: wait for that build.
   for (let i = 0; i < 120 && !how.includes('the render snapshot'); i++) {
-    if (spawnSync(process.execPath, [join(root, 'operator/snapshot/build.ts')], { cwd: root, stdio: 'inherit', env }).status !== 0) process.exit(1)
-    spawnSync('sleep', ['0.5'])
+    const built = spawnSync(process.execPath, [join(root, 'operator/snapshot/build.ts')], { cwd: root, encoding: 'utf8', env })
+    process.stderr.write(built.stderr)
+    if (built.status !== 0) process.exit(1)
     how = startedFrom()
+    if (!built.stderr.includes('another build is running')) break
+    spawnSync('sleep', ['0.5'])
   }
   if (!how.includes('the render snapshot')) throw new Error(`render does not start from the snapshot: ${how}`)
 }

@@ -1,4 +1,4 @@
-/** Temporary directories that a test process removes when it exits, however its tests end. */
+/** Temporary directories that a test process removes when it exits (a process killed by a signal leaves them). */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
