@@ -16,7 +16,7 @@ import { ModuleUnavailable } from '../render/errors.ts'
 import { clearParseCache } from '../render/manifest.ts'
 import { chartChanged, chartFiles, fingerprint, firstChange, newestChange, type Fingerprint } from './fingerprint.ts'
 
-/** The project root (every module of the snapshot's bundle sits two directories below it). */
+/** The project root (this module is operator/snapshot/start.ts). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 /** What a snapshot was built from (its code: sources and dependencies; the bundled chart), and its `render` command line. */
