@@ -8,4 +8,3 @@ import { createRequire } from 'node:module'
 
 /** `require` for the render engine's optional modules. */
 export const lazyRequire: (id: string) => unknown = createRequire(import.meta.url)
-
