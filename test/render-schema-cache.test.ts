@@ -27,6 +27,16 @@ t.test('a directory of our own, created 0700: the validator is written 0600 and 
   t.same(compileValuesSchema(schema)({ size: -1 }), [], 'the cached file was run')
 })
 
+t.test("a directory of the user's own group may be group-writable (umask 002 systems)", async (t) => {
+  const grouped = join(dir, 'grouped')
+  process.env.MEMCACHED_OPERATOR_CACHE_DIR = grouped
+  compileValuesSchema(schema)
+  chmodSync(grouped, 0o770)
+  const [name] = readdirSync(grouped)
+  writeFileSync(join(grouped, name!), 'module.exports = function validate() { return true }')
+  t.same(compileValuesSchema(schema)({ size: -1 }), [], 'the cached file was run')
+})
+
 t.test('a directory others can write to is not used: a validator planted there never runs', async (t) => {
   const shared = join(dir, 'shared')
   process.env.MEMCACHED_OPERATOR_CACHE_DIR = shared

@@ -6,7 +6,7 @@
  */
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { createHash } from 'node:crypto'
-import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { lazyRequire as require } from './lazy-require.ts'
@@ -26,11 +26,13 @@ export type ValuesValidator = (values: Values) => string[]
  */
 function cacheDir(): string | undefined {
   const uid = process.getuid?.()
-  const dir = process.env.MEMCACHED_OPERATOR_CACHE_DIR ?? join(tmpdir(), `memcached-operator-cache-${uid ?? 'user'}`)
+  const dir = process.env.MEMCACHED_OPERATOR_CACHE_DIR || join(tmpdir(), `memcached-operator-cache-${uid ?? 'user'}`)
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
-    const st = lstatSync(dir)
-    if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || (st.mode & 0o022) !== 0) return undefined
+    const st = statSync(realpathSync(dir))
+    // Group-writable only for the user's own group (umask 002 systems give every user one).
+    const writableByOthers = (st.mode & 0o002) !== 0 || ((st.mode & 0o020) !== 0 && st.gid !== process.getgid?.())
+    if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || writableByOthers) return undefined
     return dir
   } catch {
     // A read-only file system (the operator's image without a writable /tmp): no cache.

@@ -16,7 +16,7 @@
  * bundle and the list of its files beside the blob, for debugging.
  */
 import { spawnSync } from 'node:child_process'
-import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -33,7 +33,7 @@ const keep = Boolean(process.env.MEMCACHED_OPERATOR_SNAPSHOT_KEEP)
 
 /** Where snapshots live (the executable computes the same default). */
 function snapshotDir(): string {
-  return resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR ?? join(root, 'node_modules', '.cache', 'memcached-operator'))
+  return resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR || join(root, 'node_modules', '.cache', 'memcached-operator'))
 }
 
 function say(line: string): void {
@@ -41,6 +41,10 @@ function say(line: string): void {
 }
 
 const BUILD = /^build-(\d+)-\d+$/
+/** A file in each build directory, so that cleaning up removes ours only. */
+const MARKER = '.memcached-operator-snapshot'
+/** A stuck lint or snapshot build must not hang npm install. */
+const TIMEOUT = 120_000
 const LOCK_AGE = 120_000
 
 /**
@@ -61,6 +65,12 @@ function lock(file: string, token: string): boolean {
       try {
         renameSync(file, stale)
       } catch {
+        return false
+      }
+      // Another build may have taken it over between the check and the rename: give a fresh lock back.
+      const moved = statSync(stale, { throwIfNoEntry: false })
+      if (moved && Date.now() - moved.mtimeMs < LOCK_AGE) {
+        renameSync(stale, file)
         return false
       }
       rmSync(stale, { force: true })
@@ -131,10 +141,11 @@ async function build(dir: string, startedAt: number): Promise<string> {
   const out = join(dir, `build-${startedAt}-${process.pid}`)
   let previous: string | undefined
   mkdirSync(out)
+  writeFileSync(join(out, MARKER), '')
   try {
     // The validator of the bundled chart's schema must be in the on-disk cache: a snapshot cannot load ajv.
-    const warm = spawnSync(process.execPath, [join(root, 'operator', 'cli', 'main.js'), 'lint'], { cwd: root, encoding: 'utf8' })
-    if (warm.status !== 0) throw new Error(`memcached-operator lint failed:\n${warm.stderr}`)
+    const warm = spawnSync(process.execPath, [join(root, 'operator', 'cli', 'main.js'), 'lint'], { cwd: root, encoding: 'utf8', timeout: TIMEOUT })
+    if (warm.status !== 0) throw new Error(`memcached-operator lint failed:\n${warm.stderr || warm.error?.message || warm.signal}`)
 
     const bundle = join(out, 'render.cjs')
     const result = await esbuild.build({
@@ -163,7 +174,7 @@ async function build(dir: string, startedAt: number): Promise<string> {
             // A CommonJS bundle has no import.meta: each of our modules gets its own URL written in.
             b.onLoad({ filter: /\/operator\/.*\.ts$/ }, (a) => ({
               loader: 'ts',
-              contents: readFileSync(a.path, 'utf8').replaceAll('import.meta.url', JSON.stringify(pathToFileURL(a.path).href)),
+              contents: readFileSync(a.path, 'utf8').replaceAll('import.meta.url', () => JSON.stringify(pathToFileURL(a.path).href)),
             }))
           },
         },
@@ -172,15 +183,18 @@ async function build(dir: string, startedAt: number): Promise<string> {
     // An import.meta left empty, or anything else esbuild warns about, would be a wrong snapshot.
     if (result.warnings.length > 0) throw new Error(`esbuild: ${result.warnings.map((w) => `${w.location?.file ?? ''}: ${w.text}`).join('; ')}`)
     const inputsFile = join(out, 'inputs.json')
-    writeFileSync(inputsFile, JSON.stringify(inputsOf(Object.keys(result.metafile.inputs).map((f) => resolve(root, f)))))
+    // Files only: a plugin's namespaced module (`lazy-builtin:…`) is not one.
+    const files = Object.keys(result.metafile.inputs).filter((f) => !/^[\w-]+:/.test(f))
+    writeFileSync(inputsFile, JSON.stringify(inputsOf(files.map((f) => resolve(root, f)))))
 
     const blob = join(out, 'render.blob')
     const r = spawnSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot', bundle], {
       cwd: root,
       encoding: 'utf8',
+      timeout: TIMEOUT,
       env: { ...process.env, MEMCACHED_OPERATOR_SNAPSHOT_INPUTS: inputsFile, MEMCACHED_OPERATOR_DEBUG_START: '' },
     })
-    if (r.status !== 0) throw new Error(`node --build-snapshot failed:\n${r.stderr}`)
+    if (r.status !== 0) throw new Error(`node --build-snapshot failed:\n${r.stderr || r.error?.message || r.signal}`)
     // The node that built the blob: a hard link names exactly that file; where one is not allowed
     // (another file system, or a node owned by another user), a symbolic link and the stamp's time.
     const node = realpathSync(process.execPath)
@@ -192,6 +206,11 @@ async function build(dir: string, startedAt: number): Promise<string> {
     writeFileSync(join(out, 'node.stamp'), '')
     const touch = spawnSync('touch', ['-r', node, join(out, 'node.stamp')], { encoding: 'utf8' })
     if (touch.status !== 0) throw new Error(`touch -r ${node} failed: ${touch.stderr || touch.error?.message}`)
+    // The executable compares the two times to the nanosecond: a file system that keeps coarser
+    // times would make every render run from the sources, silently.
+    if (statSync(join(out, 'node.stamp'), { bigint: true }).mtimeNs !== statSync(node, { bigint: true }).mtimeNs) {
+      throw new Error(`the file system of ${dir} does not keep the modification time of ${node} exactly: choose another MEMCACHED_OPERATOR_SNAPSHOT_DIR`)
+    }
     if (!keep) {
       rmSync(bundle)
       rmSync(inputsFile)
@@ -212,7 +231,7 @@ async function build(dir: string, startedAt: number): Promise<string> {
   // swap), and so does anything that is not one of ours or that a newer build made.
   for (const name of readdirSync(dir)) {
     const m = BUILD.exec(name)
-    if (m && Number(m[1]) < startedAt && name !== previous) rmSync(join(dir, name), { recursive: true, force: true })
+    if (m && Number(m[1]) < startedAt && name !== previous && existsSync(join(dir, name, MARKER))) rmSync(join(dir, name), { recursive: true, force: true })
   }
   return join(out, 'render.blob')
 }
@@ -228,7 +247,13 @@ if (process.env.MEMCACHED_OPERATOR_SNAPSHOT === 'off') {
   try {
     mkdirSync(dir, { recursive: true })
     locked = lock(lockFile, token)
+    // npm run snapshot waits for a build that runs (a render's, in the background), then builds.
+    for (const deadline = Date.now() + LOCK_AGE; !locked && !ifPossible && Date.now() < deadline; ) {
+      await new Promise((ok) => setTimeout(ok, 200))
+      locked = lock(lockFile, token)
+    }
     if (!locked) {
+      if (!ifPossible) throw new Error('another build has held the lock for two minutes')
       say('another build is running')
     } else {
       const blob = await build(dir, startedAt)

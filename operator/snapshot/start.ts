@@ -6,7 +6,7 @@
  * file or dependency runs the command from the sources (and rebuilds the snapshot in the
  * background), a changed chart file is simply read again.
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
@@ -56,7 +56,14 @@ export async function warmUp(root = ROOT): Promise<number> {
     let err = ''
     const io: CliIO = { stdout: () => {}, stderr: (t) => void (err += t), stdin: async () => text, cwd: samples }
     for (const args of [['-f', file], ['-f', '-', '-o', 'json'], ['-f', file, '--set', 'size=2', '-n', 'default']]) {
-      if ((await runCli(['render', ...args], io)) !== 0) throw new Error(`render ${args.join(' ')} (${file}) failed: ${err}`)
+      let code: number
+      try {
+        code = await runCli(['render', ...args], io)
+      } catch (e) {
+        if (!(e instanceof ModuleUnavailable)) throw e
+        throw new Error('the compiled validator of the chart is not in the validator cache, and a snapshot cannot compile it: MEMCACHED_OPERATOR_CACHE_DIR, or $TMPDIR/memcached-operator-cache-<uid>, must be a directory of this user that others cannot write to')
+      }
+      if (code !== 0) throw new Error(`render ${args.join(' ')} (${file}) failed: ${err}`)
       renders++
     }
   }
@@ -75,20 +82,32 @@ export type Start = { from: 'snapshot' } | { from: 'sources'; reason: string; re
  */
 export function decide(args: readonly string[], cliDir: string, built: Built, root = ROOT): Start {
   if (args[0] !== 'render') return { from: 'sources', reason: `${args[0] ?? 'no command'} is not in the snapshot`, rebuild: false }
-  if (resolve(cliDir) !== join(root, 'operator', 'cli')) return { from: 'sources', reason: `the snapshot was built for the project in ${root}`, rebuild: true }
+  if (resolve(cliDir) !== join(root, 'operator', 'cli')) {
+    // Moved: build one here. Another project that still exists (a shared node_modules or snapshot
+    // directory): leave its snapshot alone, or the two would rebuild it in turn forever.
+    const elsewhere = existsSync(join(root, 'operator', 'snapshot', 'build.ts'))
+    return { from: 'sources', reason: `the snapshot was built for the project in ${root}${elsewhere ? '; give this one its own MEMCACHED_OPERATOR_SNAPSHOT_DIR' : ''}`, rebuild: !elsewhere }
+  }
   const changed = firstChange(built.code)
   if (changed) return { from: 'sources', reason: `${relative(root, changed)} changed since the snapshot was built`, rebuild: true }
   if (chartChanged(DEFAULT_CHART_DIR, built.chart)) forgetChart(DEFAULT_CHART_DIR)
   return { from: 'snapshot' }
 }
 
+/** How long a failed build is not tried again when nothing it is known to depend on changed. */
+export const RETRY_FAILED_BUILD_MS = 3_600_000
+
 /**
- * Whether to start a build: not when the last one failed after everything it depends on last
- * changed (it would fail the same way; `last-failure` says why).
+ * Whether to start a build: not when the last one failed after the snapshot's inputs, the chart and
+ * the samples (what a build reads) last changed, unless an hour has passed (a build can also fail
+ * for a file the old snapshot did not know, or for want of disk space); `last-failure` says why.
  */
-export function shouldRebuild(snapshotDir: string, built: Built): boolean {
+export function shouldRebuild(snapshotDir: string, built: Built, projectRoot: string, now = Date.now()): boolean {
   const failed = statSync(join(snapshotDir, 'last-failure'), { throwIfNoEntry: false })
-  return !failed || failed.mtimeMs <= newestChange(built.code)
+  if (!failed || now - failed.mtimeMs > RETRY_FAILED_BUILD_MS) return true
+  const samples = join(projectRoot, 'kustomize', 'samples')
+  const read = [...chartFiles(join(projectRoot, 'charts', 'memcached')), samples, ...(existsSync(samples) ? readdirSync(samples).map((f) => join(samples, f)) : [])]
+  return failed.mtimeMs <= Math.max(newestChange(built.code), newestChange(fingerprint(read)))
 }
 
 function debug(line: string): void {
@@ -112,8 +131,8 @@ function fromSources(args: string[], cliDir: string, built: Built, reason: strin
   })
   child.on('exit', (code, signal) => {
     for (const s of signals) process.off(s, forward)
-    const snapshotDir = resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR ?? join(cliDir, '..', '..', 'node_modules', '.cache', 'memcached-operator'))
-    if (rebuild && process.env.MEMCACHED_OPERATOR_SNAPSHOT !== 'off' && shouldRebuild(snapshotDir, built)) {
+    const snapshotDir = resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR || join(cliDir, '..', '..', 'node_modules', '.cache', 'memcached-operator'))
+    if (rebuild && process.env.MEMCACHED_OPERATOR_SNAPSHOT !== 'off' && shouldRebuild(snapshotDir, built, resolve(cliDir, '..', '..'))) {
       // After the command, so that it does not compete with it; build.ts takes a lock.
       const build = spawn(process.execPath, [join(cliDir, '..', 'snapshot', 'build.ts'), '--quiet', '--if-possible'], { detached: true, stdio: 'ignore' })
       build.on('error', () => {})
