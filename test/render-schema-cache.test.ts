@@ -27,24 +27,23 @@ t.test('a directory of our own, created 0700: the validator is written 0600 and 
   t.same(compileValuesSchema(schema)({ size: -1 }), [], 'the cached file was run')
 })
 
-t.test("a directory of the user's own group may be group-writable (umask 002 systems)", async (t) => {
-  const grouped = join(dir, 'grouped')
-  process.env.MEMCACHED_OPERATOR_CACHE_DIR = grouped
+/** A cache directory of `mode` whose validator for `schema` has been replaced by `planted`; returns what validating `{ size: -1 }` gives. */
+function withPlanted(name: string, mode: number, planted: string): string[] {
+  const cache = join(dir, name)
+  process.env.MEMCACHED_OPERATOR_CACHE_DIR = cache
   compileValuesSchema(schema)
-  chmodSync(grouped, 0o770)
-  const [name] = readdirSync(grouped)
-  writeFileSync(join(grouped, name!), 'module.exports = function validate() { return true }')
-  t.same(compileValuesSchema(schema)({ size: -1 }), [], 'the cached file was run')
+  chmodSync(cache, mode)
+  const [file] = readdirSync(cache)
+  writeFileSync(join(cache, file!), planted)
+  return compileValuesSchema(schema)({ size: -1 })
+}
+
+t.test("a directory of the user's own group may be group-writable (umask 002 systems)", async (t) => {
+  t.same(withPlanted('grouped', 0o770, 'module.exports = function validate() { return true }'), [], 'the cached file was run')
 })
 
 t.test('a directory others can write to is not used: a validator planted there never runs', async (t) => {
-  const shared = join(dir, 'shared')
-  process.env.MEMCACHED_OPERATOR_CACHE_DIR = shared
-  compileValuesSchema(schema)
-  const [name] = readdirSync(shared)
-  chmodSync(shared, 0o777)
-  writeFileSync(join(shared, name!), 'globalThis.planted = true; module.exports = function validate() { return true }')
-  const problems = compileValuesSchema(schema)({ size: -1 })
+  const problems = withPlanted('shared', 0o777, 'globalThis.planted = true; module.exports = function validate() { return true }')
   t.same(problems, ['spec.size: must be >= 0 (got -1)'], 'compiled afresh instead')
   t.notOk((globalThis as { planted?: boolean }).planted, 'the planted code did not run')
 })

@@ -12,11 +12,18 @@ import { dirname, join, resolve } from 'node:path'
 import t from 'tap'
 
 const root = resolve(import.meta.dirname, '..')
-const project = mkdtempSync(join(tmpdir(), 'mc-snapshot-'))
-t.teardown(() => rmSync(project, { recursive: true, force: true }))
-for (const dir of ['operator', 'charts', 'kustomize/samples']) cpSync(join(root, dir), join(project, dir), { recursive: true })
-cpSync(join(root, 'package.json'), join(project, 'package.json'))
-symlinkSync(join(root, 'node_modules'), join(project, 'node_modules'))
+
+/** A copy of the project in a new temporary directory (removed after the tests), sharing its node_modules. */
+function copyOf(from: string, prefix: string): string {
+  const copy = mkdtempSync(join(tmpdir(), prefix))
+  t.teardown(() => rmSync(copy, { recursive: true, force: true }))
+  for (const dir of ['operator', 'charts', 'kustomize/samples']) cpSync(join(from, dir), join(copy, dir), { recursive: true })
+  cpSync(join(from, 'package.json'), join(copy, 'package.json'))
+  symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'))
+  return copy
+}
+
+const project = copyOf(root, 'mc-snapshot-')
 const snapshots = join(project, 'snapshots')
 const cache = join(project, 'validator-cache')
 const bin = join(project, 'operator/cli/memcached-operator')
@@ -228,11 +235,7 @@ t.test('NODE_OPTIONS that load ES modules first run the sources; other NODE_OPTI
 })
 
 t.test('a copy of the project does not use the snapshot of the original', async (t) => {
-  const copy = mkdtempSync(join(tmpdir(), 'mc-snapshot-copy-'))
-  t.teardown(() => rmSync(copy, { recursive: true, force: true }))
-  for (const dir of ['operator', 'charts', 'kustomize/samples']) cpSync(join(project, dir), join(copy, dir), { recursive: true })
-  cpSync(join(project, 'package.json'), join(copy, 'package.json'))
-  symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'))
+  const copy = copyOf(project, 'mc-snapshot-copy-')
   const template = join(copy, 'charts/memcached/templates/service.ejs')
   writeFileSync(template, readFileSync(template, 'utf8').replace('metadata:\n', 'metadata:\n  annotations:\n    copy: "yes"\n'))
   // The same snapshot directory: as if the project had been moved, or the directory were shared.
