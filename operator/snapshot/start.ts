@@ -138,9 +138,14 @@ function fromSources(args: string[], cliDir: string, built: Built, reason: strin
       build.on('error', () => {})
       build.unref()
     }
-    // Die of the same signal as the command, or exit with its code.
-    if (signal) process.kill(process.pid, signal)
-    else process.exitCode = code ?? 1
+    // Die of the same signal as the command (or, for one that node ignores, exit as a shell
+    // reports it: 128 + its number), or exit with its code.
+    if (signal) {
+      process.exitCode = 128 + (process.getBuiltinModule('node:os').constants.signals[signal] ?? 0)
+      process.kill(process.pid, signal)
+    } else {
+      process.exitCode = code ?? 1
+    }
   })
 }
 
