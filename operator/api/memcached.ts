@@ -3,7 +3,7 @@
  * user-supplied CR documents into checked values.
  */
 import YAML from 'yaml'
-import { RenderError } from '../render/errors.ts'
+import { RenderError, yamlProblems } from '../render/errors.ts'
 import { isDnsSubdomain } from '../render/names.ts'
 import { isPlainMap } from '../render/values.ts'
 
@@ -64,7 +64,7 @@ export function parseMemcacheds(text: string, source: string): Memcached[] {
   docs.forEach((doc, i) => {
     const where = `${source}: document ${i + 1}`
     if (doc.errors.length > 0) {
-      for (const e of doc.errors) problems.push(`${source}:${e.linePos?.[0].line ?? '?'}: ${e.message.split('\n')[0]}`)
+      problems.push(...yamlProblems(source, doc.errors))
       return
     }
     const value: unknown = doc.toJS({ maxAliasCount: 100 })

@@ -6,9 +6,8 @@
  */
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import YAML from 'yaml'
 import { parseMemcacheds, type Memcached } from '../api/memcached.ts'
-import { loadChart, DEFAULT_CHART_DIR } from '../render/chart.ts'
+import { loadChart, DEFAULT_CHART_DIR, parseYamlValue } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { toJsonList, toYamlStream } from '../render/manifest.ts'
@@ -56,9 +55,7 @@ export function readOverrides(opts: Pick<RenderOptions, 'values' | 'set' | 'setS
     } catch (err) {
       throw new RenderError('input', [`${f}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`])
     }
-    const doc = YAML.parseDocument(text, { version: '1.1', uniqueKeys: true })
-    if (doc.errors.length > 0) throw new RenderError('input', doc.errors.map((e) => `${f}:${e.linePos?.[0].line ?? '?'}: ${e.message.split('\n')[0]}`))
-    const value: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {}
+    const value: unknown = parseYamlValue(text, f) ?? {}
     if (!isPlainMap(value)) throw new RenderError('input', [`${f}: a values file must be a map`])
     overrides.push(value)
   }

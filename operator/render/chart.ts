@@ -8,7 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import YAML from 'yaml'
-import { ModuleUnavailable, RenderError } from './errors.ts'
+import { firstLine, lineAt, ModuleUnavailable, RenderError, yamlProblems } from './errors.ts'
 import { lazyRequire as require } from './lazy-require.ts'
 import { yamlScalar } from './scalar.ts'
 import { compileValuesSchema, type SchemaNode, type ValuesValidator } from './schema.ts'
@@ -69,12 +69,15 @@ function readText(dir: string, file: string): string {
   }
 }
 
-function parseYamlFile(dir: string, file: string): unknown {
-  const doc = YAML.parseDocument(readText(dir, file), { version: '1.1', uniqueKeys: true })
-  if (doc.errors.length > 0) {
-    throw new RenderError('input', doc.errors.map((e) => `${join(dir, file)}:${e.linePos?.[0].line ?? '?'}: ${e.message.split('\n')[0]}`))
-  }
+/** One YAML 1.1 document as data (duplicate keys refused, aliases bounded); every error is placed in `source`. */
+export function parseYamlValue(text: string, source: string): unknown {
+  const doc = YAML.parseDocument(text, { version: '1.1', uniqueKeys: true })
+  if (doc.errors.length > 0) throw new RenderError('input', yamlProblems(source, doc.errors))
   return doc.toJS({ maxAliasCount: 100 })
+}
+
+function parseYamlFile(dir: string, file: string): unknown {
+  return parseYamlValue(readText(dir, file), join(dir, file))
 }
 
 function readChart(dir: string): Chart {
@@ -140,7 +143,7 @@ function readChart(dir: string): Chart {
 export function compileTemplate(file: string, source: string): Template {
   const raw = /<%(?!%)-/.exec(source)
   if (raw) {
-    throw new Error(`${file}:${lineOf(source, raw.index)}: raw output "<%-" is not allowed; write "<%= %>" (values become YAML-safe scalars) or a helper such as toYaml()`)
+    throw new Error(`${file}:${lineAt(source, raw.index)}: raw output "<%-" is not allowed; write "<%= %>" (values become YAML-safe scalars) or a helper such as toYaml()`)
   }
   const options = {
     strict: true,
@@ -169,16 +172,6 @@ export function compileTemplate(file: string, source: string): Template {
       }
     },
   }
-}
-
-function lineOf(source: string, index: number): number {
-  let line = 1
-  for (let i = 0; i < index; i++) if (source.charCodeAt(i) === 10) line++
-  return line
-}
-
-function firstLine(s: string): string {
-  return s.split('\n')[0] ?? s
 }
 
 /** EJS reports a syntax error without a line: compile its generated source to find one. */

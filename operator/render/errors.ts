@@ -29,3 +29,20 @@ export class ModuleUnavailable extends Error {
     this.id = id
   }
 }
+
+/** The 1-based line of `offset` in `text`, to place a problem. */
+export function lineAt(text: string, offset: number): number {
+  let line = 1
+  for (let i = 0; i < offset; i++) if (text.charCodeAt(i) === 10) line++
+  return line
+}
+
+/** The first line of a message (libraries append context a one-line problem does not need). */
+export function firstLine(message: string): string {
+  return message.split('\n')[0] ?? message
+}
+
+/** A YAML parser's errors as problems: `source:line: message`, one line each. */
+export function yamlProblems(source: string, errors: readonly { message: string; linePos?: [{ line: number }, ...unknown[]] }[]): string[] {
+  return errors.map((e) => `${source}:${e.linePos?.[0].line ?? '?'}: ${firstLine(e.message)}`)
+}

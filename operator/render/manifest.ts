@@ -4,7 +4,7 @@
  * the YAML/JSON text the CLI prints.
  */
 import YAML from 'yaml'
-import { RenderError } from './errors.ts'
+import { firstLine, lineAt, RenderError } from './errors.ts'
 import { YAML_OUTPUT } from './scalar.ts'
 import { isPlainMap } from './values.ts'
 
@@ -86,16 +86,6 @@ function parseUncached(file: string, text: string): RenderedObject[] {
   }
   if (problems.length > 0) throw new RenderError('yaml', problems)
   return objects
-}
-
-function lineAt(text: string, offset: number): number {
-  let line = 1
-  for (let i = 0; i < offset; i++) if (text.charCodeAt(i) === 10) line++
-  return line
-}
-
-function firstLine(s: string): string {
-  return s.split('\n')[0] ?? s
 }
 
 /** Kinds in the order they are applied and printed: dependencies first, disruption budgets last. */
