@@ -3,9 +3,9 @@ import { appendFileSync, cpSync, mkdtempSync, rmSync, utimesSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
+import { chartFiles, DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { ModuleUnavailable } from '../operator/render/errors.ts'
-import { chartChanged, chartFiles, fingerprint, firstChange, newestChange } from '../operator/snapshot/fingerprint.ts'
+import { chartChanged, fingerprint, firstChange, newestChange } from '../operator/snapshot/fingerprint.ts'
 import { lazyRequire } from '../operator/snapshot/preloaded-require.ts'
 import { decide, prepare, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, warmUp } from '../operator/snapshot/start.ts'
 

@@ -80,6 +80,20 @@ function parseYamlFile(dir: string, file: string): unknown {
   return parseYamlValue(readText(dir, file), join(dir, file))
 }
 
+/**
+ * Every file loading the chart in `dir` reads (what readChart below reads: keep them in step), and
+ * templates/ itself, whose listing it reads.
+ */
+export function chartFiles(dir: string): string[] {
+  let templates: string[] = []
+  try {
+    templates = readdirSync(join(dir, 'templates')).sort().map((f) => join(dir, 'templates', f))
+  } catch {
+    // No templates/ directory: loading the chart reports it.
+  }
+  return [join(dir, 'Chart.yaml'), join(dir, 'values.yaml'), join(dir, 'values.schema.json'), join(dir, 'templates'), ...templates]
+}
+
 function readChart(dir: string): Chart {
   const meta = parseYamlFile(dir, 'Chart.yaml')
   if (!isPlainMap(meta) || typeof meta.name !== 'string' || typeof meta.version !== 'string') {

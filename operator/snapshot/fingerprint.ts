@@ -3,12 +3,13 @@
  * and modification time of each file (what make and tsc --incremental compare), taken when the
  * snapshot is built and compared when it starts.
  */
-import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { statSync } from 'node:fs'
+import { chartFiles } from '../render/chart.ts'
 
 /** `[absolute path, size, mtimeMs]` per file; a missing file has size -1. */
 export type Fingerprint = [path: string, size: number, mtimeMs: number][]
 
+/** The fingerprint of `files` now. */
 export function fingerprint(files: readonly string[]): Fingerprint {
   return files.map((file) => {
     const st = statSync(file, { throwIfNoEntry: false })
@@ -30,17 +31,6 @@ export function newestChange(fp: Fingerprint): number {
   let newest = 0
   for (const [file] of fp) newest = Math.max(newest, statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0)
   return newest
-}
-
-/** Every file of a chart that a render reads: Chart.yaml, values.yaml, the schema and templates/. */
-export function chartFiles(dir: string): string[] {
-  let templates: string[] = []
-  try {
-    templates = readdirSync(join(dir, 'templates')).sort().map((f) => join(dir, 'templates', f))
-  } catch {
-    // No templates/ directory: loading the chart reports it.
-  }
-  return [join(dir, 'Chart.yaml'), join(dir, 'values.yaml'), join(dir, 'values.schema.json'), join(dir, 'templates'), ...templates]
 }
 
 /** Whether the chart in `dir` differs from `fp` (a file changed, or one was added or removed). */

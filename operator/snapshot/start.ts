@@ -11,10 +11,10 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
 import { prepareCli, runCli } from '../cli/program.ts'
-import { DEFAULT_CHART_DIR, forgetChart, loadChart } from '../render/chart.ts'
+import { chartFiles, DEFAULT_CHART_DIR, forgetChart, loadChart } from '../render/chart.ts'
 import { ModuleUnavailable } from '../render/errors.ts'
 import { clearParseCache } from '../render/manifest.ts'
-import { chartChanged, chartFiles, fingerprint, firstChange, newestChange, type Fingerprint } from './fingerprint.ts'
+import { chartChanged, fingerprint, firstChange, newestChange, type Fingerprint } from './fingerprint.ts'
 
 /** The project root (this module is operator/snapshot/start.ts). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
