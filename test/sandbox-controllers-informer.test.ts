@@ -4,6 +4,7 @@ import { Informer, WorkQueue, keyOf, splitKey } from '../operator/sandbox/contro
 import { Kubelet } from '../operator/sandbox/controllers/kubelet.ts'
 import { podTemplateHash, generateName } from '../operator/sandbox/controllers/names.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, KubeObject, WatchEvent } from '../operator/sandbox/types.ts'
+import { tick, until } from './support/sandbox-requests.ts'
 
 /** A scripted API: lists answer from `items`, watches are captured so the test can drive them. */
 class FakeAccess implements ClusterAccess {
@@ -42,12 +43,6 @@ class FakeAccess implements ClusterAccess {
 }
 
 const cm = (name: string, rv: number, owner?: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: String(rv), ...(owner ? { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'o', uid: owner }] } : {}) } })
-const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms))
-
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await tick(10)
-  if (!check()) throw new Error('condition not reached')
-}
 
 t.test('keys', async (t) => {
   t.equal(keyOf(cm('a', 1)), 'ns/a')
@@ -90,7 +85,7 @@ t.test('an informer lists, follows the watch, indexes owners and relists after a
   access.rv = 22
   const first = access.current
   first.onEvent({ type: 'ERROR', object: { kind: 'Status', code: 410 } })
-  await until(() => access.watches.length === 2)
+  await until('a second watch', () => access.watches.length === 2)
   t.ok(first.stopped, 'the failed watch is stopped')
   t.same(seen.slice(5), ['MODIFIED b 20', 'ADDED d 21', 'DELETED c 13'])
   t.equal(access.current.req.query.get('resourceVersion'), '22')
@@ -98,7 +93,7 @@ t.test('an informer lists, follows the watch, indexes owners and relists after a
   // The server ends the watch: same again.
   access.items = [cm('d', 21)]
   access.current.onClose?.()
-  await until(() => access.watches.length === 3)
+  await until('a third watch', () => access.watches.length === 3)
   t.same(seen.slice(8), ['DELETED b 20'])
   first.onEvent({ type: 'ADDED', object: cm('late', 99) })
   t.equal(inf.get('ns/late'), undefined, 'events of a replaced watch still reach the cache only through the current one')
@@ -137,12 +132,12 @@ t.test('a work queue runs a key once per burst, re-runs a key added while it run
   q.add('slow') // while running: marked dirty, runs again afterwards
   release?.()
   q.add('flaky')
-  await until(() => runs.filter((r) => r === 'flaky').length === 3)
+  await until('three runs of the flaky key', () => runs.filter((r) => r === 'flaky').length === 3)
   t.same(runs.filter((r) => r === 'a'), ['a'])
   t.same(runs.filter((r) => r === 'slow'), ['slow', 'slow'])
   q.addAfter('later', 10)
   q.addAfter('later', 10)
-  await until(() => runs.includes('later'))
+  await until('the later key', () => runs.includes('later'))
   t.equal(runs.filter((r) => r === 'later').length, 1)
   await q.shutdown()
   q.add('after')
@@ -168,7 +163,7 @@ t.test('the kubelet deletes a pod marked for deletion without finalizers, and re
     await kubelet.stop()
   })
   await inf.start()
-  await until(() => access.requests.filter((r) => r.subresource === 'status').length === 2)
+  await until('two status writes', () => access.requests.filter((r) => r.subresource === 'status').length === 2)
   const deletes = access.requests.filter((r) => r.verb === 'delete')
   t.same(deletes.map((r) => r.name), ['gone'])
   t.equal(deletes[0]?.query.get('gracePeriodSeconds'), '0')

@@ -1,26 +1,19 @@
-import t from 'tap'
-import { startSandbox } from '../operator/sandbox/index.ts'
-import { startControllers } from '../operator/sandbox/controllers/index.ts'
-import type { ApiRequest, ApiResponse } from '../operator/sandbox/types.ts'
+import t, { type Test } from 'tap'
+import type { ApiResponse } from '../operator/sandbox/types.ts'
+import { controllersBed, until, type Obj, type Req } from './support/controllers-bed.ts'
 
-type Obj = Record<string, any>
-
-async function until<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
-  for (let i = 0; i < 600; i++) {
-    const v = await check()
-    if (v !== undefined && v !== false) return v
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
+/** The controllers around a sandbox, and requests to its Deployments (in `default`, unless given). */
+async function deployments(t: Test, opts: { podReadyDelayMs: number; resyncMs?: number }) {
+  const bed = await controllersBed(t, opts)
+  const call = (r: Req): Promise<ApiResponse> => bed.call({ group: 'apps', resource: 'deployments', namespace: 'default', ...r })
+  return { ...bed, call }
 }
 
 const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
 
 t.test('concurrent writers: the controllers converge through conflicts and never leave timers behind', async (t) => {
   const before = timeouts()
-  const sb = await startSandbox({ controllers: false })
-  const controllers = startControllers(sb.cluster, { podReadyDelayMs: 5, resyncMs: 50 })
-  const call = (r: Partial<ApiRequest>): Promise<ApiResponse> => sb.cluster.handle({ group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', query: new URLSearchParams(), ...r } as ApiRequest)
+  const { sb, controllers, call } = await deployments(t, { podReadyDelayMs: 5, resyncMs: 50 })
   const body = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'memcached:1.6' }] } } } }
   t.equal((await call({ verb: 'create', body })).status, 201)
   // Another client keeps changing the Deployment (scale, template, annotations) while the
@@ -51,13 +44,7 @@ t.test('concurrent writers: the controllers converge through conflicts and never
 })
 
 t.test('revision history limit removes the oldest idle ReplicaSets', async (t) => {
-  const sb = await startSandbox({ controllers: false })
-  const controllers = startControllers(sb.cluster, { podReadyDelayMs: 1 })
-  t.teardown(async () => {
-    await controllers.stop()
-    await sb.close()
-  })
-  const call = (r: Partial<ApiRequest>): Promise<ApiResponse> => sb.cluster.handle({ group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', query: new URLSearchParams(), ...r } as ApiRequest)
+  const { call } = await deployments(t, { podReadyDelayMs: 1 })
   const body = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { replicas: 1, revisionHistoryLimit: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'memcached:1' }] } } } }
   await call({ verb: 'create', body })
   const settle = (what: string) => until(what, async () => {
@@ -77,13 +64,7 @@ t.test('revision history limit removes the oldest idle ReplicaSets', async (t) =
 })
 
 t.test('rolling back to an earlier template reuses its ReplicaSet as the newest revision', async (t) => {
-  const sb = await startSandbox({ controllers: false })
-  const controllers = startControllers(sb.cluster, { podReadyDelayMs: 1 })
-  t.teardown(async () => {
-    await controllers.stop()
-    await sb.close()
-  })
-  const call = (r: Partial<ApiRequest>): Promise<ApiResponse> => sb.cluster.handle({ group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', query: new URLSearchParams(), ...r } as ApiRequest)
+  const { call } = await deployments(t, { podReadyDelayMs: 1 })
   const body = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { replicas: 2, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 0 } }, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'memcached:1' }] } } } }
   await call({ verb: 'create', body })
   const settle = () => until('settled', async () => {

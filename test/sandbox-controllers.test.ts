@@ -1,35 +1,9 @@
 import t, { type Test } from 'tap'
-import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
-import { startControllers } from '../operator/sandbox/controllers/index.ts'
-import type { ApiRequest, ApiResponse, KubeObject } from '../operator/sandbox/types.ts'
-
-type Req = Partial<ApiRequest> & Pick<ApiRequest, 'verb' | 'resource'>
+import type { KubeObject } from '../operator/sandbox/types.ts'
+import { controllersBed, until } from './support/controllers-bed.ts'
 
 /** A sandbox with the simulated controllers, pods Ready 30 ms after creation. */
-async function sandbox(t: Test): Promise<{ sb: Sandbox; call: (r: Req) => Promise<ApiResponse>; list: (resource: string, group?: string, ns?: string) => Promise<KubeObject[]> }> {
-  const sb = await startSandbox({ controllers: false })
-  const controllers = startControllers(sb.cluster, { podReadyDelayMs: 30, resyncMs: 200 })
-  t.teardown(async () => {
-    await controllers.stop()
-    await sb.close()
-  })
-  const call = (r: Req) => sb.cluster.handle({ group: '', version: 'v1', query: new URLSearchParams(), ...r } as ApiRequest)
-  const list = async (resource: string, group = '', ns = 'default') => {
-    const res = await call({ verb: 'list', group, version: group === '' ? 'v1' : group === 'apps' ? 'v1' : 'v1', resource, namespace: ns })
-    return (res.body as { items: KubeObject[] }).items
-  }
-  return { sb, call, list }
-}
-
-/** Polls until `check` returns a value (not undefined/false); fails after many attempts. */
-async function until<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const v = await check()
-    if (v !== undefined && v !== false) return v
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
+const sandbox = (t: Test) => controllersBed(t, { podReadyDelayMs: 30, resyncMs: 200 })
 
 function deployment(name: string, replicas: number, image = 'memcached:1.6.38'): KubeObject {
   return {

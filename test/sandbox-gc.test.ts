@@ -1,39 +1,9 @@
 import t, { type Test } from 'tap'
-import { startSandbox } from '../operator/sandbox/index.ts'
-import { startControllers } from '../operator/sandbox/controllers/index.ts'
-import type { ApiRequest, ApiResponse, KubeObject, OwnerReference } from '../operator/sandbox/types.ts'
+import type { KubeObject, OwnerReference } from '../operator/sandbox/types.ts'
+import { controllersBed, until, type Obj } from './support/controllers-bed.ts'
 import { memcachedCRD } from './sandbox-crd-fixture.ts'
 
-type Obj = Record<string, any>
-type Req = Partial<ApiRequest> & Pick<ApiRequest, 'verb' | 'resource'>
-
-async function sandbox(t: Test, opts: { crds?: KubeObject[] } = {}) {
-  const sb = await startSandbox({ controllers: false, installCRDs: opts.crds ?? [] })
-  const controllers = startControllers(sb.cluster, { podReadyDelayMs: 10, resyncMs: 100 })
-  t.teardown(async () => {
-    await controllers.stop()
-    await sb.close()
-  })
-  const call = (r: Req): Promise<ApiResponse> => sb.cluster.handle({ group: '', version: 'v1', query: new URLSearchParams(), ...r } as ApiRequest)
-  const get = async (resource: string, name: string, group = '', ns: string | undefined = 'default'): Promise<Obj | undefined> => {
-    const res = await call({ verb: 'get', group, version: group === 'cache.example.com' ? 'v1alpha1' : 'v1', resource, namespace: ns, name })
-    return res.status === 200 ? (res.body as Obj) : undefined
-  }
-  const list = async (resource: string, group = '', ns = 'default'): Promise<Obj[]> => {
-    const res = await call({ verb: 'list', group, version: 'v1', resource, namespace: ns })
-    return (res.body as { items: Obj[] }).items
-  }
-  return { sb, call, get, list }
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const v = await check()
-    if (v !== undefined && v !== false) return v
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
+const sandbox = (t: Test, opts: { crds?: KubeObject[] } = {}) => controllersBed(t, { podReadyDelayMs: 10, resyncMs: 100, ...opts })
 
 function configMap(name: string, owners: OwnerReference[] = [], ns = 'default'): KubeObject {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, ownerReferences: owners }, data: { a: 'b' } }
