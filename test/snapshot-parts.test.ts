@@ -1,5 +1,5 @@
 /** The parts of the start-up snapshot that run the same in a test process: the module table, fingerprints, and the start decision. */
-import { appendFileSync, cpSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { appendFileSync, copyFileSync, cpSync, linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -7,7 +7,7 @@ import { chartFiles, DEFAULT_CHART_DIR, loadChart } from '../operator/render/cha
 import { ModuleUnavailable } from '../operator/render/errors.ts'
 import { chartChanged, fingerprint, firstChange, newestChange } from '../operator/snapshot/fingerprint.ts'
 import { lazyRequire } from '../operator/snapshot/preloaded-require.ts'
-import { decide, prepare, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, warmUp } from '../operator/snapshot/start.ts'
+import { decide, prepare, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, sourcesNode, warmUp } from '../operator/snapshot/start.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'mc-snapshot-parts-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -119,4 +119,20 @@ t.test('the warm-up renders every sample three ways', async (t) => {
   cpSync(join(ROOT, 'kustomize', 'samples'), join(broken, 'kustomize', 'samples'), { recursive: true })
   writeFileSync(join(broken, 'kustomize', 'samples', 'bad.yaml'), 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bad}\nspec: {size: -1}\n')
   await t.rejects(warmUp(broken), /render -f bad\.yaml \(bad\.yaml\) failed: error: .*spec\.size: must be >= 0/, 'a sample that does not render fails the build')
+})
+
+t.test('the sources run on the node a snapshot was built from, never on the snapshot itself', async (t) => {
+  t.equal(sourcesNode('/usr/bin/node', false), '/usr/bin/node', 'outside the snapshot: this process’s node')
+  const build = join(dir, 'sources-node')
+  mkdirSync(build)
+  const executable = join(build, 'render')
+  writeFileSync(executable, 'node with a snapshot')
+  t.throws(() => sourcesNode(executable, true), /sources-node\/node is not the node binary that built .*render: run npm run snapshot/, 'no node beside it')
+  linkSync(executable, join(build, 'node'))
+  t.throws(() => sourcesNode(executable, true), /is not the node binary that built/, 'a link to the executable itself would start it again, forever')
+  rmSync(join(build, 'node'))
+  const real = join(dir, 'real-node')
+  copyFileSync(executable, real)
+  symlinkSync(real, join(build, 'node'))
+  t.equal(sourcesNode(executable, true), join(build, 'node'), 'the node linked beside it')
 })

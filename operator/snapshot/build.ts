@@ -6,17 +6,21 @@
  * date.
  *
  * The snapshot goes to MEMCACHED_OPERATOR_SNAPSHOT_DIR (one directory per project; default
- * node_modules/.cache/memcached-operator) as `current` → `build-<ms>-<pid>/`, which holds
- * `render.blob`, `node` (a hard link to the node binary that built it, or a symbolic link where a
- * hard link is not allowed) and `node.stamp` (with that binary's modification time): a blob works
- * with that binary only, and the executable checks both before it uses the blob. `current` is
- * swapped atomically and the previous build is kept, so a concurrent `render` finds one or the
- * other. A failed build leaves `last-failure` (its reason), so that `render` does not start the
- * same failing build again until something changes. MEMCACHED_OPERATOR_SNAPSHOT_KEEP=1 keeps the
- * bundle and the list of its files beside the blob, for debugging.
+ * node_modules/.cache/memcached-operator) as `current` → `build-<ms>-<pid>/`, which holds `render`
+ * (a copy of the node binary that built it with the snapshot injected: node's single executable
+ * application, which maps the snapshot with the program instead of reading it from a file at every
+ * start), `node` (a hard link to that node binary, or a symbolic link where a hard link is not
+ * allowed; it runs the sources when the snapshot cannot) and `node.stamp` (with that binary's
+ * modification time): the executable uses the snapshot only while `node` on the PATH is that very
+ * binary. `current` is swapped atomically and the previous build is kept, so a concurrent `render`
+ * finds one or the other. A failed build leaves `last-failure` (its reason), so that `render` does
+ * not start the same failing build again until something changes.
+ * MEMCACHED_OPERATOR_SNAPSHOT_KEEP=1 keeps the bundle, the list of its files and the snapshot blob
+ * beside the executable, for debugging.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, constants, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -43,6 +47,8 @@ function say(line: string): void {
 const BUILD = /^build-(\d+)-\d+$/
 /** A file in each build directory, so that cleaning up removes ours only. */
 const MARKER = '.memcached-operator-snapshot'
+/** The fuse node's single executable applications look for (node's documentation gives it). */
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 /** A stuck lint or snapshot build must not hang npm install. */
 const TIMEOUT = 120_000
 const LOCK_AGE = 120_000
@@ -131,7 +137,7 @@ function inputsOf(bundled: string[]): string[] {
   return [...out]
 }
 
-async function build(dir: string, startedAt: number): Promise<string> {
+async function build(dir: string, startedAt: number): Promise<{ executable: string; snapshotBytes: number }> {
   let esbuild: typeof import('esbuild')
   try {
     esbuild = await import('esbuild')
@@ -139,6 +145,8 @@ async function build(dir: string, startedAt: number): Promise<string> {
     throw new Error('esbuild (a devDependency) is not installed')
   }
   const out = join(dir, `build-${startedAt}-${process.pid}`)
+  const executable = join(out, 'render')
+  let snapshotBytes = 0
   let previous: string | undefined
   mkdirSync(out)
   writeFileSync(join(out, MARKER), '')
@@ -187,17 +195,33 @@ async function build(dir: string, startedAt: number): Promise<string> {
     const files = Object.keys(result.metafile.inputs).filter((f) => !/^[\w-]+:/.test(f))
     writeFileSync(inputsFile, JSON.stringify(inputsOf(files.map((f) => resolve(root, f)))))
 
+    // node builds the snapshot (running the bundle) into a blob for a single executable application.
     const blob = join(out, 'render.blob')
-    const r = spawnSync(process.execPath, ['--snapshot-blob', blob, '--build-snapshot', bundle], {
+    const config = join(out, 'sea.json')
+    writeFileSync(config, JSON.stringify({ main: bundle, output: blob, useSnapshot: true, disableExperimentalSEAWarning: true }))
+    const r = spawnSync(process.execPath, ['--experimental-sea-config', config], {
       cwd: root,
       encoding: 'utf8',
       timeout: TIMEOUT,
       env: { ...process.env, MEMCACHED_OPERATOR_SNAPSHOT_INPUTS: inputsFile, MEMCACHED_OPERATOR_DEBUG_START: '' },
     })
-    if (r.status !== 0) throw new Error(`node --build-snapshot failed:\n${r.stderr || r.error?.message || r.signal}`)
-    // The node that built the blob: a hard link names exactly that file; where one is not allowed
-    // (another file system, or a node owned by another user), a symbolic link and the stamp's time.
+    if (r.status !== 0 || !existsSync(blob)) throw new Error(`node --experimental-sea-config (the snapshot) failed:\n${r.stderr || r.error?.message || r.signal}`)
+    // …and postject (node's own injector) puts it into a copy of node: a clone where the file system
+    // shares blocks, a copy elsewhere. Its output is noise unless it fails.
     const node = realpathSync(process.execPath)
+    snapshotBytes = statSync(blob).size
+    copyFileSync(node, executable, constants.COPYFILE_FICLONE)
+    chmodSync(executable, 0o755)
+    let postject: string
+    try {
+      postject = createRequire(import.meta.url).resolve('postject/dist/cli.js')
+    } catch {
+      throw new Error('postject (a devDependency) is not installed')
+    }
+    const inject = spawnSync(process.execPath, [postject, executable, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE], { encoding: 'utf8', timeout: TIMEOUT })
+    if (inject.status !== 0) throw new Error(`postject failed:\n${inject.stderr || inject.error?.message || inject.signal}`)
+    // The node that built the executable: a hard link names exactly that file; where one is not
+    // allowed (another file system, or a node owned by another user), a symbolic link and the stamp's time.
     try {
       linkSync(node, join(out, 'node'))
     } catch {
@@ -211,10 +235,7 @@ async function build(dir: string, startedAt: number): Promise<string> {
     if (statSync(join(out, 'node.stamp'), { bigint: true }).mtimeNs !== statSync(node, { bigint: true }).mtimeNs) {
       throw new Error(`the file system of ${dir} does not keep the modification time of ${node} exactly: choose another MEMCACHED_OPERATOR_SNAPSHOT_DIR`)
     }
-    if (!keep) {
-      rmSync(bundle)
-      rmSync(inputsFile)
-    }
+    if (!keep) for (const file of [bundle, inputsFile, blob, config]) rmSync(file)
     const current = join(dir, 'current')
     const st = lstatSync(current, { throwIfNoEntry: false })
     if (st && !st.isSymbolicLink()) throw new Error(`${current} exists and is not this tool's link: choose an empty MEMCACHED_OPERATOR_SNAPSHOT_DIR`)
@@ -233,7 +254,7 @@ async function build(dir: string, startedAt: number): Promise<string> {
     const m = BUILD.exec(name)
     if (m && Number(m[1]) < startedAt && name !== previous && existsSync(join(dir, name, MARKER))) rmSync(join(dir, name), { recursive: true, force: true })
   }
-  return join(out, 'render.blob')
+  return { executable, snapshotBytes }
 }
 
 if (process.env.MEMCACHED_OPERATOR_SNAPSHOT === 'off') {
@@ -256,9 +277,9 @@ if (process.env.MEMCACHED_OPERATOR_SNAPSHOT === 'off') {
       if (!ifPossible) throw new Error('another build has held the lock for two minutes')
       say('another build is running')
     } else {
-      const blob = await build(dir, startedAt)
+      const { executable, snapshotBytes } = await build(dir, startedAt)
       rmSync(join(dir, 'last-failure'), { force: true })
-      say(`${(statSync(blob).size / 1e6).toFixed(1)} MB, built in ${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${blob}`)
+      say(`${(snapshotBytes / 1e6).toFixed(1)} MB, built in ${((Date.now() - startedAt) / 1000).toFixed(1)} s into ${executable}`)
     }
   } catch (err) {
     const reason = (err as Error).message

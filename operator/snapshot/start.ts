@@ -7,6 +7,7 @@
  * background), a changed chart file is simply read again.
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import sea from 'node:sea'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
@@ -72,6 +73,21 @@ export async function warmUp(root = ROOT): Promise<number> {
   return renders
 }
 
+/**
+ * The node binary that runs the sources. Started from the snapshot, this process is the executable
+ * of a build (a copy of node with the snapshot in it), which would only start the snapshot again,
+ * whatever it is given to run: the node it was copied from is linked beside it. Never the
+ * executable itself (that would start itself forever).
+ */
+export function sourcesNode(execPath = process.execPath, isSnapshot = sea.isSea()): string {
+  if (!isSnapshot) return execPath
+  const node = join(dirname(execPath), 'node')
+  const a = statSync(node, { bigint: true, throwIfNoEntry: false })
+  const b = statSync(execPath, { bigint: true })
+  if (!a || (a.ino === b.ino && a.dev === b.dev)) throw new Error(`${node} is not the node binary that built ${execPath}: run npm run snapshot`)
+  return node
+}
+
 /** How a command starts: from the snapshot, or from the sources and why (and whether to rebuild the snapshot). */
 export type Start = { from: 'snapshot' } | { from: 'sources'; reason: string; rebuild: boolean }
 
@@ -121,12 +137,20 @@ function debug(line: string): void {
 function fromSources(args: string[], cliDir: string, built: Built, reason: string, rebuild: boolean): void {
   debug(`started from sources (${reason})`)
   const { spawn } = process.getBuiltinModule('node:child_process')
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', join(cliDir, 'main.js'), ...args], { stdio: 'inherit' })
+  let node: string
+  try {
+    node = sourcesNode()
+  } catch (err) {
+    process.stderr.write(`memcached-operator: ${(err as Error).message}\n`)
+    process.exitCode = 1
+    return
+  }
+  const child = spawn(node, ['--max-semi-space-size=2', join(cliDir, 'main.js'), ...args], { stdio: 'inherit' })
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal)
   for (const signal of signals) process.on(signal, forward)
   child.on('error', (err) => {
-    process.stderr.write(`memcached-operator: cannot start ${process.execPath}: ${err.message}\n`)
+    process.stderr.write(`memcached-operator: cannot start ${node}: ${err.message}\n`)
     process.exitCode = 1
   })
   child.on('exit', (code, signal) => {
@@ -134,7 +158,7 @@ function fromSources(args: string[], cliDir: string, built: Built, reason: strin
     const snapshotDir = resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR || join(cliDir, '..', '..', 'node_modules', '.cache', 'memcached-operator'))
     if (rebuild && process.env.MEMCACHED_OPERATOR_SNAPSHOT !== 'off' && shouldRebuild(snapshotDir, built, resolve(cliDir, '..', '..'))) {
       // After the command, so that it does not compete with it; build.ts takes a lock.
-      const build = spawn(process.execPath, [join(cliDir, '..', 'snapshot', 'build.ts'), '--quiet', '--if-possible'], { detached: true, stdio: 'ignore' })
+      const build = spawn(node, [join(cliDir, '..', 'snapshot', 'build.ts'), '--quiet', '--if-possible'], { detached: true, stdio: 'ignore' })
       build.on('error', () => {})
       build.unref()
     }
@@ -149,10 +173,13 @@ function fromSources(args: string[], cliDir: string, built: Built, reason: strin
   })
 }
 
-/** The snapshot's main function: process.argv is `node <the executable> <command> …`. */
+/**
+ * The snapshot's main function: process.argv is `<the build's executable> <the same> <operator/cli/memcached-operator> <command> …`
+ * (a single executable application gets its own path twice).
+ */
 export async function main(built: Built): Promise<void> {
-  const args = process.argv.slice(2)
-  const cliDir = dirname(process.argv[1] ?? '')
+  const args = process.argv.slice(3)
+  const cliDir = dirname(process.argv[2] ?? '')
   const start = decide(args, cliDir, built)
   if (start.from === 'sources') return fromSources(args, cliDir, built, start.reason, start.rebuild)
   debug('started from the render snapshot')
