@@ -1,5 +1,5 @@
 /** The parts of the start-up snapshot that run the same in a test process: the module table, fingerprints, and the start decision. */
-import { appendFileSync, copyFileSync, cpSync, linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, linkSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -122,17 +122,21 @@ t.test('the warm-up renders every sample three ways', async (t) => {
 })
 
 t.test('the sources run on the node a snapshot was built from, never on the snapshot itself', async (t) => {
-  t.equal(sourcesNode('/usr/bin/node', false), '/usr/bin/node', 'outside the snapshot: this process’s node')
-  const build = join(dir, 'sources-node')
-  mkdirSync(build)
-  const executable = join(build, 'render')
+  t.equal(sourcesNode(undefined, '/usr/bin/node', false), '/usr/bin/node', 'outside the snapshot: this process’s node')
+  const executable = join(dir, 'render')
   writeFileSync(executable, 'node with a snapshot')
-  t.throws(() => sourcesNode(executable, true), /sources-node\/node is not the node binary that built .*render: run npm run snapshot/, 'no node beside it')
-  linkSync(executable, join(build, 'node'))
-  t.throws(() => sourcesNode(executable, true), /is not the node binary that built/, 'a link to the executable itself would start it again, forever')
-  rmSync(join(build, 'node'))
-  const real = join(dir, 'real-node')
-  copyFileSync(executable, real)
-  symlinkSync(real, join(build, 'node'))
-  t.equal(sourcesNode(executable, true), join(build, 'node'), 'the node linked beside it')
+  const node = join(dir, 'node')
+  writeFileSync(node, 'node')
+  t.equal(sourcesNode(node, executable, true), node, 'the node the executable names')
+  const refused = /the snapshot was started without the node binary it was built from \(.*\): run operator\/cli\/memcached-operator, not .*render/
+  t.throws(() => sourcesNode(undefined, executable, true), refused, 'none named')
+  t.throws(() => sourcesNode('node', executable, true), refused, 'a relative path')
+  t.throws(() => sourcesNode(join(dir, 'missing'), executable, true), refused, 'a file that does not exist')
+  t.throws(() => sourcesNode(dir, executable, true), refused, 'a directory')
+  t.throws(() => sourcesNode(executable, executable, true), refused, 'the executable itself would start itself, forever')
+  const link = join(dir, 'render-link')
+  linkSync(executable, link)
+  t.throws(() => sourcesNode(link, executable, true), refused, 'so would a link to it')
+  rmSync(executable)
+  t.equal(sourcesNode(node, `${executable} (deleted)`, true), node, 'a newer build removed the executable while it ran')
 })

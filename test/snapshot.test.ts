@@ -8,7 +8,7 @@ import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process'
 import { once } from 'node:events'
 import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
 
 const root = resolve(import.meta.dirname, '..')
@@ -167,6 +167,15 @@ t.test('another chart whose schema was never compiled: the command runs from the
   t.same(stdin.start, ['the render snapshot', 'sources (the chart needs ajv)'])
   t.equal(stdin.status, 0, stdin.stderr)
   t.equal(stdin.stdout, sources(['render', '-f', sample, '--chart', other]).stdout)
+  // node found through a relative PATH entry: the sources run on it all the same.
+  schema.properties.team3 = { type: 'string' }
+  writeFileSync(join(other, 'values.schema.json'), JSON.stringify(schema, null, 2))
+  const bin = relative(project, dirname(process.execPath))
+  t.notOk(bin.startsWith('/'), 'a relative path to the directory of node')
+  const relativePath = run(args, { env: { PATH: `${bin}:${process.env.PATH ?? ''}` } })
+  t.same(relativePath.start, ['the render snapshot', 'sources (the chart needs ajv)'])
+  t.equal(relativePath.status, 0, relativePath.stderr)
+  t.equal(relativePath.stdout, first.stdout)
 })
 
 t.test('a source file changed: the sources run, and the snapshot is rebuilt in the background', async (t) => {
@@ -192,6 +201,15 @@ async function builds(): Promise<void> {
   const running = (): boolean => spawnSync('pgrep', ['-f', join(project, 'operator/snapshot/build.ts')]).status === 0
   while (running() && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100))
 }
+
+t.test('the build’s executable run by hand does not run the sources on itself', async (t) => {
+  // It is a copy of node that always starts the snapshot: were it to run the sources on itself, it
+  // would start itself again and again.
+  const r = spawnSync(...withoutTapOptions(join(snapshots, 'current', 'render'), ['render', '-f', sample]), { cwd: project, encoding: 'utf8', env, timeout: 30_000 })
+  t.equal(r.status, 1, r.stderr)
+  t.match(r.stderr, /the snapshot was started without the node binary it was built from \(render\): run operator\/cli\/memcached-operator, not \//)
+  t.equal(r.stdout, '')
+})
 
 t.test('package.json changed (its version is in the snapshot): the sources run', async (t) => {
   const pkg = join(project, 'package.json')

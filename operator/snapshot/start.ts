@@ -8,7 +8,7 @@
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import sea from 'node:sea'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
 import { prepareCli, runCli } from '../cli/program.ts'
@@ -74,18 +74,20 @@ export async function warmUp(root = ROOT): Promise<number> {
 }
 
 /**
- * The node binary that runs the sources. Started from the snapshot, this process is the executable
- * of a build (a copy of node with the snapshot in it), which would only start the snapshot again,
- * whatever it is given to run: the node it was copied from is linked beside it. Never the
- * executable itself (that would start itself forever).
+ * The node binary that runs the sources. Started from the snapshot, this process is a build's
+ * executable (a copy of node with the snapshot in it), which would only start the snapshot again,
+ * whatever it is given to run: the executable (operator/cli/memcached-operator) names the node it
+ * checked the build against (`given`), and the executable itself is refused (it would start itself
+ * forever). Not the link in the build's directory: a newer build may have removed that directory.
  */
-export function sourcesNode(execPath = process.execPath, isSnapshot = sea.isSea()): string {
+export function sourcesNode(given: string | undefined, execPath = process.execPath, isSnapshot = sea.isSea()): string {
   if (!isSnapshot) return execPath
-  const node = join(dirname(execPath), 'node')
-  const a = statSync(node, { bigint: true, throwIfNoEntry: false })
-  const b = statSync(execPath, { bigint: true })
-  if (!a || (a.ino === b.ino && a.dev === b.dev)) throw new Error(`${node} is not the node binary that built ${execPath}: run npm run snapshot`)
-  return node
+  const node = given ? statSync(given, { bigint: true, throwIfNoEntry: false }) : undefined
+  const self = statSync(execPath, { bigint: true, throwIfNoEntry: false })
+  if (!given || !isAbsolute(given) || !node?.isFile() || (self && node.ino === self.ino && node.dev === self.dev)) {
+    throw new Error(`the snapshot was started without the node binary it was built from (${given || 'none'}): run operator/cli/memcached-operator, not ${execPath}`)
+  }
+  return given
 }
 
 /** How a command starts: from the snapshot, or from the sources and why (and whether to rebuild the snapshot). */
@@ -134,12 +136,12 @@ function debug(line: string): void {
  * Runs the command from the sources of the executable's project, as if the snapshot did not exist,
  * forwarding the signals that stop it; then starts a build of the snapshot if asked.
  */
-function fromSources(args: string[], cliDir: string, built: Built, reason: string, rebuild: boolean): void {
+function fromSources(args: string[], cliDir: string, given: string | undefined, built: Built, reason: string, rebuild: boolean): void {
   debug(`started from sources (${reason})`)
   const { spawn } = process.getBuiltinModule('node:child_process')
   let node: string
   try {
-    node = sourcesNode()
+    node = sourcesNode(given)
   } catch (err) {
     process.stderr.write(`memcached-operator: ${(err as Error).message}\n`)
     process.exitCode = 1
@@ -174,14 +176,16 @@ function fromSources(args: string[], cliDir: string, built: Built, reason: strin
 }
 
 /**
- * The snapshot's main function: process.argv is `<the build's executable> <the same> <operator/cli/memcached-operator> <command> …`
- * (a single executable application gets its own path twice).
+ * The snapshot's main function: process.argv is `<the build's executable> <the same> <node>
+ * <operator/cli/memcached-operator> <command> …` (a single executable application gets its own
+ * path twice; the executable passes the node binary and itself).
  */
 export async function main(built: Built): Promise<void> {
-  const args = process.argv.slice(3)
-  const cliDir = dirname(process.argv[2] ?? '')
+  const [, , node, cli] = process.argv
+  const args = process.argv.slice(4)
+  const cliDir = dirname(cli ?? '')
   const start = decide(args, cliDir, built)
-  if (start.from === 'sources') return fromSources(args, cliDir, built, start.reason, start.rebuild)
+  if (start.from === 'sources') return fromSources(args, cliDir, node, built, start.reason, start.rebuild)
   debug('started from the render snapshot')
   // Same reason as main.js: `yaml` reads process.env for every token.
   process.env = { ...process.env }
@@ -190,7 +194,7 @@ export async function main(built: Built): Promise<void> {
     process.exitCode = await built.render(args)
   } catch (err) {
     // The chart loads before any input is read, and output is written only at the end.
-    if (err instanceof ModuleUnavailable) return fromSources(args, cliDir, built, `the chart needs ${err.id}`, false)
+    if (err instanceof ModuleUnavailable) return fromSources(args, cliDir, node, built, `the chart needs ${err.id}`, false)
     throw err
   }
 }
