@@ -7,7 +7,6 @@
  * background), a changed chart file is simply read again.
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
-import sea from 'node:sea'
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
@@ -73,6 +72,11 @@ export async function warmUp(root = ROOT): Promise<number> {
   return renders
 }
 
+/** Whether this process is a single executable application (loaded when asked: node warns that its module is not verified in a snapshot). */
+function isSingleExecutable(): boolean {
+  return process.getBuiltinModule('node:sea').isSea()
+}
+
 /**
  * The node binary that runs the sources. Started from the snapshot, this process is a build's
  * executable (a copy of node with the snapshot in it), which would only start the snapshot again,
@@ -80,7 +84,7 @@ export async function warmUp(root = ROOT): Promise<number> {
  * checked the build against (`given`), and the executable itself is refused (it would start itself
  * forever). Not the link in the build's directory: a newer build may have removed that directory.
  */
-export function sourcesNode(given: string | undefined, execPath = process.execPath, isSnapshot = sea.isSea()): string {
+export function sourcesNode(given: string | undefined, execPath = process.execPath, isSnapshot = isSingleExecutable()): string {
   if (!isSnapshot) return execPath
   const node = given ? statSync(given, { bigint: true, throwIfNoEntry: false }) : undefined
   const self = statSync(execPath, { bigint: true, throwIfNoEntry: false })
