@@ -12,6 +12,9 @@ import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
 
 const root = resolve(import.meta.dirname, '..')
+// About twenty builds, each of which makes a copy of node with the snapshot in it (5–10 s): longer
+// than the default time of a test file.
+t.setTimeout(600_000)
 
 /** A copy of the project in a new temporary directory (removed after the tests), sharing its node_modules. */
 function copyOf(from: string, prefix: string): string {

@@ -19,7 +19,7 @@
  * beside the executable, for debugging.
  */
 import { spawnSync } from 'node:child_process'
-import { chmodSync, constants, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -51,11 +51,12 @@ const MARKER = '.memcached-operator-snapshot'
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 /** A stuck lint or snapshot build must not hang npm install. */
 const TIMEOUT = 120_000
-const LOCK_AGE = 120_000
+/** A build refreshes its lock between steps, each of which takes at most TIMEOUT. */
+const LOCK_AGE = 2 * TIMEOUT
 
 /**
  * Takes the build lock (a file holding `token`), or returns false when another build holds it. A
- * lock older than two minutes was left by a build that died: it is renamed away first, which only
+ * lock older than four minutes was left by a build that died: it is renamed away first, which only
  * one of several concurrent builds can do.
  */
 function lock(file: string, token: string): boolean {
@@ -83,6 +84,19 @@ function lock(file: string, token: string): boolean {
     }
   }
   return false
+}
+
+/** Refreshes the lock between the steps of a build; throws when a build that took this one for dead has taken it over. */
+function refresh(file: string, token: string): void {
+  let held: string | undefined
+  try {
+    held = readFileSync(file, 'utf8')
+  } catch {
+    held = undefined
+  }
+  if (held !== token) throw new Error('another build took the lock over: this one was taken for dead')
+  const now = new Date()
+  utimesSync(file, now, now)
 }
 
 function unlock(file: string, token: string): void {
@@ -137,13 +151,27 @@ function inputsOf(bundled: string[]): string[] {
   return [...out]
 }
 
-async function build(dir: string, startedAt: number): Promise<{ executable: string; snapshotBytes: number }> {
+/** Strips the colours postject writes. */
+const plain = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, '').trim()
+
+async function build(dir: string, startedAt: number, stillLocked: () => void): Promise<{ executable: string; snapshotBytes: number }> {
+  // node looks for the snapshot elsewhere in a macOS or Windows executable, which must then be signed again.
+  if (process.platform !== 'linux') throw new Error(`the snapshot's executable is built on Linux only, not on ${process.platform}`)
   let esbuild: typeof import('esbuild')
   try {
     esbuild = await import('esbuild')
   } catch {
     throw new Error('esbuild (a devDependency) is not installed')
   }
+  let postject: string
+  try {
+    postject = createRequire(import.meta.url).resolve('postject/dist/cli.js')
+  } catch {
+    throw new Error('postject (a devDependency) is not installed')
+  }
+  const current = join(dir, 'current')
+  const st = lstatSync(current, { throwIfNoEntry: false })
+  if (st && !st.isSymbolicLink()) throw new Error(`${current} exists and is not this tool's link: choose an empty MEMCACHED_OPERATOR_SNAPSHOT_DIR`)
   const out = join(dir, `build-${startedAt}-${process.pid}`)
   const executable = join(out, 'render')
   let snapshotBytes = 0
@@ -154,6 +182,7 @@ async function build(dir: string, startedAt: number): Promise<{ executable: stri
     // The validator of the bundled chart's schema must be in the on-disk cache: a snapshot cannot load ajv.
     const warm = spawnSync(process.execPath, [join(root, 'operator', 'cli', 'main.js'), 'lint'], { cwd: root, encoding: 'utf8', timeout: TIMEOUT })
     if (warm.status !== 0) throw new Error(`memcached-operator lint failed:\n${warm.stderr || warm.error?.message || warm.signal}`)
+    stillLocked()
 
     const bundle = join(out, 'render.cjs')
     const result = await esbuild.build({
@@ -206,20 +235,16 @@ async function build(dir: string, startedAt: number): Promise<{ executable: stri
       env: { ...process.env, MEMCACHED_OPERATOR_SNAPSHOT_INPUTS: inputsFile, MEMCACHED_OPERATOR_DEBUG_START: '' },
     })
     if (r.status !== 0 || !existsSync(blob)) throw new Error(`node --experimental-sea-config (the snapshot) failed:\n${r.stderr || r.error?.message || r.signal}`)
-    // …and postject (node's own injector) puts it into a copy of node: a clone where the file system
-    // shares blocks, a copy elsewhere. Its output is noise unless it fails.
+    stillLocked()
+    // …and postject (node's own injector) puts it into a copy of node. It says why it failed on
+    // stdout; the rest of what it writes is noise.
     const node = realpathSync(process.execPath)
     snapshotBytes = statSync(blob).size
-    copyFileSync(node, executable, constants.COPYFILE_FICLONE)
+    copyFileSync(node, executable)
     chmodSync(executable, 0o755)
-    let postject: string
-    try {
-      postject = createRequire(import.meta.url).resolve('postject/dist/cli.js')
-    } catch {
-      throw new Error('postject (a devDependency) is not installed')
-    }
     const inject = spawnSync(process.execPath, [postject, executable, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE], { encoding: 'utf8', timeout: TIMEOUT })
-    if (inject.status !== 0) throw new Error(`postject failed:\n${inject.stderr || inject.error?.message || inject.signal}`)
+    if (inject.status !== 0) throw new Error(`postject failed:\n${plain(`${inject.stdout ?? ''}\n${inject.stderr ?? ''}`) || inject.error?.message || inject.signal}`)
+    stillLocked()
     // The node that built the executable: a hard link names exactly that file; where one is not
     // allowed (another file system, or a node owned by another user), a symbolic link and the stamp's time.
     try {
@@ -235,10 +260,24 @@ async function build(dir: string, startedAt: number): Promise<{ executable: stri
     if (statSync(join(out, 'node.stamp'), { bigint: true }).mtimeNs !== statSync(node, { bigint: true }).mtimeNs) {
       throw new Error(`the file system of ${dir} does not keep the modification time of ${node} exactly: choose another MEMCACHED_OPERATOR_SNAPSHOT_DIR`)
     }
+    // The executable must start the snapshot it holds before any render depends on it. Rebuilds
+    // off: were the snapshot out of date already (a source edited during the build), this run
+    // would otherwise start another build.
+    const smoke = spawnSync(executable, [node, join(root, 'operator', 'cli', 'memcached-operator'), 'render', '--version'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: TIMEOUT,
+      env: { ...process.env, MEMCACHED_OPERATOR_SNAPSHOT: 'off', MEMCACHED_OPERATOR_DEBUG_START: '1' },
+    })
+    const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version
+    if (smoke.status !== 0 || smoke.stdout.trim() !== version || !smoke.stderr.includes('started from the render snapshot')) {
+      throw new Error(`the executable does not start from its snapshot (render --version: status ${smoke.status ?? smoke.signal ?? smoke.error?.message}):\n${smoke.stderr.trim()}`)
+    }
     if (!keep) for (const file of [bundle, inputsFile, blob, config]) rmSync(file)
-    const current = join(dir, 'current')
-    const st = lstatSync(current, { throwIfNoEntry: false })
-    if (st && !st.isSymbolicLink()) throw new Error(`${current} exists and is not this tool's link: choose an empty MEMCACHED_OPERATOR_SNAPSHOT_DIR`)
+    // A build that held the lock for longer than a stale lock's age may have been taken for dead
+    // and removed by a newer one.
+    stillLocked()
+    if (!existsSync(join(out, MARKER))) throw new Error(`${out} was removed during the build`)
     previous = readlinkOrUndefined(current)
     const next = join(dir, `current.${process.pid}`)
     rmSync(next, { force: true })
@@ -274,10 +313,10 @@ if (process.env.MEMCACHED_OPERATOR_SNAPSHOT === 'off') {
       locked = lock(lockFile, token)
     }
     if (!locked) {
-      if (!ifPossible) throw new Error('another build has held the lock for two minutes')
+      if (!ifPossible) throw new Error('another build has held the lock for four minutes')
       say('another build is running')
     } else {
-      const { executable, snapshotBytes } = await build(dir, startedAt)
+      const { executable, snapshotBytes } = await build(dir, startedAt, () => refresh(lockFile, token))
       rmSync(join(dir, 'last-failure'), { force: true })
       say(`${(snapshotBytes / 1e6).toFixed(1)} MB, built in ${((Date.now() - startedAt) / 1000).toFixed(1)} s into ${executable}`)
     }

@@ -1,8 +1,9 @@
 /**
- * The entry of the start-up snapshot of `render`: build.ts bundles this file and runs it under
- * `node --build-snapshot` (MEMCACHED_OPERATOR_SNAPSHOT_INPUTS names the bundled files); node then
- * writes the heap to a blob, and operator/cli/memcached-operator starts `render` from that blob,
- * skipping the loading and compiling of modules and chart: most of a short command's time.
+ * The entry of the start-up snapshot of `render`: build.ts bundles this file, and node
+ * (`--experimental-sea-config`, with `useSnapshot`) runs the bundle to build the snapshot
+ * (MEMCACHED_OPERATOR_SNAPSHOT_INPUTS names the bundled files) that goes into a copy of node;
+ * operator/cli/memcached-operator starts `render` with that copy, skipping the loading and
+ * compiling of modules and chart: most of a short command's time.
  * See start.ts for what happens at each end.
  */
 import { readFileSync } from 'node:fs'
