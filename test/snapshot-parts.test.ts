@@ -115,6 +115,15 @@ t.test('a failed build is not started again until something it reads changes, or
 
 t.test('the warm-up renders every sample three ways', async (t) => {
   t.equal(await warmUp(ROOT), 6, 'two samples: as a file, from stdin as JSON, with flags')
+  const built = prepare([])
+  const out: string[] = []
+  t.equal(await warmUp(ROOT, built), 8, 'and each once more with the snapshot’s command line')
+  built.io.target = { stdout: (text) => void out.push(text), stderr: (text) => void out.push(text), stdin: async () => '', cwd: join(ROOT, 'kustomize', 'samples') }
+  t.equal(await built.render(['render', '-f', 'cache_v1alpha1_memcached.yaml', '-o', 'json']), 0, 'which parses again with none of the warm-up’s options left')
+  t.match(out.join(''), /^\{\n  "apiVersion": "v1",\n  "kind": "List"/)
+  out.length = 0
+  t.equal(await built.render(['render', '-f', 'cache_v1alpha1_memcached.yaml']), 0)
+  t.match(out.join(''), /^---\n# Source: memcached\/templates\/service\.ejs\n/, 'YAML again: -o json did not stay either')
   const broken = join(dir, 'project')
   cpSync(join(ROOT, 'kustomize', 'samples'), join(broken, 'kustomize', 'samples'), { recursive: true })
   writeFileSync(join(broken, 'kustomize', 'samples', 'bad.yaml'), 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bad}\nspec: {size: -1}\n')

@@ -14,7 +14,7 @@ const inputsFile = process.env.MEMCACHED_OPERATOR_SNAPSHOT_INPUTS
 if (!inputsFile) throw new Error('build the snapshot with node operator/snapshot/build.ts')
 const built = prepare(JSON.parse(readFileSync(inputsFile, 'utf8')) as string[])
 
-warmUp().then(
+warmUp(undefined, built).then(
   () => v8.startupSnapshot.setDeserializeMainFunction(() => void main(built)),
   (err: unknown) => {
     process.exitCode = 1

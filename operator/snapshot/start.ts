@@ -46,8 +46,13 @@ export function prepare(inputs: string[]): Built {
   return { code: fingerprint(inputs), chart: fingerprint(chartFiles(DEFAULT_CHART_DIR)), render, io }
 }
 
-/** Renders every sample CR as a file, from stdin, as JSON and with flags; throws on any failure. */
-export async function warmUp(root = ROOT): Promise<number> {
+/**
+ * Renders every sample CR as a file, from stdin, as JSON and with flags, and once more with the
+ * snapshot's own command line (given `built`: what commander builds on a first parse, such as the
+ * help option, is then in the snapshot; it restores its state before every parse); throws on any
+ * failure.
+ */
+export async function warmUp(root = ROOT, built?: Built): Promise<number> {
   const samples = join(root, 'kustomize', 'samples')
   let renders = 0
   for (const file of readdirSync(samples).filter((f) => f.endsWith('.yaml'))) {
@@ -64,6 +69,17 @@ export async function warmUp(root = ROOT): Promise<number> {
         throw new Error('the compiled validator of the chart is not in the validator cache, and a snapshot cannot compile it: MEMCACHED_OPERATOR_CACHE_DIR, or $TMPDIR/memcached-operator-cache-<uid>, must be a directory of this user that others cannot write to')
       }
       if (code !== 0) throw new Error(`render ${args.join(' ')} (${file}) failed: ${err}`)
+      renders++
+    }
+    if (built) {
+      const target = built.io.target
+      built.io.target = io
+      try {
+        const code = await built.render(['render', '-f', file])
+        if (code !== 0) throw new Error(`render -f ${file} failed: ${err}`)
+      } finally {
+        built.io.target = target
+      }
       renders++
     }
   }
