@@ -1,5 +1,5 @@
 /** The on-disk cache of compiled validators: its files are run as code, so only a directory no one else can write is used. */
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -14,17 +14,35 @@ t.teardown(() => {
 })
 const schema: SchemaNode = { type: 'object', properties: { size: { type: 'integer', minimum: 0 } }, required: ['size'] }
 
+/** Replaces the code of a cached validator, keeping the first line: the key it was compiled for. */
+function plant(file: string, code: string): void {
+  writeFileSync(file, `${readFileSync(file, 'utf8').split('\n')[0]}\n${code}`)
+}
+
 t.test('a directory of our own, created 0700: the validator is written 0600 and used again', async (t) => {
   const own = join(dir, 'own')
   process.env.MEMCACHED_OPERATOR_CACHE_DIR = own
   t.same(compileValuesSchema(schema)({ size: -1 }), ['spec.size: must be >= 0 (got -1)'])
   t.equal(statSync(own).mode & 0o777, 0o700)
   const [file] = readdirSync(own)
-  t.match(file, /^values-[0-9a-f]{32}\.cjs$/)
+  t.match(file, /^values-[0-9a-f]{8}\.cjs$/)
   t.equal(statSync(join(own, file!)).mode & 0o777, 0o600)
+  t.match(readFileSync(join(own, file!), 'utf8'), /^\/\/ "\d+\.\d+\.\d+\\u0000\{\\"type\\":\\"object\\",.*\}"\n/, 'it starts with the key it was compiled for')
   // What is cached is what runs: a file changed in the trusted directory is used as it is.
-  writeFileSync(join(own, file!), 'module.exports = function validate() { return true }')
+  plant(join(own, file!), 'module.exports = function validate() { return true }')
   t.same(compileValuesSchema(schema)({ size: -1 }), [], 'the cached file was run')
+})
+
+t.test('a cached file compiled for another key (two keys share a name) is not used', async (t) => {
+  const cache = join(dir, 'collision')
+  process.env.MEMCACHED_OPERATOR_CACHE_DIR = cache
+  compileValuesSchema(schema)
+  const [file] = readdirSync(cache)
+  const other = { ...schema, properties: { size: { type: 'integer', minimum: 5 } } }
+  writeFileSync(join(cache, file!), `// ${JSON.stringify(`8.0.0\0${JSON.stringify(other)}`)}\nmodule.exports = function validate() { return true }`)
+  t.same(compileValuesSchema(schema)({ size: -1 }), ['spec.size: must be >= 0 (got -1)'], 'compiled afresh instead')
+  t.match(readFileSync(join(cache, file!), 'utf8'), /^\/\/ .*\\"minimum\\":0\}/, 'and cached under its own key again')
+  t.same(compileValuesSchema(schema)({ size: 3 }), [])
 })
 
 /** A cache directory of `mode` whose validator for `schema` has been replaced by `planted`; returns what validating `{ size: -1 }` gives. */
@@ -34,7 +52,7 @@ function withPlanted(name: string, mode: number, planted: string): string[] {
   compileValuesSchema(schema)
   chmodSync(cache, mode)
   const [file] = readdirSync(cache)
-  writeFileSync(join(cache, file!), planted)
+  plant(join(cache, file!), planted)
   return compileValuesSchema(schema)({ size: -1 })
 }
 

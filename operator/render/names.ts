@@ -4,16 +4,14 @@
  * a label value ≤ 63 characters. Where the CR name does not fit, it is shortened with a stable
  * hash suffix, so that two different CRs never share a name.
  */
-import { createHash } from 'node:crypto'
-
 /** Maximum length of a DNS-1035 label and of a label value. */
 export const LABEL_MAX = 63
 const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
 
-/** Hex SHA-256 of a string. */
+/** Hex SHA-256 of a string. node:crypto is loaded on the first call: most renders never make one, and it is large. */
 export function sha256(s: string): string {
-  return createHash('sha256').update(s).digest('hex')
+  return process.getBuiltinModule('node:crypto').createHash('sha256').update(s).digest('hex')
 }
 
 /** Whether `s` is a valid object name for most kinds (DNS-1123 subdomain, ≤ 253). */

@@ -5,10 +5,10 @@
  * API server would silently prune it, because a typo in a CR should not pass unnoticed.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv'
-import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { crc32 } from 'node:zlib'
 import { lazyRequire as require } from './lazy-require.ts'
 import { isPlainMap, type Values } from './values.ts'
 
@@ -40,14 +40,24 @@ function cacheDir(): string | undefined {
   }
 }
 
-/** ajv's standalone code for the schema, from the cache or compiled now (loading ajv costs more than the rest of `render`). */
+/**
+ * ajv's standalone code for the schema, from the cache or compiled now (loading ajv costs more than
+ * the rest of `render`). A cached file starts with a comment that holds the whole key it was
+ * compiled for (ajv's version and the schema), and is used only for that key: its name, a 32-bit
+ * checksum of the key, may be shared by two keys, which then only costs a compile. A checksum, not
+ * a cryptographic hash: node:crypto would weigh on the start of every `render` (its modules are a
+ * fifth of the start-up snapshot), and the name is no defence anyway (the directory is).
+ */
 function validatorSource(schema: SchemaNode): string {
   const ajvVersion = (require('ajv/package.json') as { version: string }).version
   const dir = cacheDir()
-  const file = dir && join(dir, `values-${createHash('sha256').update(`${ajvVersion}\0${JSON.stringify(schema)}`).digest('hex').slice(0, 32)}.cjs`)
+  const key = `${ajvVersion}\0${JSON.stringify(schema)}`
+  const header = `// ${JSON.stringify(key)}\n`
+  const file = dir && join(dir, `values-${crc32(key).toString(16).padStart(8, '0')}.cjs`)
   if (file) {
     try {
-      return readFileSync(file, 'utf8')
+      const cached = readFileSync(file, 'utf8')
+      if (cached.startsWith(header)) return cached.slice(header.length)
     } catch {
       // Not cached yet: compile below.
     }
@@ -61,7 +71,7 @@ function validatorSource(schema: SchemaNode): string {
     try {
       // Write then rename, so that a concurrent reader never sees half a file.
       const tmp = `${file}.${process.pid}.tmp`
-      writeFileSync(tmp, source, { mode: 0o600 })
+      writeFileSync(tmp, header + source, { mode: 0o600 })
       renameSync(tmp, file)
     } catch {
       // The directory went away or filled up: the validator is simply not cached.
