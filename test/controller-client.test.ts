@@ -3,13 +3,12 @@
  * the server's Status and Retry-After, watch streams and their endings.
  */
 import t, { type Test } from 'tap'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { KubeConfig } from '@kubernetes/client-node'
 import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
 import type { KubeObject as SandboxObject } from '../operator/sandbox/types.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
+import { recordingProxy } from './support/proxy.ts'
 import { KubeClient, ApiError, isNotFound, isConflict, isAlreadyExists, isExpired, parseRetryAfter, apiErrorFrom, resourcePath, resourceInfo, UnknownKindError, type KubeObject, type WatchEvent } from '../operator/controller/client.ts'
 
 const UA = 'controller-client-test/v0.0.0'
@@ -117,23 +116,11 @@ t.test('apply bodies reach the server exactly as given, unknown fields included'
   const { sb, kc } = await sandbox(t, { installCRDs: [memcachedCRD(loadChart()) as SandboxObject] })
   // A recording proxy in front of the sandbox sees the bytes on the wire.
   const seen: { method: string; url: string; contentType: string | undefined; body: string }[] = []
-  const proxy = http.createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8')
-      seen.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'], body })
-      const up = http.request(sb.url + (req.url ?? '/'), { method: req.method, headers: req.headers }, (upRes) => {
-        res.writeHead(upRes.statusCode ?? 500, upRes.headers)
-        upRes.pipe(res)
-      })
-      up.end(body)
-    })
+  const proxy = await recordingProxy(t, sb.url, (req, body) => {
+    seen.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'], body: body.toString('utf8') })
   })
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => proxy.close(() => r())))
   const pkc = new KubeConfig()
-  pkc.loadFromOptions({ users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext, clusters: [{ name: 'sandbox', server: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, skipTLSVerify: false }] })
+  pkc.loadFromOptions({ users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext, clusters: [{ name: 'sandbox', server: proxy, skipTLSVerify: false }] })
   const client = new KubeClient(pkc, { userAgent: UA })
   t.teardown(() => client.close())
 

@@ -5,13 +5,12 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { readFile, writeFile } from 'node:fs/promises'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import * as k8s from '@kubernetes/client-node'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { decodeProtobuf } from '../operator/sandbox/protobuf.ts'
 import { helmPath, kubectlPath } from './support/tools.ts'
+import { recordingProxy } from './support/proxy.ts'
 import { widgetCRDs } from './support/sandbox-requests.ts'
 
 t.test('@kubernetes/client-node works with the kubeconfig', async (t) => {
@@ -111,23 +110,11 @@ t.test("kubectl's protobuf generators: the decoded body is exactly the object ku
   const dir = t.testdir({})
   // A recording proxy in front of the sandbox keeps the protobuf bodies.
   const bodies: Buffer[] = []
-  const proxy = http.createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const body = Buffer.concat(chunks)
-      if (req.headers['content-type'] === 'application/vnd.kubernetes.protobuf') bodies.push(body)
-      const up = http.request(sb.url + (req.url ?? '/'), { method: req.method, headers: req.headers }, (upRes) => {
-        res.writeHead(upRes.statusCode ?? 500, upRes.headers)
-        upRes.pipe(res)
-      })
-      up.end(body)
-    })
+  const proxy = await recordingProxy(t, sb.url, (req, body) => {
+    if (req.headers['content-type'] === 'application/vnd.kubernetes.protobuf') bodies.push(body)
   })
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => proxy.close(() => r())))
   const kubeconfig = join(dir, 'kubeconfig')
-  await writeFile(kubeconfig, (await readFile(sb.kubeconfigPath, 'utf8')).replace(sb.url, `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`))
+  await writeFile(kubeconfig, (await readFile(sb.kubeconfigPath, 'utf8')).replace(sb.url, proxy))
   const env = { ...process.env, KUBECONFIG: kubeconfig, KUBECACHEDIR: join(dir, 'cache'), HOME: dir }
   const commands = [
     ['create', 'namespace', 'pns'],
