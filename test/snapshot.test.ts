@@ -50,7 +50,7 @@ const withoutTapOptions = (executable: string, args: string[], nodeOptions?: str
   'env',
   ['-u', 'NODE_OPTIONS', ...(nodeOptions === undefined ? [] : [`NODE_OPTIONS=${nodeOptions}`]), executable, ...args],
 ]
-const START = /^memcached-operator: started from (the render snapshot|sources.*)\n/gm
+const START = /^memcached-operator: started from (?:(the render snapshot)(?:, with (.*))?|(sources.*))\n/gm
 
 interface Run {
   status: number | null
@@ -58,18 +58,21 @@ interface Run {
   stderr: string
   /** How it started, from MEMCACHED_OPERATOR_DEBUG_START. */
   start: string[]
+  /** What a start from the snapshot says it started with: node options and GLIBC_TUNABLES. */
+  tuning: string[]
 }
 
 function run(args: string[], opts: { input?: string; env?: Record<string, string>; nodeOptions?: string } = {}): Run {
   const r: SpawnSyncReturns<string> = spawnSync(...withoutTapOptions(bin, args, opts.nodeOptions), { cwd: project, encoding: 'utf8', input: opts.input, env: { ...env, ...opts.env } })
   if (r.error) throw r.error
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr.replace(START, ''), start: [...r.stderr.matchAll(START)].map((m) => m[1]!) }
+  const starts = [...r.stderr.matchAll(START)]
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr.replace(START, ''), start: starts.map((m) => m[1] ?? m[3]!), tuning: starts.flatMap((m) => (m[2] === undefined ? [] : [m[2]])) }
 }
 
 /** The same command from the sources (main.js, as before the snapshot existed). */
 function sources(args: string[], input?: string): Run {
   const r = spawnSync(process.execPath, [join(project, 'operator/cli/main.js'), ...args], { cwd: project, encoding: 'utf8', input, env: { ...env, MEMCACHED_OPERATOR_DEBUG_START: '' } })
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, start: [] }
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, start: [], tuning: [] }
 }
 
 function build(args: string[] = [], extra: Record<string, string> = {}): SpawnSyncReturns<string> {
@@ -136,6 +139,28 @@ t.test('other commands, and MEMCACHED_OPERATOR_SNAPSHOT=off, run from the source
   const off = run(['render', '-f', sample], { env: { MEMCACHED_OPERATOR_SNAPSHOT: 'off' } })
   t.same(off.start, ['sources'])
   t.equal(off.stdout, sources(['render', '-f', sample]).stdout)
+})
+
+t.test('the snapshot starts with one V8 worker thread and malloc’s huge pages, unless GLIBC_TUNABLES chose otherwise', async (t) => {
+  const cases: [given: string, seen: string][] = [
+    ['', 'glibc.malloc.hugetlb=1'],
+    ['glibc.malloc.check=0', 'glibc.malloc.check=0:glibc.malloc.hugetlb=1'],
+    ['glibc.malloc.hugetlb=0', 'glibc.malloc.hugetlb=0'],
+    ['glibc.malloc.check=0:glibc.malloc.hugetlb=2', 'glibc.malloc.check=0:glibc.malloc.hugetlb=2'],
+  ]
+  const plain = sources(['render', '-f', sample]).stdout
+  for (const [given, seen] of cases) {
+    const r = run(['render', '-f', sample], { env: { GLIBC_TUNABLES: given } })
+    t.same(r.start, ['the render snapshot'], `GLIBC_TUNABLES=${given}: started from the snapshot`)
+    t.same(r.tuning, [`--v8-pool-size=1 and GLIBC_TUNABLES=${seen}`], `GLIBC_TUNABLES=${given}: the process sees ${seen}`)
+    t.equal(r.stdout, plain, 'and prints what the sources print')
+  }
+  // Every other command (the operator among them, which runs for days) starts as before.
+  const hook = join(project, 'tunables.mjs')
+  writeFileSync(hook, "process.stderr.write(`GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? '(unset)'}\\n`)\n")
+  const crd = spawnSync('env', ['-u', 'GLIBC_TUNABLES', `NODE_OPTIONS=--import=${hook}`, bin, 'crd'], { cwd: project, encoding: 'utf8', env })
+  t.equal(crd.status, 0, crd.stderr)
+  t.equal(crd.stderr, 'memcached-operator: started from sources\nGLIBC_TUNABLES=(unset)\n')
 })
 
 t.test('a chart file changed: the snapshot reads the chart again', async (t) => {

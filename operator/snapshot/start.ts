@@ -206,7 +206,7 @@ export async function main(built: Built): Promise<void> {
   const cliDir = dirname(cli ?? '')
   const start = decide(args, cliDir, built)
   if (start.from === 'sources') return fromSources(args, cliDir, node, built, start.reason, start.rebuild)
-  debug('started from the render snapshot')
+  debug(`started from the render snapshot, with ${process.execArgv.join(' ') || 'no node options'} and GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''}`)
   // Same reason as main.js: `yaml` reads process.env for every token.
   process.env = { ...process.env }
   built.io.target = processIO()
