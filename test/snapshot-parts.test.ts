@@ -1,5 +1,5 @@
 /** The parts of the start-up snapshot that run the same in a test process: the module table, fingerprints, and the start decision. */
-import { appendFileSync, cpSync, linkSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, linkSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -7,7 +7,7 @@ import { chartFiles, DEFAULT_CHART_DIR, loadChart } from '../operator/render/cha
 import { ModuleUnavailable } from '../operator/render/errors.ts'
 import { chartChanged, fingerprint, firstChange, newestChange } from '../operator/snapshot/fingerprint.ts'
 import { lazyRequire } from '../operator/snapshot/preloaded-require.ts'
-import { decide, prepare, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, sourcesNode, warmUp } from '../operator/snapshot/start.ts'
+import { decide, physicalDir, prepare, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, sourcesNode, warmUp } from '../operator/snapshot/start.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'mc-snapshot-parts-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -148,4 +148,18 @@ t.test('the sources run on the node a snapshot was built from, never on the snap
   t.throws(() => sourcesNode(link, executable, true), refused, 'so would a link to it')
   rmSync(executable)
   t.equal(sourcesNode(node, `${executable} (deleted)`, true), node, 'a newer build removed the executable while it ran')
+})
+
+t.test('the executable’s directory as the kernel finds it, whatever path named it', async (t) => {
+  const cli = join(ROOT, 'operator', 'cli')
+  t.equal(physicalDir(cli), cli)
+  t.equal(physicalDir(`${cli}/.`), cli, 'a `.` the shell left in')
+  t.equal(physicalDir(`${ROOT}/operator/render/../cli`), cli, 'a `..` between two directories')
+  const project = join(dir, 'linked-project')
+  symlinkSync(ROOT, project)
+  t.equal(physicalDir(join(project, 'operator', 'cli')), cli, 'the project through a link')
+  const toCli = join(dir, 'cli-link')
+  symlinkSync(cli, toCli)
+  t.equal(physicalDir(`${toCli}/../cli`), cli, '`..` after a link is the parent of where the link leads, not of the link')
+  t.equal(physicalDir(join(dir, 'missing', 'operator', 'cli')), join(dir, 'missing', 'operator', 'cli'), 'a directory that does not exist stays as named (and is not this project)')
 })

@@ -6,7 +6,7 @@
  */
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process'
 import { once } from 'node:events'
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { appendFileSync, chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
@@ -310,6 +310,40 @@ t.test('the executable found through links, relative paths and CDPATH', async (t
   t.equal(relative.stdout, sources(['render', '-f', sample]).stdout)
   const bySh = spawnSync(...withoutTapOptions('sh', ['memcached-operator', 'render', '-f', sample]), { cwd: bin2, encoding: 'utf8', env })
   t.match(bySh.stderr, /started from the render snapshot/, 'sh and the name of a link in the current directory')
+  const here = spawnSync(...withoutTapOptions('./memcached-operator', ['render', '-f', sample]), { cwd: join(project, 'operator/cli'), encoding: 'utf8', env })
+  t.match(here.stderr, /started from the render snapshot/, 'from its own directory')
+  // The executable does not resolve the path it was given: the snapshot does.
+  const linkedProject = `${project}-link`
+  symlinkSync(project, linkedProject)
+  t.teardown(() => rmSync(linkedProject))
+  const throughLink = spawnSync(...withoutTapOptions(join(linkedProject, 'operator/cli/memcached-operator'), ['render', '-f', sample]), { cwd: tmpdir(), encoding: 'utf8', env })
+  t.match(throughLink.stderr, /^memcached-operator: started from the render snapshot/, 'the project through a link to it')
+  t.equal(throughLink.stdout, viaLinks.stdout)
+  symlinkSync(join(project, 'operator/cli'), join(bin2, 'cli'))
+  const dotDot = spawnSync(...withoutTapOptions('bin/cli/../cli/memcached-operator', ['render', '-f', sample]), { cwd: project, encoding: 'utf8', env })
+  t.match(dotDot.stderr, /^memcached-operator: started from the render snapshot/, '`..` after a link, which is the parent of where the link leads')
+  t.equal(dotDot.stdout, viaLinks.stdout)
+})
+
+t.test('node found on PATH as the shell finds it', async (t) => {
+  const empty = join(project, 'empty')
+  mkdirSync(empty, { recursive: true })
+  // The last, empty entry of the PATH is the current directory: node's.
+  const r = spawnSync('/usr/bin/env', ['-u', 'NODE_OPTIONS', `PATH=${empty}:`, bin, 'render', '-f', sample], { cwd: dirname(process.execPath), encoding: 'utf8', env })
+  t.match(r.stderr, /^memcached-operator: started from the render snapshot/, 'an empty last entry')
+  t.equal(r.status, 0, r.stderr)
+  const first = spawnSync('/usr/bin/env', ['-u', 'NODE_OPTIONS', `PATH=:${empty}`, bin, 'render', '-f', sample], { cwd: dirname(process.execPath), encoding: 'utf8', env })
+  t.match(first.stderr, /^memcached-operator: started from the render snapshot/, 'an empty first entry')
+  const other = join(project, 'other-node')
+  mkdirSync(other, { recursive: true })
+  writeFileSync(join(other, 'node'), '#!/bin/sh\nexec "$REAL_NODE" "$@"\n', { mode: 0o755 })
+  const shadowed = spawnSync('/usr/bin/env', ['-u', 'NODE_OPTIONS', `PATH=${empty}:${other}:${dirname(process.execPath)}:/usr/bin:/bin`, `REAL_NODE=${process.execPath}`, bin, 'render', '-f', sample], { cwd: project, encoding: 'utf8', env })
+  t.match(shadowed.stderr, /^memcached-operator: started from sources \(the snapshot was built by another node binary/, 'the first node on PATH decides, as for any command')
+  t.equal(shadowed.status, 0, shadowed.stderr)
+  t.equal(shadowed.stdout, sources(['render', '-f', sample]).stdout)
+  chmodSync(join(other, 'node'), 0o644)
+  const skipped = spawnSync('/usr/bin/env', ['-u', 'NODE_OPTIONS', `PATH=${other}:${dirname(process.execPath)}:/usr/bin:/bin`, bin, 'render', '-f', sample], { cwd: project, encoding: 'utf8', env })
+  t.match(skipped.stderr, /^memcached-operator: started from the render snapshot/, 'a file that is not executable is not node')
 })
 
 t.test('a command from the sources is stopped with the snapshot process that started it', async (t) => {

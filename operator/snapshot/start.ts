@@ -6,7 +6,7 @@
  * file or dependency runs the command from the sources (and rebuilds the snapshot in the
  * background), a changed chart file is simply read again.
  */
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { processIO, type CliIO } from '../cli/io.ts'
@@ -132,6 +132,21 @@ export function decide(args: readonly string[], cliDir: string, built: Built, ro
   return { from: 'snapshot' }
 }
 
+/**
+ * The directory the executable lives in, as the kernel finds it: the executable names it without
+ * resolving links or `..` (which the shell would pay a subshell for), so a path that does not read
+ * as this project's operator/cli is resolved (a copy of the project, or the project through a
+ * link); one that does costs nothing.
+ */
+export function physicalDir(dir: string, root = ROOT): string {
+  if (resolve(dir) === join(root, 'operator', 'cli')) return resolve(dir)
+  try {
+    return realpathSync.native(dir)
+  } catch {
+    return resolve(dir)
+  }
+}
+
 /** How long a failed build is not tried again when nothing it is known to depend on changed. */
 export const RETRY_FAILED_BUILD_MS = 3_600_000
 
@@ -203,7 +218,7 @@ function fromSources(args: string[], cliDir: string, given: string | undefined, 
 export async function main(built: Built): Promise<void> {
   const [, , node, cli] = process.argv
   const args = process.argv.slice(4)
-  const cliDir = dirname(cli ?? '')
+  const cliDir = physicalDir(dirname(cli ?? ''))
   const start = decide(args, cliDir, built)
   if (start.from === 'sources') return fromSources(args, cliDir, node, built, start.reason, start.rebuild)
   debug(`started from the render snapshot, with ${process.execArgv.join(' ') || 'no node options'} and GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''}`)
