@@ -141,7 +141,7 @@ t.test('other commands, and MEMCACHED_OPERATOR_SNAPSHOT=off, run from the source
   t.equal(off.stdout, sources(['render', '-f', sample]).stdout)
 })
 
-t.test('the snapshot starts with one V8 worker thread and malloc’s huge pages, unless GLIBC_TUNABLES chose otherwise', async (t) => {
+t.test('the snapshot starts with one V8 worker thread, a 4 MB young generation and malloc’s huge pages, unless GLIBC_TUNABLES chose otherwise', async (t) => {
   const cases: [given: string, seen: string][] = [
     ['', 'glibc.malloc.hugetlb=1'],
     ['glibc.malloc.check=0', 'glibc.malloc.check=0:glibc.malloc.hugetlb=1'],
@@ -152,7 +152,7 @@ t.test('the snapshot starts with one V8 worker thread and malloc’s huge pages,
   for (const [given, seen] of cases) {
     const r = run(['render', '-f', sample], { env: { GLIBC_TUNABLES: given } })
     t.same(r.start, ['the render snapshot'], `GLIBC_TUNABLES=${given}: started from the snapshot`)
-    t.same(r.tuning, [`--v8-pool-size=1 and GLIBC_TUNABLES=${seen}`], `GLIBC_TUNABLES=${given}: the process sees ${seen}`)
+    t.same(r.tuning, [`--v8-pool-size=1 --min-semi-space-size=4 and GLIBC_TUNABLES=${seen}`], `GLIBC_TUNABLES=${given}: the process sees ${seen}`)
     t.equal(r.stdout, plain, 'and prints what the sources print')
   }
   // Every other command (the operator among them, which runs for days) starts as before.
