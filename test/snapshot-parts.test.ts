@@ -1,5 +1,5 @@
 /** The parts of the start-up snapshot that run the same in a test process: the module table, fingerprints, and the start decision. */
-import { appendFileSync, cpSync, linkSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -7,7 +7,7 @@ import { chartFiles, DEFAULT_CHART_DIR, loadChart } from '../operator/render/cha
 import { ModuleUnavailable } from '../operator/render/errors.ts'
 import { chartChanged, fingerprint, firstChange, newestChange } from '../operator/snapshot/fingerprint.ts'
 import { lazyRequire } from '../operator/snapshot/preloaded-require.ts'
-import { decide, physicalDir, prepare, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, sourcesNode, warmUp } from '../operator/snapshot/start.ts'
+import { decide, physicalDir, prepare, restoreEnvironment, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, sourcesNode, warmUp } from '../operator/snapshot/start.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'mc-snapshot-parts-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -161,5 +161,28 @@ t.test('the executable’s directory as the kernel finds it, whatever path named
   const toCli = join(dir, 'cli-link')
   symlinkSync(cli, toCli)
   t.equal(physicalDir(`${toCli}/../cli`), cli, '`..` after a link is the parent of where the link leads, not of the link')
+  // A path that reads as the project's, but through a link whose parent is elsewhere.
+  const root = join(dir, 'root')
+  mkdirSync(join(root, 'operator', 'cli'), { recursive: true })
+  const elsewhere = join(dir, 'elsewhere', 'a')
+  mkdirSync(join(elsewhere, 'operator', 'cli'), { recursive: true })
+  symlinkSync(join(elsewhere, 'operator'), join(root, 'link'))
+  t.equal(physicalDir(`${root}/link/../operator/cli`, root), join(elsewhere, 'operator', 'cli'), 'text that reads as the project, with a `..` the kernel takes elsewhere')
+  t.equal(physicalDir(`${root}/operator/cli`, root), join(root, 'operator', 'cli'))
   t.equal(physicalDir(join(dir, 'missing', 'operator', 'cli')), join(dir, 'missing', 'operator', 'cli'), 'a directory that does not exist stays as named (and is not this project)')
+})
+
+t.test('what the executable added to GLIBC_TUNABLES for the snapshot’s process is taken out for what it starts', async (t) => {
+  const cases: [before: NodeJS.ProcessEnv, after: NodeJS.ProcessEnv, what: string][] = [
+    [{ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1', MEMCACHED_OPERATOR_TUNABLES: 'added', PATH: '/bin' }, { PATH: '/bin' }, 'there was none'],
+    [{ GLIBC_TUNABLES: 'glibc.malloc.check=0:glibc.malloc.hugetlb=1', MEMCACHED_OPERATOR_TUNABLES: 'added' }, { GLIBC_TUNABLES: 'glibc.malloc.check=0' }, 'the user’s own stays'],
+    [{ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' }, { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' }, 'set by the user (no mark): left alone'],
+    [{ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1', MEMCACHED_OPERATOR_TUNABLES: 'other' }, { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1', MEMCACHED_OPERATOR_TUNABLES: 'other' }, 'another mark: left alone'],
+    [{ MEMCACHED_OPERATOR_TUNABLES: 'added' }, {}, 'a mark without the tunable'],
+  ]
+  for (const [before, after, what] of cases) {
+    const env = { ...before }
+    restoreEnvironment(env)
+    t.same(env, after, what)
+  }
 })

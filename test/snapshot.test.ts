@@ -149,10 +149,13 @@ t.test('the snapshot starts with one V8 worker thread, a 4 MB young generation a
     ['glibc.malloc.check=0:glibc.malloc.hugetlb=2', 'glibc.malloc.check=0:glibc.malloc.hugetlb=2'],
   ]
   const plain = sources(['render', '-f', sample]).stdout
+  // Node reads the options of a single executable application from its configuration since 22.20 and 24.7.
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
+  const options = major > 24 || (major === 24 && minor >= 7) || (major === 22 && minor >= 20) ? '--v8-pool-size=1 --min-semi-space-size=4' : 'no node options'
   for (const [given, seen] of cases) {
     const r = run(['render', '-f', sample], { env: { GLIBC_TUNABLES: given } })
     t.same(r.start, ['the render snapshot'], `GLIBC_TUNABLES=${given}: started from the snapshot`)
-    t.same(r.tuning, [`--v8-pool-size=1 --min-semi-space-size=4 and GLIBC_TUNABLES=${seen}`], `GLIBC_TUNABLES=${given}: the process sees ${seen}`)
+    t.same(r.tuning, [`${options} and GLIBC_TUNABLES=${seen}`], `GLIBC_TUNABLES=${given}: the process sees ${seen}`)
     t.equal(r.stdout, plain, 'and prints what the sources print')
   }
   // Every other command (the operator among them, which runs for days) starts as before.
@@ -161,6 +164,27 @@ t.test('the snapshot starts with one V8 worker thread, a 4 MB young generation a
   const crd = spawnSync('env', ['-u', 'GLIBC_TUNABLES', `NODE_OPTIONS=--import=${hook}`, bin, 'crd'], { cwd: project, encoding: 'utf8', env })
   t.equal(crd.status, 0, crd.stderr)
   t.equal(crd.stderr, 'memcached-operator: started from sources\nGLIBC_TUNABLES=(unset)\n')
+  // Nor does what the snapshot's process starts: the sources, when it finds itself out of date.
+  const engine = join(project, 'operator/render/engine.ts')
+  const before = readFileSync(engine, 'utf8')
+  writeFileSync(engine, `${before}\nif (process.env.PRINT_TUNABLES) process.stderr.write(\`GLIBC_TUNABLES=\${process.env.GLIBC_TUNABLES ?? '(unset)'} \${process.env.MEMCACHED_OPERATOR_TUNABLES ?? ''}\\n\`)\n`)
+  // A build that failed after the change: no rebuild in the background, which would end the fallback.
+  const failure = join(snapshots, 'last-failure')
+  writeFileSync(failure, 'a failure for the test\n')
+  // Later than the edit, which the file system may stamp with the same coarse time.
+  const later = new Date(Date.now() + 60_000)
+  utimesSync(failure, later, later)
+  for (const given of ['', 'glibc.malloc.check=0', 'glibc.malloc.hugetlb=1']) {
+    const r = run(['render', '-f', sample], { env: { GLIBC_TUNABLES: given, PRINT_TUNABLES: '1' } })
+    t.same(r.start, ['sources (operator/render/engine.ts changed since the snapshot was built)'])
+    t.equal(r.stderr, `GLIBC_TUNABLES=${given || '(unset)'} \n`, `GLIBC_TUNABLES=${given}: the sources get the user's own, and no mark`)
+    t.equal(r.stdout, plain)
+  }
+  await builds()
+  rmSync(failure)
+  writeFileSync(engine, before)
+  t.equal(build().status, 0)
+  t.same(run(['render', '-f', sample]).start, ['the render snapshot'])
 })
 
 t.test('a chart file changed: the snapshot reads the chart again', async (t) => {
@@ -319,10 +343,37 @@ t.test('the executable found through links, relative paths and CDPATH', async (t
   const throughLink = spawnSync(...withoutTapOptions(join(linkedProject, 'operator/cli/memcached-operator'), ['render', '-f', sample]), { cwd: tmpdir(), encoding: 'utf8', env })
   t.match(throughLink.stderr, /^memcached-operator: started from the render snapshot/, 'the project through a link to it')
   t.equal(throughLink.stdout, viaLinks.stdout)
-  symlinkSync(join(project, 'operator/cli'), join(bin2, 'cli'))
-  const dotDot = spawnSync(...withoutTapOptions('bin/cli/../cli/memcached-operator', ['render', '-f', sample]), { cwd: project, encoding: 'utf8', env })
-  t.match(dotDot.stderr, /^memcached-operator: started from the render snapshot/, '`..` after a link, which is the parent of where the link leads')
+  // `..` after a link is the parent of where the link leads; read as text, bin/x/../cli would be bin/cli, which does not exist.
+  symlinkSync(join(project, 'operator/render'), join(bin2, 'x'))
+  const dotDot = spawnSync(...withoutTapOptions('bin/x/../cli/memcached-operator', ['render', '-f', sample]), { cwd: project, encoding: 'utf8', env })
+  t.match(dotDot.stderr, /^memcached-operator: started from the render snapshot/, '`..` after a link')
   t.equal(dotDot.stdout, viaLinks.stdout)
+  const dotDotSources = spawnSync(...withoutTapOptions('bin/x/../cli/memcached-operator', ['crd']), { cwd: project, encoding: 'utf8', env })
+  t.equal(dotDotSources.status, 0, dotDotSources.stderr)
+  t.equal(dotDotSources.stdout, sources(['crd']).stdout, 'and the sources, for another command')
+})
+
+t.test('the snapshot in the project’s own node_modules (no MEMCACHED_OPERATOR_SNAPSHOT_DIR)', async (t) => {
+  // A project of its own, whose node_modules is a directory (not a link to this one's): the
+  // executable's default snapshot directory is inside it.
+  const own = mkdtempSync(join(tmpdir(), 'mc-snapshot-own-'))
+  t.teardown(() => rmSync(own, { recursive: true, force: true }))
+  for (const dir of ['operator', 'charts', 'kustomize/samples']) cpSync(join(project, dir), join(own, dir), { recursive: true })
+  cpSync(join(project, 'package.json'), join(own, 'package.json'))
+  mkdirSync(join(own, 'node_modules'))
+  for (const name of readdirSync(join(root, 'node_modules'))) if (name !== '.cache') symlinkSync(join(root, 'node_modules', name), join(own, 'node_modules', name))
+  const ownEnv: Record<string, string | undefined> = { ...env, MEMCACHED_OPERATOR_SNAPSHOT_DIR: undefined }
+  const built = spawnSync(process.execPath, [join(own, 'operator/snapshot/build.ts')], { cwd: own, encoding: 'utf8', env: ownEnv })
+  t.equal(built.status, 0, built.stderr)
+  t.ok(existsSync(join(own, 'node_modules/.cache/memcached-operator/current/render')), 'built into node_modules/.cache/memcached-operator')
+  const ownSample = join(own, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
+  symlinkSync(join(own, 'operator/render'), join(own, 'x'))
+  // (Not join(), which would read the `..` as text.)
+  for (const executable of [join(own, 'operator/cli/memcached-operator'), `${own}/x/../cli/memcached-operator`]) {
+    const r = spawnSync(...withoutTapOptions(executable, ['render', '-f', ownSample]), { cwd: own, encoding: 'utf8', env: ownEnv })
+    t.match(r.stderr, /^memcached-operator: started from the render snapshot/, `${relative(own, executable)}: found it`)
+    t.equal(r.stdout, sources(['render', '-f', sample]).stdout)
+  }
 })
 
 t.test('node found on PATH as the shell finds it', async (t) => {

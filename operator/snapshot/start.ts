@@ -135,16 +135,29 @@ export function decide(args: readonly string[], cliDir: string, built: Built, ro
 /**
  * The directory the executable lives in, as the kernel finds it: the executable names it without
  * resolving links or `..` (which the shell would pay a subshell for), so a path that does not read
- * as this project's operator/cli is resolved (a copy of the project, or the project through a
- * link); one that does costs nothing.
+ * as this project's operator/cli, or holds a `..`, is resolved (a copy of the project, or the
+ * project through a link); one that does costs nothing.
  */
 export function physicalDir(dir: string, root = ROOT): string {
-  if (resolve(dir) === join(root, 'operator', 'cli')) return resolve(dir)
+  // After a link, `..` is the parent of where the link leads: text alone cannot tell.
+  if (!dir.split('/').includes('..') && resolve(dir) === join(root, 'operator', 'cli')) return resolve(dir)
   try {
     return realpathSync.native(dir)
   } catch {
     return resolve(dir)
   }
+}
+
+/**
+ * Takes out of `env` what the executable added to GLIBC_TUNABLES for this process only (it says so
+ * in MEMCACHED_OPERATOR_TUNABLES), so that what this process starts gets the user's environment.
+ */
+export function restoreEnvironment(env: NodeJS.ProcessEnv): void {
+  if (env.MEMCACHED_OPERATOR_TUNABLES !== 'added') return
+  delete env.MEMCACHED_OPERATOR_TUNABLES
+  const own = (env.GLIBC_TUNABLES ?? '').replace(/(^|:)glibc\.malloc\.hugetlb=1$/, '')
+  if (own === '') delete env.GLIBC_TUNABLES
+  else env.GLIBC_TUNABLES = own
 }
 
 /** How long a failed build is not tried again when nothing it is known to depend on changed. */
@@ -218,10 +231,12 @@ function fromSources(args: string[], cliDir: string, given: string | undefined, 
 export async function main(built: Built): Promise<void> {
   const [, , node, cli] = process.argv
   const args = process.argv.slice(4)
+  const tunables = process.env.GLIBC_TUNABLES ?? ''
+  restoreEnvironment(process.env)
   const cliDir = physicalDir(dirname(cli ?? ''))
   const start = decide(args, cliDir, built)
   if (start.from === 'sources') return fromSources(args, cliDir, node, built, start.reason, start.rebuild)
-  debug(`started from the render snapshot, with ${process.execArgv.join(' ') || 'no node options'} and GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? ''}`)
+  debug(`started from the render snapshot, with ${process.execArgv.join(' ') || 'no node options'} and GLIBC_TUNABLES=${tunables}`)
   // Same reason as main.js: `yaml` reads process.env for every token.
   process.env = { ...process.env }
   built.io.target = processIO()
