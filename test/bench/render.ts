@@ -53,7 +53,6 @@ throughput('  a different CR name every time (no cache hit)', (i) => renderInsta
 // The executable as npm links it: `render` starts from the start-up snapshot that npm install builds.
 const bin = join(root, 'operator/cli/memcached-operator')
 const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` }
-const startedFrom = (): string => spawnSync(bin, ['render', '-f', sample], { cwd: root, encoding: 'utf8', env: { ...env, MEMCACHED_OPERATOR_DEBUG_START: '1' } }).stderr.trim()
 // Both executables are written anew before they are compared: this machine starts a recently
 // written executable 3–6 ms faster than the same bytes written long ago (how the page cache holds
 // it), which would otherwise favour whichever was installed last. The snapshot is built again (a
@@ -64,7 +63,7 @@ if (built.status !== 0) {
   process.stderr.write(built.stderr)
   process.exit(1)
 }
-const how = startedFrom()
+const how = spawnSync(bin, ['render', '-f', sample], { cwd: root, encoding: 'utf8', env: { ...env, MEMCACHED_OPERATOR_DEBUG_START: '1' } }).stderr.trim()
 if (!how.includes('the render snapshot')) throw new Error(`render does not start from the snapshot: ${how}`)
 const helmDir = mkdtempSync(join(tmpdir(), 'bench-helm-'))
 process.on('exit', () => rmSync(helmDir, { recursive: true, force: true }))
