@@ -2,13 +2,12 @@
  * The render engine: one Memcached instance (name, namespace, spec) through a chart into the
  * objects it should have. Pure: no cluster, no I/O beyond the cached chart.
  */
-import YAML from 'yaml'
 import type { Chart, Template } from './chart.ts'
 import { RenderError } from './errors.ts'
 import { guardObjects } from './guard.ts'
-import { parseManifests, sortObjects, stamp, type RenderedObject } from './manifest.ts'
+import { parseManifests, sortObjects, stamp, yamlText, type RenderedObject } from './manifest.ts'
 import { dnsLabel, labelValue, sha256 } from './names.ts'
-import { Raw, YAML_OUTPUT, quoteString, yamlScalar } from './scalar.ts'
+import { Raw, quoteString, yamlScalar } from './scalar.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
@@ -88,7 +87,7 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
     toYaml(value: unknown, indent = 0): Raw {
       if (value === null || typeof value !== 'object' || Object.keys(value).length === 0) return new Raw(yamlScalar(value))
       const pad = ' '.repeat(indent)
-      const text = YAML.stringify(value, YAML_OUTPUT).trimEnd()
+      const text = yamlText(value).trimEnd()
       return new Raw(`\n${text.split('\n').map((l) => pad + l).join('\n')}`)
     },
     /** Renders a partial (`templates/_name.ejs`), which sees the same locals plus `ctx`; optionally indented. */

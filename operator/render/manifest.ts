@@ -5,7 +5,7 @@
  */
 import YAML from 'yaml'
 import { firstLine, lineAt, RenderError } from './errors.ts'
-import { YAML_OUTPUT } from './scalar.ts'
+import { blockYaml, YAML_OUTPUT } from './scalar.ts'
 import { isPlainMap } from './values.ts'
 
 /** An object a chart rendered. */
@@ -119,7 +119,7 @@ export function stamp(obj: RenderedObject, namespace: string, labels: Record<str
 
 /** Multi-document YAML, each document preceded by a `# Source:` comment like `helm template`. */
 export function toYamlStream(items: { source: string; object: unknown }[]): string {
-  return items.map(({ source, object }) => `---\n# Source: ${source}\n${YAML.stringify(object, YAML_OUTPUT)}`).join('')
+  return items.map(({ source, object }) => `---\n# Source: ${source}\n${yamlText(object)}`).join('')
 }
 
 /** A `v1 List` of the objects, as `kubectl get -o json` prints several objects. */
@@ -127,7 +127,10 @@ export function toJsonList(objects: unknown[]): string {
   return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects, metadata: {} }, null, 2)}\n`
 }
 
-/** YAML text of any value with the output conventions above (YAML 1.1, no aliases, no folding). */
+/**
+ * YAML text of any value with the project's output conventions (YAML 1.1, no aliases, no folding):
+ * plain data through {@link blockYaml}, anything else through the library, which writes the same.
+ */
 export function yamlText(value: unknown): string {
-  return YAML.stringify(value, YAML_OUTPUT)
+  return blockYaml(value) ?? YAML.stringify(value, YAML_OUTPUT)
 }
