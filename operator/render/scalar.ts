@@ -18,8 +18,9 @@ export class Raw {
 }
 
 // JSON leaves these unescaped, but YAML 1.1 reads U+0085, U+2028 and U+2029 as line breaks and
-// rejects C0/C1 controls, DEL, U+FEFF and lone surrogates in a document.
-const UNSAFE = /[\u007f-\u009f\u2028\u2029\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+// rejects C0/C1 controls, DEL, U+FEFF, the noncharacters U+FFFE and U+FFFF (go-yaml, so kubectl,
+// refuses the whole stream) and lone surrogates in a document.
+const UNSAFE = /[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
 /** A double-quoted YAML scalar for any string. */
 export function quoteString(s: string): string {
@@ -73,18 +74,21 @@ function plainSafe(s: string): boolean {
  * Options for every YAML the project writes (output manifests, toYaml): YAML 1.1, no aliases, no
  * folding, and strings either plain when unambiguous or quoted by {@link quoteString}. The `yaml`
  * library's own string writer leaves U+2028 and U+0085 raw, which YAML 1.1 readers (libyaml, go-yaml,
- * so kubectl) read as line breaks.
+ * so kubectl) read as line breaks. Without its merge tag, it writes a key or string `<<` quoted: plain,
+ * a YAML 1.1 reader takes it for a merge key.
  */
 export const YAML_OUTPUT = {
   version: '1.1',
   lineWidth: 0,
   aliasDuplicateObjects: false,
   customTags: (tags: YAML.Tags): YAML.Tags =>
-    tags.map((tag) =>
-      typeof tag !== 'string' && tag.tag === 'tag:yaml.org,2002:str'
-        ? ({ ...tag, stringify: (item: { value?: unknown }) => (plainSafe(String(item.value)) ? String(item.value) : quoteString(String(item.value))) } as YAML.ScalarTag)
-        : tag,
-    ),
+    tags
+      .filter((tag) => typeof tag === 'string' || tag.tag !== 'tag:yaml.org,2002:merge')
+      .map((tag) =>
+        typeof tag !== 'string' && tag.tag === 'tag:yaml.org,2002:str'
+          ? ({ ...tag, stringify: (item: { value?: unknown }) => (plainSafe(String(item.value)) ? String(item.value) : quoteString(String(item.value))) } as YAML.ScalarTag)
+          : tag,
+      ),
 } as const
 
 /** A YAML 1.1 reader's implicit keys end at 1024 characters; the library writes longer keys in another form. */
@@ -110,11 +114,15 @@ export function blockYaml(value: unknown): string | undefined {
   return lines.join('\n')
 }
 
+/**
+ * A map or list of plain data. The library writes what a `toJSON` returns, and any iterable as a
+ * list (by iterating it), so objects with either, and array subclasses, are left to it.
+ */
 function isCollection(v: unknown): v is object {
-  if (v === null || typeof v !== 'object') return false
-  if (Array.isArray(v)) return true
+  if (v === null || typeof v !== 'object' || typeof (v as { toJSON?: unknown }).toJSON === 'function') return false
   const proto: unknown = Object.getPrototypeOf(v)
-  return proto === Object.prototype || proto === null
+  if (Array.isArray(v)) return proto === Array.prototype && !Object.hasOwn(v, Symbol.iterator)
+  return (proto === Object.prototype || proto === null) && !(Symbol.iterator in v)
 }
 
 /** A string as the output options write it: plain when unambiguous, otherwise double-quoted. */
