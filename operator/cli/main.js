@@ -7,7 +7,13 @@
 // before any TypeScript loads, so the type-stripped sources come from the cache, not from a
 // fresh transpile on every start (most of a short command's time is start-up).
 import module from 'node:module'
+import { nodeTooOld } from './node-version.js'
 
+const tooOld = nodeTooOld(process.versions.node)
+if (tooOld) {
+  process.stderr.write(tooOld)
+  process.exit(1)
+}
 module.enableCompileCache?.()
 // `yaml` reads process.env.LOG_TOKENS for every token it lexes, and each read of the real
 // environment is a getenv() call; a plain copy makes parsing a manifest about 1.5x faster.
