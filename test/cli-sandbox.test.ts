@@ -3,7 +3,7 @@ import { existsSync, writeFileSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import pino from 'pino'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { runCli } from '../operator/cli/program.ts'
 import { runSandbox, startSandboxCommand } from '../operator/cli/sandbox.ts'
 import { chartWith } from './support/chart.ts'
@@ -45,6 +45,41 @@ t.test('--no-operator starts the cluster alone; --no-sample applies nothing', as
   t.match(io.out(), /no operator: run one with {2}npx memcached-operator run --kubeconfig /)
   t.equal(await kubectlFor(kubeconfig)('get', 'mc', '-o', 'name'), '')
 })
+
+/** Runs each command under "Try:" as printed (kubectl being the real one), but for the endless watch. */
+async function runSuggestions(t: Test, out: string, cwd: string): Promise<{ ran: string[]; again: () => Promise<string> }> {
+  const lines = out.split('\n')
+  const start = lines.indexOf('Try:') + 1
+  const commands = lines.slice(start, lines.indexOf('', start)).map((l) => l.trim())
+  const sh = async (command: string) => (await promisify(execFile)('sh', ['-c', `"$KUBECTL"${command.slice('kubectl'.length)}`], { cwd, env: { ...process.env, KUBECTL: kubectlPath() }, encoding: 'utf8' })).stdout
+  const ran: string[] = []
+  let last = ''
+  for (const command of commands) {
+    if (command.endsWith(' -w')) continue
+    t.match(command, /^kubectl --kubeconfig /, command)
+    ran.push(await sh(command))
+    last = command
+  }
+  return { ran, again: () => sh(last) }
+}
+
+for (const sample of [true, false]) {
+  t.test(`every command sandbox suggests works as printed (${sample ? 'with' : '--no-sample'})`, async (t) => {
+    const cwd = tempDir('mc-sb-cwd-')
+    const io = captureIO('', cwd)
+    const running = await startSandboxCommand({ kubeconfigOut: kubeconfigIn(), podReadyDelay: '10', sample }, io, quiet)
+    t.teardown(() => running.close())
+    t.equal(io.out().includes('applied Memcached default/memcached-sample'), sample)
+    const { ran, again } = await runSuggestions(t, io.out(), cwd)
+    t.equal(ran.length, sample ? 3 : 4)
+    if (!sample) t.match(ran[0], /memcached\.cache\.example\.com\/memcached-sample created/)
+    const nodes = await eventually('status.nodes of the five pods', async () => {
+      const out = await again()
+      return out !== '' && (JSON.parse(out) as string[]).length === 5 ? out : undefined
+    })
+    t.match(nodes, /^\["memcached-sample-/)
+  })
+}
 
 t.test('--watch-chart re-renders every CR when a chart file changes', async (t) => {
   const dir = chartWith({})

@@ -7,7 +7,7 @@
  */
 import { watch, type FSWatcher } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { join, resolve } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { memcachedCRD } from '../api/crd.ts'
 import { parseMemcacheds } from '../api/memcached.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
@@ -72,10 +72,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       runOperator ? 'the operator runs against it (JSON logs on stderr)' : `no operator: run one with  npx memcached-operator run --kubeconfig ${sandbox.kubeconfigPath}`,
       '',
       'Try:',
-      `  ${k} get mc,deploy,pods -o wide`,
-      `  ${k} scale mc/memcached-sample --replicas=5`,
-      `  ${k} get mc memcached-sample -o jsonpath='{.status.nodes}'`,
-      `  ${k} get pods -w`,
+      ...tryLines(k, opts.sample === false ? shortPath(io.cwd, SAMPLE) : undefined),
       '',
       `Faults can be changed while it runs: curl -X PUT --data '{"errorRate":0.05}' ${sandbox.url}/sandbox/v1/faults`,
       'Stop with Ctrl-C.',
@@ -149,6 +146,27 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       await sandbox.close()
     },
   }
+}
+
+/** `file` relative to `cwd` when it lies below it, else absolute. */
+function shortPath(cwd: string, file: string): string {
+  const rel = relative(cwd, file)
+  return rel === '' || rel.startsWith('..') || resolve(cwd, rel) !== file ? file : rel
+}
+
+/**
+ * The kubectl commands `sandbox` suggests (`k` is kubectl with the kubeconfig). With `applySample`
+ * (the path of the sample, when the sandbox did not apply it) they start by creating the sample CR,
+ * so that each of them works as printed.
+ */
+export function tryLines(k: string, applySample?: string): string[] {
+  return [
+    ...(applySample !== undefined ? [`  ${k} apply -f ${applySample}`] : []),
+    `  ${k} get mc,deploy,pods -o wide`,
+    `  ${k} scale mc/memcached-sample --replicas=5`,
+    `  ${k} get mc memcached-sample -o jsonpath='{.status.nodes}'`,
+    `  ${k} get pods -w`,
+  ]
 }
 
 /** Prints each Memcached's status.nodes whenever it changes, from an in-process watch. */
