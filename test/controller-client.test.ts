@@ -9,7 +9,8 @@ import type { KubeObject as SandboxObject } from '../operator/sandbox/types.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { recordingProxy } from './support/proxy.ts'
-import { KubeClient, ApiError, isNotFound, isConflict, isAlreadyExists, isExpired, parseRetryAfter, apiErrorFrom, resourcePath, resourceInfo, UnknownKindError, type KubeObject, type WatchEvent } from '../operator/controller/client.ts'
+import { parse as parseYaml } from 'yaml'
+import { KubeClient, applyBody, ApiError, isNotFound, isConflict, isAlreadyExists, isExpired, parseRetryAfter, apiErrorFrom, resourcePath, resourceInfo, UnknownKindError, type KubeObject, type WatchEvent } from '../operator/controller/client.ts'
 
 const UA = 'controller-client-test/v0.0.0'
 
@@ -110,6 +111,19 @@ t.test('CRUD on plain JSON with the server Status on errors', async (t) => {
     t.match(missing.details, { name: 'absent', kind: 'configmaps' })
   }
   t.equal(sb.requests.counts().byUserAgent[UA], sb.requests.counts().total, 'every request carries the user agent')
+})
+
+t.test('apply bodies escape the characters a YAML reader takes for line breaks (U+0085, U+2028, U+2029)', async (t) => {
+  const value = 'a\u0085b\u2028c\u2029d "quoted" \\ \n'
+  const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'breaks', namespace: 'default', annotations: { [`note`]: value } }, data: { v: value } }
+  const body = applyBody(cm)
+  t.notMatch(body, /[\u0085\u2028\u2029]/, 'none of them raw on the wire')
+  t.match(body, /a\\u0085b\\u2028c\\u2029d/)
+  t.same(JSON.parse(body), cm, 'JSON reads back the same object')
+  t.same(parseYaml(body, { version: '1.1' }), cm, 'and so does a YAML 1.1 reader')
+  const { client } = await sandbox(t)
+  const applied = await client.apply(cm, { fieldManager: 'memcached-operator', force: true })
+  t.equal((applied.data as Record<string, string>).v, value, 'the server stores the characters themselves')
 })
 
 t.test('apply bodies reach the server exactly as given, unknown fields included', async (t) => {

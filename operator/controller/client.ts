@@ -302,6 +302,16 @@ export interface RawResponse {
   body: string
 }
 
+/**
+ * The JSON text of an apply body. The server reads it as YAML (sigs.k8s.io/yaml, go-yaml's scanner),
+ * for which U+0085, U+2028 and U+2029 are line breaks: inside a quoted string it would fold them
+ * into spaces. JSON.stringify writes them raw, and only inside strings, so they become `\uXXXX`
+ * escapes, which both JSON and YAML read back as the character.
+ */
+export function applyBody(obj: unknown): string {
+  return JSON.stringify(obj).replace(/[\u0085\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
 /** The Kubernetes REST client. */
 export class KubeClient {
   #kc: KubeConfig
@@ -599,7 +609,7 @@ export class KubeClient {
   apply<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<T> {
     const query = this.#writeQuery(opts, opts.force ? { force: 'true' } : undefined)
     if (!query.has('fieldManager')) throw new Error('server-side apply needs a fieldManager')
-    return this.#json<T>({ method: 'PATCH', path: this.#objectPath(obj, opts.subresource), query, body: JSON.stringify(obj), contentType: 'application/apply-patch+yaml' })
+    return this.#json<T>({ method: 'PATCH', path: this.#objectPath(obj, opts.subresource), query, body: applyBody(obj), contentType: 'application/apply-patch+yaml' })
   }
 
   /** PATCHes an object with a merge, JSON or strategic-merge patch. */
