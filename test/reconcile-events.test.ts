@@ -1,3 +1,4 @@
+import { hostname } from 'node:os'
 import t from 'tap'
 import { EventAggregator, MAX_MESSAGE_BYTES, truncateUtf8, type CoreEvent, type EventAction, type EventSpec } from '../operator/reconcile/events.ts'
 
@@ -30,7 +31,7 @@ t.test('the first occurrence creates a core/v1 Event the way client-go writes it
     action: 'Apply',
   })
   const plain = created(new EventAggregator({ component: 'other' }).record({ ...conflict, involvedObject: { ...cr, namespace: undefined } as never }, at(0)))
-  t.same([plain.source, plain.reportingInstance, plain.metadata.namespace, 'action' in plain], [{ component: 'other', host: 'other' }, 'other', 'default', false])
+  t.same([plain.source, plain.reportingInstance, plain.metadata.namespace, 'action' in plain], [{ component: 'other', host: hostname() }, hostname(), 'default', false], 'the reporting instance is the host (the pod), not a constant')
 })
 
 t.test('repeats within the window are skipped and counted; the next emission patches the count', async (t) => {

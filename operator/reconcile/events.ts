@@ -13,6 +13,7 @@
  * Unlike client-go, events with the same reason but different messages are not merged into a
  * "(combined from similar events)" event: the operator's messages are few and distinct.
  */
+import { hostname } from 'node:os'
 import { rfc3339 } from './conditions.ts'
 
 /** The object an event is about (core/v1 ObjectReference). */
@@ -70,7 +71,10 @@ export type EventAction =
 export interface EventAggregatorOptions {
   /** `source.component` and `reportingComponent` (default `memcached-operator`). */
   component?: string
-  /** `source.host` and `reportingInstance` (e.g. the pod name); default: the component. */
+  /**
+   * `source.host` and `reportingInstance`: which replica reported (default: the host name, which in
+   * a pod is the pod's name, as client-go's recorders use it).
+   */
   instance?: string
   /** An identical event is emitted at most once per this many milliseconds (default 10 minutes). */
   suppressForMs?: number
@@ -113,7 +117,7 @@ export class EventAggregator {
   /** @param opts identity of the reporter and the windows */
   constructor(opts: EventAggregatorOptions = {}) {
     this.#component = opts.component ?? 'memcached-operator'
-    this.#instance = opts.instance ?? this.#component
+    this.#instance = opts.instance ?? hostname()
     this.#suppressFor = opts.suppressForMs ?? 10 * 60_000
     this.#ttl = opts.eventTtlMs ?? 60 * 60_000
     this.#max = opts.maxEntries ?? 4096
