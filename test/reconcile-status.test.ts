@@ -27,7 +27,8 @@ t.test('a healthy instance: pod names sorted, counts, selector for kubectl scale
   t.equal(s.readyReplicas, 3)
   t.equal(s.selector, 'app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached')
   t.equal(s.observedGeneration, 2)
-  t.same(summary(s), { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected' })
+  t.same(summary(s), { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected', Ready: 'True/Reconciled' })
+  t.equal(findCondition(s.conditions, 'Ready')?.message, '3/3 replicas ready; the cluster matches the spec')
   for (const c of s.conditions ?? []) {
     t.equal(c.observedGeneration, 2, `${c.type} carries the generation`)
     t.equal(c.lastTransitionTime, '2026-11-21T10:00:00Z')
@@ -37,19 +38,31 @@ t.test('a healthy instance: pod names sorted, counts, selector for kubectl scale
 
 t.test('conditions through the life of an instance', async (t) => {
   const cases: { name: string; over: Partial<StatusInput>; want: Record<string, string>; messages?: Record<string, string> }[] = [
-    { name: 'just applied, not yet in the cache', over: { liveDeployment: undefined, pods: [] }, want: { Available: 'False/DeploymentNotFound', Progressing: 'True/Creating', Degraded: 'False/AsExpected' } },
-    { name: 'created, no pod ready', over: { liveDeployment: liveDep({ replicas: 3, updatedReplicas: 3, readyReplicas: 0, availableReplicas: 0 }) }, want: { Available: 'False/ReplicasNotReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' }, messages: { Available: '0/3 replicas ready', Progressing: 'rolling out: 3/3 updated, 0/3 ready, 3 running' } },
-    { name: 'deployment controller has not seen the new spec', over: { liveDeployment: { ...ready(3), status: { ...ready(3).status, observedGeneration: 4 } } }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' }, messages: { Progressing: 'waiting for the Deployment controller to observe generation 5' } },
-    { name: 'rollout half done: old pods still serve', over: { liveDeployment: liveDep({ replicas: 4, updatedReplicas: 1, readyReplicas: 3, availableReplicas: 3 }) }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' } },
-    { name: 'scaling up', over: { desiredDeployment: rendered(5) }, want: { Available: 'False/ReplicasNotReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' } },
-    { name: 'scaling down: surplus pods still running', over: { desiredDeployment: rendered(1) }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected' } },
-    { name: 'scaled to zero', over: { desiredDeployment: rendered(0), liveDeployment: ready(0), pods: [] }, want: { Available: 'True/ScaledToZero', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected' } },
-    { name: 'replicas omitted means 1', over: { desiredDeployment: rendered(null), liveDeployment: ready(1) }, want: { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected' } },
+    { name: 'just applied, not yet in the cache', over: { liveDeployment: undefined, pods: [] }, want: { Available: 'False/DeploymentNotFound', Progressing: 'True/Creating', Degraded: 'False/AsExpected', Ready: 'False/DeploymentNotFound' } },
+    { name: 'created, no pod ready', over: { liveDeployment: liveDep({ replicas: 3, updatedReplicas: 3, readyReplicas: 0, availableReplicas: 0 }) }, want: { Available: 'False/ReplicasNotReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected', Ready: 'False/ReplicasNotReady' }, messages: { Available: '0/3 replicas ready', Progressing: 'rolling out: 3/3 updated, 0/3 ready, 3 running', Ready: '0/3 replicas ready' } },
+    { name: 'deployment controller has not seen the new spec', over: { liveDeployment: { ...ready(3), status: { ...ready(3).status, observedGeneration: 4 } } }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected', Ready: 'False/RollingOut' }, messages: { Progressing: 'waiting for the Deployment controller to observe generation 5', Ready: 'waiting for the Deployment controller to observe generation 5' } },
+    { name: 'rollout half done: old pods still serve', over: { liveDeployment: liveDep({ replicas: 4, updatedReplicas: 1, readyReplicas: 3, availableReplicas: 3 }) }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected', Ready: 'False/RollingOut' } },
+    { name: 'scaling up', over: { desiredDeployment: rendered(5) }, want: { Available: 'False/ReplicasNotReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected', Ready: 'False/ReplicasNotReady' } },
+    { name: 'scaling down: surplus pods still running', over: { desiredDeployment: rendered(1) }, want: { Available: 'True/AllReplicasReady', Progressing: 'True/RollingOut', Degraded: 'False/AsExpected', Ready: 'False/RollingOut' } },
+    { name: 'scaled to zero', over: { desiredDeployment: rendered(0), liveDeployment: ready(0), pods: [] }, want: { Available: 'True/ScaledToZero', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected', Ready: 'True/Reconciled' } },
+    { name: 'replicas omitted means 1', over: { desiredDeployment: rendered(null), liveDeployment: ready(1) }, want: { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected', Ready: 'True/Reconciled' } },
     {
       name: 'rollout stuck',
       over: { liveDeployment: { ...liveDep({ replicas: 4, updatedReplicas: 1, readyReplicas: 3 }), status: { observedGeneration: 5, replicas: 4, updatedReplicas: 1, readyReplicas: 3, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "cache-x" has timed out progressing.' }] } } },
-      want: { Available: 'True/AllReplicasReady', Progressing: 'False/ProgressDeadlineExceeded', Degraded: 'True/ProgressDeadlineExceeded' },
+      want: { Available: 'True/AllReplicasReady', Progressing: 'False/ProgressDeadlineExceeded', Degraded: 'True/ProgressDeadlineExceeded', Ready: 'False/ProgressDeadlineExceeded' },
       messages: { Degraded: 'ReplicaSet "cache-x" has timed out progressing.' },
+    },
+    {
+      // pkg/controller/deployment/sync.go copies the ReplicaSet's FailedCreate to the Deployment.
+      name: 'pods refused by admission or quota',
+      over: { liveDeployment: { ...liveDep({ replicas: 1, updatedReplicas: 1, readyReplicas: 1 }), status: { observedGeneration: 5, replicas: 1, updatedReplicas: 1, readyReplicas: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'pods "cache-x-abcde" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1' }] } } },
+      want: { Available: 'False/ReplicasNotReady', Progressing: 'True/RollingOut', Degraded: 'True/ReplicaFailure', Ready: 'False/ReplicaFailure' },
+      messages: { Degraded: 'pods cannot be created: pods "cache-x-abcde" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1' },
+    },
+    {
+      name: 'a ReplicaFailure that cleared',
+      over: { liveDeployment: { ...ready(3), status: { ...ready(3).status, conditions: [{ type: 'ReplicaFailure', status: 'False', reason: 'FailedCreate', message: 'old' }] } } },
+      want: { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected', Ready: 'True/Reconciled' },
     },
   ]
   for (const c of cases) {
@@ -73,11 +86,12 @@ t.test('every failed outcome is Degraded with its reason and message, and the ru
     const s = computeStatus(input({ outcome, desiredDeployment: outcome.kind === 'invalid' ? undefined : rendered() }))
     const degraded = findCondition(s.conditions, 'Degraded')
     t.same([degraded?.status, degraded?.reason, degraded?.message], ['True', reason, 'message' in outcome ? outcome.message : ''], reason)
+    t.same([findCondition(s.conditions, 'Ready')?.status, findCondition(s.conditions, 'Ready')?.reason], ['False', reason], `${reason}: not Ready, for the same reason`)
     t.same(s.nodes, ['cache-a', 'cache-b', 'cache-c'], `${reason}: the previous pods are still reported`)
     t.equal(findCondition(s.conditions, 'Available')?.status, 'True', `${reason}: still available`)
   }
   const never = computeStatus(input({ outcome: { kind: 'invalid', message: 'bad' }, desiredDeployment: undefined, liveDeployment: undefined, pods: [] }))
-  t.same(summary(never), { Available: 'False/DeploymentNotFound', Progressing: 'False/NotApplied', Degraded: 'True/InvalidSpec' }, 'invalid from the start')
+  t.same(summary(never), { Available: 'False/DeploymentNotFound', Progressing: 'False/NotApplied', Degraded: 'True/InvalidSpec', Ready: 'False/InvalidSpec' }, 'invalid from the start')
   t.same([never.nodes, never.replicas, never.readyReplicas, never.selector], [[], 0, 0, undefined])
 })
 

@@ -40,6 +40,14 @@ t.test('printer-column JSONPath', async (t) => {
   t.equal(lookupPath(o, parseJsonPath('.a.b.c')), undefined)
   t.equal(lookupPath(o, parseJsonPath('.a[0]')), undefined)
   t.equal(lookupPath(o, parseJsonPath('.x.y')), undefined)
+  // Filters as kubebuilder's printer columns write them (client-go jsonpath; the first result is the cell).
+  const cr = { status: { conditions: [{ type: 'Available', reason: 'A', n: 1 }, { type: 'Ready', reason: 'Reconciled', n: 2 }, { type: 'Ready', reason: 'Second' }] } }
+  t.equal(lookupPath(cr, parseJsonPath('.status.conditions[?(@.type=="Ready")].reason')), 'Reconciled')
+  t.equal(lookupPath(cr, parseJsonPath(".status.conditions[?(@.type=='Available')].reason")), 'A')
+  t.equal(lookupPath(cr, parseJsonPath('.status.conditions[?(@.type!="Available")].reason')), 'Reconciled')
+  t.equal(lookupPath(cr, parseJsonPath('.status.conditions[?(@.n==2)].type')), 'Ready')
+  t.equal(lookupPath(cr, parseJsonPath('.status.conditions[?(@.type=="Missing")].reason')), undefined)
+  t.equal(lookupPath({ status: {} }, parseJsonPath('.status.conditions[?(@.type=="Ready")].reason')), undefined)
 })
 
 t.test('custom resource cells follow the column type', async (t) => {

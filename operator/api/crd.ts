@@ -78,6 +78,7 @@ export function memcachedCRD(chart: Chart): Record<string, unknown> {
           additionalPrinterColumns: [
             { name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'Desired number of memcached pods' },
             { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods that are ready' },
+            { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Reconciled, or why the instance is not Ready (the Ready condition\'s reason)' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {

@@ -13,6 +13,12 @@ export const CONDITION_TYPES = {
   Progressing: 'Progressing',
   /** The operator cannot make the cluster match the spec; the reason says why. */
   Degraded: 'Degraded',
+  /**
+   * The summary (`kubectl wait --for=condition=Ready`, the Status printer column): True when the
+   * cache is available, no rollout is under way and nothing is degraded; otherwise False with the
+   * reason and message of the first of Degraded, Available, Progressing that stands in the way.
+   */
+  Ready: 'Ready',
 } as const
 
 /** The type of a Memcached condition. */
@@ -31,6 +37,8 @@ export const REASONS = {
   RolloutComplete: 'RolloutComplete',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
   NotApplied: 'NotApplied',
+  // Ready
+  Reconciled: 'Reconciled',
   // Degraded
   AsExpected: 'AsExpected',
   InvalidSpec: 'InvalidSpec',
@@ -40,6 +48,8 @@ export const REASONS = {
   ApplyFailed: 'ApplyFailed',
   PruneFailed: 'PruneFailed',
   ReconcileError: 'ReconcileError',
+  /** The Deployment reports ReplicaFailure: pods cannot be created (quota, admission, a webhook). */
+  ReplicaFailure: 'ReplicaFailure',
 } as const
 
 /** A reason the operator writes. */

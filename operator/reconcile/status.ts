@@ -158,7 +158,11 @@ function validSelector(d: DeploymentLike | undefined): LabelSelector | undefined
  *   has it; False `RolloutComplete` when done; False `ProgressDeadlineExceeded` when the
  *   Deployment says so; False `NotApplied` when there is no Deployment and the reconcile failed;
  * - Degraded: True with the outcome's reason and message when the reconcile failed, True
- *   `ProgressDeadlineExceeded` when the rollout is stuck, otherwise False `AsExpected`.
+ *   `ProgressDeadlineExceeded` when the rollout is stuck, True `ReplicaFailure` (with the
+ *   controller's message) when the Deployment cannot create pods, otherwise False `AsExpected`;
+ * - Ready: True `Reconciled` when Available is True, Progressing False and Degraded False;
+ *   otherwise False with the reason and message of the first of Degraded, Available, Progressing
+ *   that stands in the way.
  *
  * Every condition carries the CR's generation; lastTransitionTime moves only when a status flips.
  * When the render failed, the previous objects are still running: the live Deployment's selector
@@ -174,6 +178,9 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   const ready = st.readyReplicas ?? 0
   const updated = st.updatedReplicas ?? 0
   const stuck = dep?.status?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded')
+  // kube-controller-manager copies a ReplicaSet's FailedCreate (quota, admission, a webhook) to the
+  // Deployment as ReplicaFailure (pkg/controller/deployment/sync.go): the cause of missing pods.
+  const replicaFailure = dep?.status?.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True')
   const want = size ?? 1
 
   const conditions: { type: string; status: Condition['status']; reason: Reason; message: string }[] = []
@@ -204,7 +211,9 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
 
   if (outcome.kind !== 'ok') conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: DEGRADED_REASON[outcome.kind], message: outcome.message })
   else if (stuck) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ProgressDeadlineExceeded, message: stuck.message ?? 'the Deployment exceeded its progress deadline' })
+  else if (replicaFailure) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ReplicaFailure, message: `pods cannot be created: ${replicaFailure.message ?? replicaFailure.reason ?? 'ReplicaFailure'}` })
   else conditions.push({ type: CONDITION_TYPES.Degraded, status: 'False', reason: REASONS.AsExpected, message: 'the cluster matches the spec' })
+  conditions.push(readyOf(conditions, want))
 
   let list = cr.status?.conditions
   for (const c of conditions) list = setCondition(list, generation === undefined ? c : { ...c, observedGeneration: generation }, now)
@@ -219,6 +228,17 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   if (generation !== undefined) status.observedGeneration = generation
   status.conditions = list ?? []
   return status
+}
+
+/** The Ready summary of the other three conditions (see CONDITION_TYPES.Ready). */
+function readyOf(conditions: readonly { type: string; status: Condition['status']; reason: Reason; message: string }[], want: number): { type: string; status: Condition['status']; reason: Reason; message: string } {
+  const of = (type: string) => conditions.find((c) => c.type === type)
+  const degraded = of(CONDITION_TYPES.Degraded)
+  const available = of(CONDITION_TYPES.Available)
+  const progressing = of(CONDITION_TYPES.Progressing)
+  const blocking = degraded?.status === 'True' ? degraded : available?.status === 'False' ? available : progressing?.status === 'True' ? progressing : undefined
+  if (blocking) return { type: CONDITION_TYPES.Ready, status: 'False', reason: blocking.reason, message: blocking.message }
+  return { type: CONDITION_TYPES.Ready, status: 'True', reason: REASONS.Reconciled, message: `${want}/${want} replicas ready; the cluster matches the spec` }
 }
 
 function replicasOf(d: DeploymentLike | undefined): number | undefined {

@@ -62,26 +62,58 @@ function age(ts: unknown, at: number): string {
   return Number.isNaN(t) ? '<invalid>' : humanDuration(at - t)
 }
 
-/** Parses the simple JSONPath CRDs use: `.a.b`, `.a[0].b`, `.a['x.y']`, optionally wrapped in `{}`. */
-export function parseJsonPath(path: string): (string | number)[] {
+/** A filter step, `[?(@.type=="Ready")]`: the items of a list whose `path` compares to `value`. */
+export interface JsonPathFilter {
+  path: (string | number)[]
+  op: '==' | '!='
+  value: string | number | boolean
+}
+
+/** One step of a parsed JSONPath. */
+export type JsonPathStep = string | number | JsonPathFilter
+
+const STEP = /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]|\[\?\(@((?:\.[^.[\]=!()]+)+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|(-?\d+(?:\.\d+)?|true|false))\s*\)\]/g
+
+/**
+ * Parses the JSONPath that printer columns use (client-go's jsonpath, as the API server evaluates
+ * them): `.a.b`, `.a[0].b`, `.a['x.y']` and filters such as `.a[?(@.type=="Ready")].reason`,
+ * optionally wrapped in `{}`.
+ */
+export function parseJsonPath(path: string): JsonPathStep[] {
   let p = path.trim()
   if (p.startsWith('{') && p.endsWith('}')) p = p.slice(1, -1)
-  const out: (string | number)[] = []
-  const re = /\.([^.[\]]+)|\[(\d+)\]|\['([^']*)'\]|\["([^"]*)"\]/g
-  let m: RegExpExecArray | null
-  while ((m = re.exec(p)) !== null) {
+  const out: JsonPathStep[] = []
+  for (const m of p.matchAll(STEP)) {
     if (m[1] !== undefined) out.push(m[1])
     else if (m[2] !== undefined) out.push(Number(m[2]))
-    else out.push(m[3] ?? m[4] ?? '')
+    else if (m[5] !== undefined) {
+      const literal = m[9]
+      const value = m[7] ?? m[8] ?? (literal === 'true' ? true : literal === 'false' ? false : Number(literal))
+      out.push({ path: m[5].split('.').slice(1), op: m[6] as '==' | '!=', value })
+    } else out.push(m[3] ?? m[4] ?? '')
   }
   return out
 }
 
-/** The value at a parsed JSONPath, or undefined. */
-export function lookupPath(obj: unknown, path: (string | number)[]): unknown {
+/**
+ * The value at a parsed JSONPath, or undefined. A filter keeps the matching items; as the API
+ * server's table convertor does, the first result is the cell.
+ */
+export function lookupPath(obj: unknown, path: JsonPathStep[]): unknown {
   let cur: unknown = obj
-  for (const seg of path) {
+  for (const [i, seg] of path.entries()) {
     if (cur === null || typeof cur !== 'object') return undefined
+    if (typeof seg === 'object') {
+      if (!Array.isArray(cur)) return undefined
+      for (const item of cur) {
+        const v = lookupPath(item, seg.path)
+        if (v !== undefined && (v === seg.value) === (seg.op === '==')) {
+          const found = lookupPath(item, path.slice(i + 1))
+          if (found !== undefined) return found
+        }
+      }
+      return undefined
+    }
     if (typeof seg === 'number') {
       if (!Array.isArray(cur)) return undefined
       cur = cur[seg]
