@@ -84,7 +84,7 @@ const current = (): string => readlinkSync(join(snapshots, 'current'))
 t.test('the build that npm install runs (the prepare script)', async (t) => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> }
   t.equal(pkg.bin['memcached-operator'], 'operator/cli/memcached-operator')
-  t.equal(pkg.scripts.prepare, 'node operator/snapshot/build.ts --if-possible')
+  t.match(pkg.scripts.prepare, /&& node operator\/snapshot\/build\.ts --if-possible$/, 'npm install builds the snapshot, after what the tests need')
   const r = build()
   t.equal(r.status, 0, r.stderr)
   t.match(r.stderr, /^render snapshot: \d+\.\d MB, built in \d+\.\d s into .*\/render\n$/)
