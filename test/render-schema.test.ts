@@ -51,6 +51,13 @@ t.test('every error is reported, each with its path', async (t) => {
   ])
 })
 
+t.test('an unknown field inside a map that the CRD keeps open only for its string-or-map type is reported (spec.image.tagg)', async (t) => {
+  t.same(problems({ size: 1, image: { repository: 'memcached', tagg: '1.6.39' } }), ['spec.image.tagg: unknown field'])
+  t.same(problems({ size: 1, image: 'memcached:1.6.39' }), [], 'the string form is still accepted')
+  const spread = { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', minDomains: 2, matchLabelKeys: ['pod-template-hash'] }
+  t.same(problems({ size: 1, topologySpreadConstraints: [spread] }), [], 'a pass-through of a Kubernetes type stays open to its other fields')
+})
+
 t.test('a missing size is reported as required', async (t) => {
   t.same(problems({}), ['spec.size: is required'])
 })

@@ -51,7 +51,9 @@ function cacheDir(): string | undefined {
 function validatorSource(schema: SchemaNode): string {
   const ajvVersion = (require('ajv/package.json') as { version: string }).version
   const dir = cacheDir()
-  const key = `${ajvVersion}\0${JSON.stringify(schema)}`
+  // The schema as compiled, so that a change of the rules in forValidation is a new key too.
+  const compiled = forValidation(schema) as SchemaNode
+  const key = `${ajvVersion}\0${JSON.stringify(compiled)}`
   const header = `// ${JSON.stringify(key)}\n`
   const file = dir && join(dir, `values-${crc32(key).toString(16).padStart(8, '0')}.cjs`)
   if (file) {
@@ -66,7 +68,7 @@ function validatorSource(schema: SchemaNode): string {
   const standalone = (require('ajv/dist/standalone') as { default: (ajv: unknown, fn: unknown) => string }).default
   const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, allowUnionTypes: true, code: { source: true } })
   ajv.addVocabulary(K8S_KEYWORDS)
-  const source = standalone(ajv, ajv.compile(forValidation(schema) as SchemaNode))
+  const source = standalone(ajv, ajv.compile(compiled))
   if (file) {
     try {
       // Write then rename, so that a concurrent reader never sees half a file.
@@ -105,7 +107,10 @@ const K8S_KEYWORDS = [
 /**
  * The schema as ajv validates it at render time: objects with declared properties reject
  * undeclared ones, a `set` list has unique items, and `x-memcached-operator-types` (what the
- * structural subset cannot say) becomes a plain JSON Schema `type`.
+ * structural subset cannot say) becomes a plain JSON Schema `type`. Such a node keeps unknown
+ * fields in the CRD only because a structural schema cannot say "a string or this object": as an
+ * object it is closed like any other (`spec.image.tagg` is an unknown field), whereas a node that
+ * keeps unknown fields on purpose (a pass-through of a Kubernetes type) stays open.
  */
 function forValidation(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(forValidation)
@@ -115,7 +120,8 @@ function forValidation(node: unknown): unknown {
     if (k === 'x-memcached-operator-types') out.type = v
     else out[k] = k === 'properties' && isPlainMap(v) ? Object.fromEntries(Object.entries(v).map(([p, c]) => [p, forValidation(c)])) : forValidation(v)
   }
-  if (isPlainMap(node.properties) && node.additionalProperties === undefined && node['x-kubernetes-preserve-unknown-fields'] !== true) {
+  const open = node['x-kubernetes-preserve-unknown-fields'] === true && node['x-memcached-operator-types'] === undefined
+  if (isPlainMap(node.properties) && node.additionalProperties === undefined && !open) {
     out.additionalProperties = false
   }
   if (node['x-kubernetes-list-type'] === 'set') out.uniqueItems = true
