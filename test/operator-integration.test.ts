@@ -235,3 +235,23 @@ t.test('an idle resync of a CR that stays broken makes zero write requests too, 
   t.same(operatorWrites(bed.sandbox), [], 'no event, no status write')
   t.ok((bed.metrics.counts['failed:InvalidSpec'] ?? 0) >= 3, 'while every reconcile still counts the failure')
 })
+
+t.test('after kubectl delete --cascade=orphan, the CR created again adopts its orphans instead of refusing them', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  await bed.client.create(sample('adopt'))
+  await converged(bed, 'adopt', 3)
+  const before = await get(bed.client, 'apps/v1', 'Deployment', 'adopt')
+  await promisify(execFile)(kubectlPath(), ['--kubeconfig', bed.sandbox.kubeconfigPath, 'delete', 'memcached/adopt', '--cascade=orphan'])
+  await eventually('the orphaned Deployment', async () => ((await get(bed.client, 'apps/v1', 'Deployment', 'adopt')).metadata.ownerReferences === undefined ? true : undefined))
+  const again = await bed.client.create(sample('adopt'))
+  const done = await eventually('adopted and Ready', async () => {
+    const cr = await getMc(bed.client, 'adopt')
+    return condition(cr, 'Ready')?.status === 'True' && statusOf(cr).observedGeneration === cr.metadata.generation ? cr : undefined
+  })
+  t.equal(condition(done, 'Degraded')?.reason, 'AsExpected', 'no OwnershipConflict')
+  const after = await get(bed.client, 'apps/v1', 'Deployment', 'adopt')
+  t.equal(after.metadata.uid, before.metadata.uid, 'the same Deployment, not a new one')
+  t.same(after.metadata.ownerReferences?.map((r) => [r.uid, r.controller]), [[again.metadata.uid, true]], 'now controlled by the new CR')
+  t.equal(statusOf(done).nodes?.length, 3)
+})

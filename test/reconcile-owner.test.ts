@@ -108,6 +108,38 @@ t.test('ownership conflicts: only existing objects not controlled by this CR, ea
       want: [{ key: 'Service/team/cache', controller: undefined, message: 'Service team/cache exists and has no controller; it was not created by this Memcached and is left alone' }],
     },
   ]
+  // What the render stamps on every object, and what `kubectl delete mc --cascade=orphan` leaves.
+  const ours = { 'app.kubernetes.io/managed-by': 'memcached-operator', 'app.kubernetes.io/instance': 'cache' }
+  const labelled = (obj: RenderedObject, labels: Record<string, string>): RenderedObject => ({ ...obj, metadata: { ...obj.metadata, labels } })
+  const mine = stampOwner([labelled(deployment(), ours), labelled(service(), ours)], cr)
+  const orphan = (obj: RenderedObject, extra: Partial<LiveObject['metadata']> = {}): LiveObject => ({ ...live(obj), metadata: { ...live(obj).metadata, ...extra } })
+  const adoption: typeof cases = [
+    { name: 'its own orphans are adopted', live: new Map([['Deployment.apps/team/cache', orphan(labelled(deployment(), ours))], ['Service/team/cache', orphan(labelled(service(), ours))]]), want: [] },
+    {
+      name: 'an orphan being deleted is not adopted',
+      live: new Map([['Service/team/cache', orphan(labelled(service(), ours), { deletionTimestamp: '2026-11-21T10:00:00Z' })]]),
+      want: [{ key: 'Service/team/cache', controller: undefined, message: 'Service team/cache exists and has no controller; it was not created by this Memcached and is left alone' }],
+    },
+    {
+      name: "another instance's orphan is not adopted",
+      live: new Map([['Service/team/cache', orphan(labelled(service(), { ...ours, 'app.kubernetes.io/instance': 'other' }))]]),
+      want: [{ key: 'Service/team/cache', controller: undefined, message: 'Service team/cache exists and has no controller; it was not created by this Memcached and is left alone' }],
+    },
+    {
+      name: 'an object labelled for this instance by another tool is not adopted',
+      live: new Map([['Service/team/cache', orphan(labelled(service(), { ...ours, 'app.kubernetes.io/managed-by': 'Helm' }))]]),
+      want: [{ key: 'Service/team/cache', controller: undefined, message: 'Service team/cache exists and has no controller; it was not created by this Memcached and is left alone' }],
+    },
+    {
+      name: 'a labelled object controlled by another CR is still not taken',
+      live: new Map([['Service/team/cache', live(labelled(service(), ours), [ref('uid-other', { name: 'other' })])]]),
+      want: [{ key: 'Service/team/cache', controller: 'uid-other', message: 'Service team/cache exists and is controlled by Memcached other (uid uid-other), not by this Memcached; it is left alone' }],
+    },
+  ]
+  for (const c of adoption) {
+    const got = ownershipConflicts(mine, c.live, cr)
+    t.same(got.map((g) => ({ key: g.key, controller: g.controller?.uid, message: g.message })), c.want, c.name)
+  }
   for (const c of cases) {
     const got = ownershipConflicts(desired, c.live, cr)
     t.same(got.map((g) => ({ key: g.key, controller: g.controller?.uid, message: g.message })), c.want, c.name)

@@ -114,19 +114,36 @@ export interface OwnershipConflict {
   message: string
 }
 
+const MANAGED_BY = 'app.kubernetes.io/managed-by'
+const INSTANCE = 'app.kubernetes.io/instance'
+
+/**
+ * Whether `live` is an orphan of this instance that the CR adopts, as Kubernetes' own controllers
+ * adopt the orphans their selector matches (ControllerRefManager, pkg/controller/controller_ref_manager.go):
+ * no controller, not being deleted, and labelled as rendered by this operator for this very
+ * instance (`kubectl delete mc X --cascade=orphan` leaves exactly that behind). An object without
+ * those labels was made by someone else and is never taken.
+ */
+export function isAdoptable(desired: { metadata: { labels?: Record<string, string> } }, live: OwnedObject & { metadata: { labels?: unknown; deletionTimestamp?: unknown } }): boolean {
+  if (controllerOf(live) !== undefined || live.metadata.deletionTimestamp) return false
+  const labels = (live.metadata.labels ?? {}) as Record<string, unknown>
+  const instance = desired.metadata.labels?.[INSTANCE]
+  return labels[MANAGED_BY] === 'memcached-operator' && instance !== undefined && labels[INSTANCE] === instance
+}
+
 /**
  * The desired objects that already exist and are not controlled by `cr`: an object with no
- * controller (created by hand, or orphaned) or with another controller (another CR; also the same
- * CR name with an older uid, whose objects the garbage collector is about to delete). The
- * operator never takes those over. `live` maps {@link objectKey} to the live object, or to
- * undefined / no entry when it does not exist. In the order of `desired`.
+ * controller (created by hand) or with another controller (another CR; also the same CR name with
+ * an older uid, whose objects the garbage collector is about to delete). The operator never takes
+ * those over; it adopts only its own orphans ({@link isAdoptable}). `live` maps {@link objectKey}
+ * to the live object, or to undefined / no entry when it does not exist. In the order of `desired`.
  */
-export function ownershipConflicts(desired: readonly ObjectIdentity[], live: ReadonlyMap<string, OwnedObject | undefined>, cr: Pick<Memcached, 'metadata'>): OwnershipConflict[] {
+export function ownershipConflicts(desired: readonly (ObjectIdentity & { metadata: { labels?: Record<string, string> } })[], live: ReadonlyMap<string, (OwnedObject & { metadata: { labels?: unknown; deletionTimestamp?: unknown } }) | undefined>, cr: Pick<Memcached, 'metadata'>): OwnershipConflict[] {
   const out: OwnershipConflict[] = []
   for (const d of desired) {
     const key = objectKey(d)
     const l = live.get(key)
-    if (l === undefined || isControlledBy(l, cr)) continue
+    if (l === undefined || isControlledBy(l, cr) || isAdoptable(d, l)) continue
     const controller = controllerOf(l)
     const what = describeObject(d)
     const message = controller
