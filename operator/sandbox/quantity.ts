@@ -109,11 +109,11 @@ export function quantityOf(q: string | number): Quantity {
 /** A parsed quantity: value = mantissa × 10^exponent, with the format it prints in. */
 export type Quantity = Parsed
 
-/** a + b in a's format, as `resource.Quantity.Add` keeps the receiver's format. */
+/** a + b in a's format (b's when a is zero), as `resource.Quantity.Add` does. */
 export function addQuantities(a: Quantity, b: Quantity): Quantity {
   const e = Math.min(a.exponent, b.exponent)
   const m = a.mantissa * 10n ** BigInt(a.exponent - e) + b.mantissa * 10n ** BigInt(b.exponent - e)
-  return { mantissa: m, exponent: e, format: a.format }
+  return { mantissa: m, exponent: e, format: a.mantissa === 0n ? b.format : a.format }
 }
 
 /** -1, 0 or 1 as a is less than, equal to or greater than b. */
