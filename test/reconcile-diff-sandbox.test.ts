@@ -130,7 +130,10 @@ const specArb = fc.record({
 t.test('property: the diff is unequal exactly when the server changes the object on apply', async (t) => {
   const seen = { equal: 0, different: 0 }
   await fc.assert(
-    fc.asyncProperty(specArb, specArb, fc.constantFrom(...Object.keys(drifts)), async (first, second, drift) => {
+    // `service.headless` stays as first applied: a live Service's clusterIP may not change
+    // (a real server answers 422, as the sandbox does), so such a pair cannot be applied at all.
+    fc.asyncProperty(specArb, specArb, fc.constantFrom(...Object.keys(drifts)), async (first, next, drift) => {
+      const second = { ...next, service: first.service }
       const cluster = createCluster()
       for (const o of render(first)) await apply(cluster, o)
       const [kind, body, type] = drifts[drift] as [string, JsonMap, string?]

@@ -35,6 +35,10 @@ import { Faults, type FaultTarget } from './faults.ts'
 import { fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
+import { admitNamespaceLifecycle } from './admission/namespace.ts'
+import { admitPodSecurity } from './admission/podsecurity.ts'
+import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
+import { prepareService } from './service.ts'
 import { validateBuiltin, validateMetadata } from './validation.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
 
@@ -197,6 +201,13 @@ const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/
 /** The real validation message for an object name, or undefined when valid. */
 function nameProblem(type: ResourceType, name: string): string | undefined {
   if (type.kind === 'Namespace' && type.group === '') {
+    if (name.length > 63) return 'must be no more than 63 characters'
+    if (!dns1123Label.test(name))
+      return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    return undefined
+  }
+  if (type.kind === 'StatefulSet' && type.group === 'apps') {
+    // ValidateStatefulSetName: a DNS label, room for the pods' ordinal suffix.
     if (name.length > 63) return 'must be no more than 63 characters'
     if (!dns1123Label.test(name))
       return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
@@ -566,31 +577,21 @@ export class Cluster implements ClusterAccess {
       }
     }
     type.default?.(obj)
-    if (!type.custom && type.group === '' && type.kind === 'Service') this.#allocateClusterIP(obj, old)
+    if (!type.custom && type.group === '' && type.kind === 'Service') {
+      const refused = prepareService(obj, old, () => this.#freeServiceIP())
+      if (refused.length > 0) throw invalidObject(type, obj.metadata.name ?? '', refused)
+    }
   }
 
-  /** Service clusterIP: kept when given ("None" for headless), copied from the old object, else allocated. */
-  #allocateClusterIP(svc: KubeObject, old: KubeObject | undefined): void {
-    if (!isObject(svc.spec)) svc.spec = {}
-    const spec = svc.spec as Record<string, unknown>
-    const oldSpec = old && isObject(old.spec) ? old.spec : undefined
-    if (spec.type === 'ExternalName') return
-    if ((spec.clusterIP === undefined || spec.clusterIP === '') && oldSpec?.clusterIP) spec.clusterIP = oldSpec.clusterIP
-    if (spec.clusterIP === undefined || spec.clusterIP === '') {
-      const first = Array.isArray(spec.clusterIPs) ? spec.clusterIPs[0] : undefined
-      if (typeof first === 'string' && first !== '') spec.clusterIP = first
-      else {
-        // Chosen here, reserved only when the Service is stored: a dry run takes no address.
-        let n = this.#nextServiceIP
-        let ip: string
-        do {
-          ip = `10.96.${(n >> 8) & 255}.${n & 255}`
-          n++
-        } while (this.#serviceIPs.has(ip) || ip.endsWith('.0') || ip.endsWith('.255'))
-        spec.clusterIP = ip
-      }
-    }
-    spec.clusterIPs = [spec.clusterIP as Json]
+  /** A free Service address; reserved only when the Service is stored, so a dry run takes none. */
+  #freeServiceIP(): string {
+    let n = this.#nextServiceIP
+    let ip: string
+    do {
+      ip = `10.96.${(n >> 8) & 255}.${n & 255}`
+      n++
+    } while (this.#serviceIPs.has(ip) || ip.endsWith('.0') || ip.endsWith('.255'))
+    return ip
   }
 
   /** Keeps the set of allocated Service IPs in step with what is stored. */
@@ -616,7 +617,61 @@ export class Cluster implements ClusterAccess {
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
     causes.push(...(type.validate?.(obj) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)
+    // Validating admission plugins, in kube-apiserver's order: PodSecurity, then ResourceQuota.
+    if (!type.custom && req.subresource === undefined) {
+      warnings.push(...admitPodSecurity(type, obj, old, type.namespaced ? this.#namespace(obj.metadata.namespace ?? '')?.metadata.labels : undefined))
+      if (!old && type.namespaced) admitQuota(this.#quotaStore, type, obj)
+    }
     return warnings
+  }
+
+  #terminating(namespace: string): boolean {
+    if (this.#emptying.has(namespace)) return true
+    const status = this.#namespace(namespace)?.status
+    return isObject(status) && status.phase === 'Terminating'
+  }
+
+  #namespace(name: string): KubeObject | undefined {
+    return this.store.get('/namespaces', '', name)?.obj
+  }
+
+  /** What quota admission and the quota controller read: a namespace's quotas and objects. */
+  #quotaStore: QuotaStore = {
+    quotas: (ns) => this.store.list('/resourcequotas', ns).map((o) => o.obj),
+    objects: (ns) => {
+      const out: { type: ResourceType; obj: KubeObject }[] = []
+      for (const t of this.registry.all()) {
+        if (!t.namespaced || t.version !== this.#storageVersionOf(t)) continue
+        for (const o of this.store.list(tableOf(t), ns)) out.push({ type: t, obj: o.obj })
+      }
+      return out
+    },
+  }
+
+  #syncingQuotas = false
+
+  /**
+   * The resource quota controller, run synchronously after every write in a namespace that has
+   * quotas: each quota's `status.hard` and `status.used` are recomputed and written through
+   * `/status` when they changed.
+   */
+  #syncQuotas(namespace: string): void {
+    if (this.#syncingQuotas || namespace === '' || this.#terminating(namespace)) return
+    const quotas = this.store.list('/resourcequotas', namespace)
+    if (quotas.length === 0) return
+    this.#syncingQuotas = true
+    try {
+      for (const q of quotas) {
+        const status = quotaStatus(this.#quotaStore, q.obj)
+        if (deepEqual(status, q.obj.status)) continue
+        this.respond({
+          verb: 'update', group: '', version: 'v1', resource: 'resourcequotas', subresource: 'status', namespace, name: q.name,
+          body: { ...q.copy(), status }, query: new URLSearchParams(), userAgent: 'kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/sandbox/resourcequota-controller',
+        })
+      }
+    } finally {
+      this.#syncingQuotas = false
+    }
   }
 
   /** Fields a new object gets from the server (identity, timestamps, initial status). */
@@ -666,8 +721,8 @@ export class Cluster implements ClusterAccess {
   #create(type: ResourceType, req: ApiRequest): Reply {
     const obj = this.#stamp(type, this.#bodyObject(req))
     const ns = this.#checkNamespace(type, obj, req)
+    admitNamespaceLifecycle(type, obj, ns, this.#namespace(ns))
     const name = this.#checkName(type, obj)
-    if (type.namespaced && !this.store.get('/namespaces', '', ns)) throw namespaceNotFound(ns)
     if (this.#live(type, ns, name)) throw alreadyExists(type.group, type.resource, name)
     this.#initialise(type, obj)
     this.#default(type, obj, undefined)
@@ -682,6 +737,7 @@ export class Cluster implements ClusterAccess {
     const stored = this.store.put(tableOf(type), obj)
     this.#trackServiceIP(type, obj, true)
     if (isCRD(type)) return this.#crdChanged(stored)
+    this.#syncQuotas(stored.namespace)
     return stored
   }
 
@@ -766,9 +822,11 @@ export class Cluster implements ClusterAccess {
       const removed = this.#removeNow(type, live.namespace, live.name)
       return this.#objectReply(type, 200, removed ?? live, headers)
     }
+    this.#trackServiceIP(type, live.obj, false)
     const stored = this.store.put(tableOf(type), obj)
     this.#trackServiceIP(type, obj, true)
     const final = isCRD(type) ? this.#crdChanged(stored) : stored
+    this.#syncQuotas(stored.namespace)
     return this.#objectReply(type, 200, final, headers)
   }
 
@@ -838,9 +896,9 @@ export class Cluster implements ClusterAccess {
     if (!live) {
       if (subresource) throw notFound(type.group, type.resource, name)
       const ns = type.namespaced ? (req.namespace ?? '') : ''
+      admitNamespaceLifecycle(type, cfg, ns, this.#namespace(ns))
       const nameIssue = nameProblem(type, name)
       if (nameIssue) throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: ${nameIssue}` }])
-      if (type.namespaced && !this.store.get('/namespaces', '', ns)) throw namespaceNotFound(ns)
     }
     const call: ApplyCall = { manager, force, topology: type.topology, apiVersion: gv, resetFields: resetFieldsOf(type, subresource), defaulter: (o) => this.#default(type, o, live?.obj) }
     if (subresource) call.subresource = subresource
@@ -995,6 +1053,7 @@ export class Cluster implements ClusterAccess {
     else if (policy === 'Orphan') finalizers = [...finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion'), 'orphan']
     else if (policy === 'Background') finalizers = finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion')
     const dry = isDryRun(req)
+    if (type.group === '' && type.kind === 'Namespace' && finalizers.length > 0 && !old.metadata.deletionTimestamp && !dry) return this.#terminateNamespace(live, finalizers)
     const grace = this.#podGracePeriod(type, req, old)
     if (grace > 0) return this.#deletePodGracefully(type, live, finalizers, grace, dry)
     if (finalizers.length === 0 && !old.metadata.deletionTimestamp) {
@@ -1020,6 +1079,47 @@ export class Cluster implements ClusterAccess {
     if (dry) return { status: 200, body: next }
     return this.#objectReply(type, 200, this.store.put(tableOf(type), next))
   }
+
+  /**
+   * A namespace whose metadata.finalizers keep it: it becomes `Terminating` (creates in it are
+   * refused from now on), the namespace controller's work is done at once (its contents deleted,
+   * `spec.finalizers` emptied), and it stays until its finalizers are removed.
+   */
+  #terminateNamespace(live: StoredObject, finalizers: string[]): Reply {
+    const next = live.copy()
+    next.metadata.deletionTimestamp = this.#now()
+    next.metadata.deletionGracePeriodSeconds = 0
+    next.metadata.finalizers = finalizers
+    next.status = { ...(isObject(next.status) ? next.status : {}), phase: 'Terminating' }
+    this.store.put('/namespaces', next)
+    this.#deleteContents(live.name)
+    const cur = this.#live(this.#namespaceType(), '', live.name) ?? live
+    const finalized = cur.copy()
+    finalized.spec = { ...(isObject(finalized.spec) ? finalized.spec : {}), finalizers: [] }
+    return this.#objectReply(this.#namespaceType(), 200, this.store.put('/namespaces', finalized))
+  }
+
+  #namespaceType(): ResourceType {
+    const t = this.registry.lookup('', 'v1', 'namespaces')
+    if (!t) throw internalError('namespaces are not served')
+    return t
+  }
+
+  /** The namespace controller's job, done synchronously: every object in the namespace is deleted. */
+  #deleteContents(namespace: string): void {
+    this.#emptying.add(namespace)
+    try {
+      for (const t of this.registry.all()) {
+        if (!t.namespaced || t.version !== this.#storageVersionOf(t)) continue
+        for (const o of [...this.store.list(tableOf(t), namespace)]) this.#delete(t, internalRequest(), o, undefined)
+      }
+    } finally {
+      this.#emptying.delete(namespace)
+    }
+  }
+
+  /** Namespaces whose contents are being deleted: the quota controller leaves them alone. */
+  #emptying = new Set<string>()
 
   /**
    * The grace period of a pod deletion when graceful termination is simulated (podTerminationMs):
@@ -1081,20 +1181,17 @@ export class Cluster implements ClusterAccess {
 
   /** Removes an object now, with what the server does around it (namespace contents, CRD types). */
   #removeNow(type: ResourceType, namespace: string, name: string): StoredObject | undefined {
-    if (type.group === '' && type.kind === 'Namespace') {
-      // The namespace controller's job, done synchronously: delete everything inside first.
-      for (const t of this.registry.all()) {
-        if (!t.namespaced || t.version !== this.#storageVersionOf(t)) continue
-        for (const o of [...this.store.list(tableOf(t), name)]) this.#delete(t, internalRequest(), o, undefined)
-      }
-    }
+    if (type.group === '' && type.kind === 'Namespace') this.#deleteContents(name)
     if (isCRD(type)) {
       for (const t of this.registry.unregisterCRD(name)) {
         for (const o of [...this.store.list(tableOf(t))]) this.store.remove(tableOf(t), o.namespace, o.name)
       }
     }
     const removed = this.store.remove(tableOf(type), namespace, name)
-    if (removed) this.#trackServiceIP(type, removed.obj, false)
+    if (removed) {
+      this.#trackServiceIP(type, removed.obj, false)
+      this.#syncQuotas(removed.namespace)
+    }
     return removed
   }
 
@@ -1315,6 +1412,8 @@ function initialStatus(type: ResourceType, obj: KubeObject): Json {
       return { phase: 'Active' }
     case 'ReplicaSet':
       return { replicas: 0 }
+    case 'StatefulSet':
+      return { replicas: 0, availableReplicas: 0 }
     case 'PodDisruptionBudget':
       return { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 }
     default:

@@ -42,6 +42,9 @@ export function defaultBuiltin(object: KubeObject, hooks: DefaultingHooks = {}):
     case 'apps/v1/ReplicaSet':
       defaultReplicated(o)
       break
+    case 'apps/v1/StatefulSet':
+      defaultStatefulSet(o)
+      break
     case 'v1/Pod':
       defaultPodSpec(obj(o, 'spec'))
       break
@@ -80,6 +83,32 @@ function defaultDeployment(o: JsonObject): void {
   }
   setDefault(spec, 'revisionHistoryLimit', 10)
   setDefault(spec, 'progressDeadlineSeconds', 600)
+}
+
+/** apps/v1 SetDefaults_StatefulSet, and the PersistentVolumeClaim defaults of its claim templates. */
+function defaultStatefulSet(o: JsonObject): void {
+  const spec = defaultReplicated(o)
+  setDefault(spec, 'podManagementPolicy', 'OrderedReady')
+  const strategy = obj(spec, 'updateStrategy')
+  if (strategy.type === undefined || strategy.type === null || strategy.type === '') {
+    strategy.type = 'RollingUpdate'
+    if (!isObj(strategy.rollingUpdate)) strategy.rollingUpdate = {}
+  }
+  if (strategy.type === 'RollingUpdate' && isObj(strategy.rollingUpdate)) setDefault(strategy.rollingUpdate, 'partition', 0)
+  setDefault(spec, 'revisionHistoryLimit', 10)
+  const retention = obj(spec, 'persistentVolumeClaimRetentionPolicy')
+  setDefault(retention, 'whenDeleted', 'Retain')
+  setDefault(retention, 'whenScaled', 'Retain')
+  const claims = spec.volumeClaimTemplates
+  if (Array.isArray(claims)) {
+    for (const c of claims) {
+      if (!isObj(c)) continue
+      setDefault(c, 'apiVersion', 'v1')
+      setDefault(c, 'kind', 'PersistentVolumeClaim')
+      setDefault(obj(c, 'spec'), 'volumeMode', 'Filesystem')
+      setDefault(obj(c, 'status'), 'phase', 'Pending')
+    }
+  }
 }
 
 function defaultPodTemplate(parent: JsonObject, key: string): void {

@@ -99,7 +99,8 @@ function causeText(c: FieldCause): string {
  * as `is invalid: [e1, e2]`.
  */
 export function invalid(group: string, kind: string, name: string, causes: FieldCause[]): StatusError {
-  const texts = causes.map(causeText)
+  // field.ErrorList.ToAggregate prints an error once however often it occurs; the causes keep all.
+  const texts = [...new Set(causes.map(causeText))]
   const summary = texts.length === 1 ? texts[0] : `[${texts.join(', ')}]`
   const details: StatusDetails = { name }
   if (group !== '') details.group = group
@@ -160,7 +161,9 @@ export function serviceUnavailable(message = 'the server is currently unable to 
 
 /** 403 Forbidden. */
 export function forbidden(group: string, resource: string, name: string, why: string): StatusError {
-  return new StatusError(403, 'Forbidden', `${qualifiedResource(group, resource)} "${name}" is forbidden: ${why}`, resourceDetails(group, resource, name))
+  // errors.NewForbidden leaves the name out when there is none.
+  const what = name === '' ? qualifiedResource(group, resource) : `${qualifiedResource(group, resource)} "${name}"`
+  return new StatusError(403, 'Forbidden', `${what} is forbidden: ${why}`, resourceDetails(group, resource, name))
 }
 
 /** The Success Status a DELETE returns for most kinds. */

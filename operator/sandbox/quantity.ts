@@ -98,8 +98,37 @@ function decimal(q: Parsed, format: Format): string {
  * comes back unchanged. Throws {@link QuantityError} for a string that is not a quantity.
  */
 export function canonicalQuantity(q: string | number): string {
-  const input = typeof q === 'number' ? numberString(q) : q.trim()
-  const p = parse(input)
+  return formatQuantity(quantityOf(q))
+}
+
+/** A quantity for arithmetic (exact). Throws {@link QuantityError} for a string that is not a quantity. */
+export function quantityOf(q: string | number): Quantity {
+  return parse(typeof q === 'number' ? numberString(q) : q.trim())
+}
+
+/** A parsed quantity: value = mantissa × 10^exponent, with the format it prints in. */
+export type Quantity = Parsed
+
+/** a + b in a's format (b's when a is zero), as `resource.Quantity.Add` does. */
+export function addQuantities(a: Quantity, b: Quantity): Quantity {
+  const e = Math.min(a.exponent, b.exponent)
+  const m = a.mantissa * 10n ** BigInt(a.exponent - e) + b.mantissa * 10n ** BigInt(b.exponent - e)
+  return { mantissa: m, exponent: e, format: a.mantissa === 0n ? b.format : a.format }
+}
+
+/** -1, 0 or 1 as a is less than, equal to or greater than b. */
+export function compareQuantities(a: Quantity, b: Quantity): number {
+  const e = Math.min(a.exponent, b.exponent)
+  const x = a.mantissa * 10n ** BigInt(a.exponent - e)
+  const y = b.mantissa * 10n ** BigInt(b.exponent - e)
+  return x < y ? -1 : x > y ? 1 : 0
+}
+
+/** The zero quantity. */
+export const zeroQuantity: Quantity = { mantissa: 0n, exponent: 0, format: 'DecimalSI' }
+
+/** `resource.Quantity.String()`: the canonical spelling. */
+export function formatQuantity(p: Quantity): string {
   if (p.mantissa === 0n) return '0'
   if (p.format === 'BinarySI') {
     // Small or fractional binary values are shown in decimal so that nothing is rounded.

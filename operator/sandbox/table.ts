@@ -230,6 +230,25 @@ const builtinPrinters: Record<string, Printer> = {
       return [typeof spec['replicas'] === 'number' ? spec['replicas'] : 1, num(status['replicas']), num(status['readyReplicas']), age(o.metadata.creationTimestamp, at), c.names, c.images, formatSelector(spec['selector'])]
     },
   },
+  'apps/statefulsets': {
+    columns: [col('Ready', 'string', 'Number of the pod with ready state'), col('Age', 'string', ageDescription), wide('Containers', 'Names of each container in the template.'), wide('Images', 'Images referenced by each container in the template.')],
+    cells(o, at) {
+      const spec = obj(o['spec'])
+      const c = containersOf(obj(spec['template'])['spec'])
+      return [`${num(obj(o['status'])['readyReplicas'])}/${typeof spec['replicas'] === 'number' ? spec['replicas'] : 1}`, age(o.metadata.creationTimestamp, at), c.names, c.images]
+    },
+  },
+  '/resourcequotas': {
+    columns: [col('Age', 'string', ageDescription), col('Request', 'string', 'Request represents a minimum amount of cpu/memory that a container may consume.'), col('Limit', 'string', 'Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.')],
+    cells(o, at) {
+      const status = obj(o['status'])
+      const hard = obj(status['hard'])
+      const used = obj(status['used'])
+      const show = (limits: boolean): string =>
+        Object.keys(hard).filter((k) => k.startsWith('limits.') === limits).sort().map((k) => `${k}: ${str(used[k], '0')}/${str(hard[k])}`).join(', ')
+      return [age(o.metadata.creationTimestamp, at), show(false), show(true)]
+    },
+  },
   '/services': {
     columns: [col('Type', 'string', 'type determines how the Service is exposed.'), col('Cluster-IP', 'string', 'clusterIP is the IP address of the service.'), col('External-IP', 'string', 'List of IP addresses for which nodes in the cluster will also accept traffic for this service.'), col('Port(s)', 'string', 'The list of ports that are exposed by this service.'), col('Age', 'string', ageDescription), wide('Selector', 'Route service traffic to pods with label keys and values matching this selector.')],
     cells(o, at) {

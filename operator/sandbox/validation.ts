@@ -5,27 +5,71 @@
  * values, a Deployment selector that does not match its template, a changed selector, a container
  * without an image, a Service without ports.
  */
+import { deepEqual } from './apply/json.ts'
+import { validateResourceQuota } from './admission/quota.ts'
+import { validateService } from './service.ts'
 import type { FieldCause, KubeObject } from './types.ts'
 
-function isObj(v: unknown): v is Record<string, unknown> {
+export function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function invalid(field: string, value: string, detail: string): FieldCause {
+/** `field.Invalid`: `value` is already rendered (see {@link goValue}). */
+export function invalid(field: string, value: string, detail: string): FieldCause {
   return { reason: 'FieldValueInvalid', field, message: `Invalid value: ${value}: ${detail}` }
 }
 
-function required(field: string): FieldCause {
-  return { reason: 'FieldValueRequired', field, message: 'Required value' }
+/** `field.Required`, with an optional detail. */
+export function required(field: string, detail = ''): FieldCause {
+  return { reason: 'FieldValueRequired', field, message: detail === '' ? 'Required value' : `Required value: ${detail}` }
+}
+
+/** `field.Forbidden`. */
+export function forbiddenField(field: string, detail: string): FieldCause {
+  return { reason: 'FieldValueForbidden', field, message: `Forbidden: ${detail}` }
+}
+
+/** `field.NotSupported`: `Unsupported value: "x": supported values: "a", "b"`. */
+export function notSupported(field: string, value: string, supported: string[]): FieldCause {
+  return { reason: 'FieldValueNotSupported', field, message: `Unsupported value: ${value}: supported values: ${supported.map((s) => q(s)).join(', ')}` }
+}
+
+/** `field.Duplicate`. */
+export function duplicate(field: string, value: string): FieldCause {
+  return { reason: 'FieldValueDuplicate', field, message: `Duplicate value: ${value}` }
 }
 
 /** Go's `%q`-like quoting, which for plain strings is JSON's. */
-const q = (s: string): string => JSON.stringify(s)
+export const q = (s: string): string => JSON.stringify(s)
 
-/** Go's `%#v` of a map[string]string: `map[string]string{"a":"b"}`, keys sorted. */
-function goMap(m: Record<string, unknown>): string {
-  const keys = Object.keys(m).sort()
-  return `map[string]string{${keys.map((k) => `${q(k)}:${q(String(m[k]))}`).join(', ')}}`
+/**
+ * A bad value as apimachinery (1.34) prints it in a field error (field/errors.go `ErrorBody`):
+ * numbers and booleans plainly, strings quoted, anything else as Go's `json.Marshal` writes it
+ * (map keys sorted, `<`, `>`, `&` escaped). Structs must be passed with their fields in Go order.
+ */
+export function goValue(v: unknown): string {
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v)
+  if (typeof v === 'string') return q(v)
+  return goJson(v)
+}
+
+/** Marks an object whose keys are a Go struct's fields in declaration order (not sorted by {@link goJson}). */
+const goStruct = Symbol('goStruct')
+
+/** Go's `json.Marshal`: map keys sorted, HTML characters escaped, nil as `null`. */
+export function goJson(v: unknown): string {
+  const text = JSON.stringify(v ?? null, (_k, x: unknown) => (isObj(x) && !Object.hasOwn(x, goStruct) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x)) ?? 'null'
+  return text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/** A Go struct value for {@link goJson}: its keys keep their order. */
+export function struct(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.defineProperty({ ...fields }, goStruct, { value: true, enumerable: false })
+}
+
+/** A label map (`map[string]string`) as Go marshals it; absent is `null`. */
+function goMap(m: unknown): string {
+  return goJson(isObj(m) ? m : null)
 }
 
 const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
@@ -71,11 +115,15 @@ export function validateLabels(field: string, labels: unknown): FieldCause[] {
   const out: FieldCause[] = []
   for (const [k, v] of Object.entries(labels)) {
     out.push(...keyProblems(field, k))
-    const value = typeof v === 'string' ? v : String(v)
-    if (value.length > 63) out.push(invalid(field, q(value), 'must be no more than 63 characters'))
-    else if (!labelValue.test(value)) out.push(invalid(field, q(value), labelValueMsg))
+    out.push(...labelValueProblems(field, typeof v === 'string' ? v : String(v)))
   }
   return out
+}
+
+function labelValueProblems(field: string, value: string): FieldCause[] {
+  if (value.length > 63) return [invalid(field, q(value), 'must be no more than 63 characters')]
+  if (!labelValue.test(value)) return [invalid(field, q(value), labelValueMsg)]
+  return []
 }
 
 /** Metadata checks every object gets: label syntax, annotation keys and their total size. */
@@ -97,11 +145,14 @@ function matchLabelsOf(selector: unknown): Record<string, string> | undefined {
   return isObj(selector) && isObj(selector.matchLabels) ? (selector.matchLabels as Record<string, string>) : undefined
 }
 
-function selectorMatches(selector: Record<string, unknown>, labels: Record<string, unknown>): boolean {
+function expressionsOf(selector: unknown): Record<string, unknown>[] {
+  return isObj(selector) && Array.isArray(selector.matchExpressions) ? selector.matchExpressions.filter(isObj) : []
+}
+
+/** Whether a LabelSelector matches labels (an empty selector matches everything). */
+export function selectorMatches(selector: Record<string, unknown>, labels: Record<string, unknown>): boolean {
   for (const [k, v] of Object.entries(matchLabelsOf(selector) ?? {})) if (labels[k] !== v) return false
-  const exprs = Array.isArray(selector.matchExpressions) ? selector.matchExpressions : []
-  for (const e of exprs) {
-    if (!isObj(e)) continue
+  for (const e of expressionsOf(selector)) {
     const key = String(e.key ?? '')
     const values = Array.isArray(e.values) ? e.values.map(String) : []
     const has = Object.hasOwn(labels, key)
@@ -114,11 +165,41 @@ function selectorMatches(selector: Record<string, unknown>, labels: Record<strin
   return true
 }
 
-/** Go's `%#v` of a metav1.LabelSelector, for immutability messages. */
-function goSelector(sel: unknown): string {
+/** A `*metav1.LabelSelector` as Go marshals it (`matchLabels`, `matchExpressions`, both omitempty). */
+export function goSelector(sel: unknown): string {
+  if (!isObj(sel)) return 'null'
+  const out: Record<string, unknown> = {}
   const m = matchLabelsOf(sel)
-  const exprs = isObj(sel) && Array.isArray(sel.matchExpressions) && sel.matchExpressions.length > 0 ? `[]v1.LabelSelectorRequirement{...}` : '[]v1.LabelSelectorRequirement(nil)'
-  return `v1.LabelSelector{MatchLabels:${m ? goMap(m) : 'map[string]string(nil)'}, MatchExpressions:${exprs}}`
+  if (m && Object.keys(m).length > 0) out.matchLabels = m
+  const exprs = expressionsOf(sel).map((e) => {
+    const r: Record<string, unknown> = { key: e.key ?? '', operator: e.operator ?? '' }
+    if (Array.isArray(e.values) && e.values.length > 0) r.values = e.values
+    return struct(r)
+  })
+  if (exprs.length > 0) out.matchExpressions = exprs
+  return goJson(struct(out))
+}
+
+/** ValidateLabelSelector (apimachinery meta/v1/validation): matchLabels, then each requirement. */
+export function validateLabelSelector(field: string, sel: unknown): FieldCause[] {
+  if (!isObj(sel)) return []
+  const out = validateLabels(`${field}.matchLabels`, sel.matchLabels)
+  expressionsOf(sel).forEach((e, i) => {
+    const p = `${field}.matchExpressions[${i}]`
+    const values = Array.isArray(e.values) ? e.values : []
+    if (e.operator === 'In' || e.operator === 'NotIn') {
+      if (values.length === 0) out.push(required(`${p}.values`, "must be specified when `operator` is 'In' or 'NotIn'"))
+    } else if (e.operator === 'Exists' || e.operator === 'DoesNotExist') {
+      if (values.length > 0) out.push(forbiddenField(`${p}.values`, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+    } else out.push(invalid(`${p}.operator`, goValue(String(e.operator ?? '')), 'not a valid selector operator'))
+    out.push(...keyProblems(`${p}.key`, String(e.key ?? '')))
+    values.forEach((v, j) => out.push(...labelValueProblems(`${p}.values[${j}]`, String(v))))
+  })
+  return out
+}
+
+function isEmptySelector(sel: Record<string, unknown>): boolean {
+  return Object.keys(matchLabelsOf(sel) ?? {}).length + expressionsOf(sel).length === 0
 }
 
 function validatePodSpec(field: string, spec: unknown): FieldCause[] {
@@ -132,7 +213,7 @@ function validatePodSpec(field: string, spec: unknown): FieldCause[] {
     if (!isObj(c)) return
     const name = typeof c.name === 'string' ? c.name : ''
     if (name === '') out.push(required(`${p}.name`))
-    else if (seen.has(name)) out.push({ reason: 'FieldValueDuplicate', field: `${p}.name`, message: `Duplicate value: ${q(name)}` })
+    else if (seen.has(name)) out.push(duplicate(`${p}.name`, q(name)))
     seen.add(name)
     if (typeof c.image !== 'string' || c.image.trim() === '') out.push(required(`${p}.image`))
     const ports = Array.isArray(c.ports) ? c.ports : []
@@ -145,62 +226,150 @@ function validatePodSpec(field: string, spec: unknown): FieldCause[] {
   return out
 }
 
-function validateReplicated(obj: KubeObject, old: KubeObject | undefined, kind: string): FieldCause[] {
-  const spec = isObj(obj.spec) ? obj.spec : {}
+/** ValidateNonnegativeField. */
+function nonNegative(field: string, v: unknown): FieldCause[] {
+  return typeof v === 'number' && v < 0 ? [invalid(field, String(v), 'must be greater than or equal to 0')] : []
+}
+
+const percentMsg = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+
+/** pkg/apis/apps/validation ValidatePositiveIntOrPercent then IsNotMoreThan100Percent. */
+export function intOrPercent(field: string, v: unknown): FieldCause[] {
+  if (typeof v === 'number') return nonNegative(field, v)
+  if (typeof v !== 'string') return []
+  if (!/^[0-9]+%$/.test(v)) return [invalid(field, q(v), percentMsg)]
+  return Number(v.slice(0, -1)) > 100 ? [invalid(field, q(v), 'must not be greater than 100%')] : []
+}
+
+/** An int-or-percent's value: the number, or the percentage's number. */
+function intOrPercentValue(v: unknown): number {
+  if (typeof v === 'number') return v
+  return typeof v === 'string' && /^[0-9]+%$/.test(v) ? Number(v.slice(0, -1)) : 0
+}
+
+/**
+ * The selector and template rules shared by Deployment, ReplicaSet and StatefulSet
+ * (pkg/apis/apps/validation ValidateDeploymentSpec / ValidateReplicaSetSpec): selector required,
+ * valid and non-empty, template labels matched by it. The empty-selector message names
+ * "deployment" for ReplicaSets too, as upstream does.
+ */
+function validateSelectorAndTemplate(spec: Record<string, unknown>, noun: string, templateLabelsField: string): FieldCause[] {
   const out: FieldCause[] = []
-  if (typeof spec.replicas === 'number' && spec.replicas < 0) out.push(invalid('spec.replicas', String(spec.replicas), 'must be greater than or equal to 0'))
   const selector = spec.selector
   const template = isObj(spec.template) ? spec.template : {}
   const tmeta = isObj(template.metadata) ? template.metadata : {}
-  const labels = isObj(tmeta.labels) ? tmeta.labels : {}
   if (!isObj(selector)) out.push(required('spec.selector'))
-  else if (Object.keys(matchLabelsOf(selector) ?? {}).length === 0 && !(Array.isArray(selector.matchExpressions) && selector.matchExpressions.length > 0)) {
-    out.push(invalid('spec.selector', goSelector(selector), `empty selector is invalid for ${kind}`))
-  } else {
-    out.push(...validateLabels('spec.selector.matchLabels', selector.matchLabels))
-    if (!selectorMatches(selector, labels)) out.push(invalid('spec.template.metadata.labels', goMap(labels), '`selector` does not match template `labels`'))
+  else {
+    out.push(...validateLabelSelector('spec.selector', selector))
+    if (isEmptySelector(selector)) out.push(invalid('spec.selector', goSelector(selector), `empty selector is invalid for ${noun}`))
+    else if (!selectorMatches(selector, isObj(tmeta.labels) ? tmeta.labels : {})) out.push(invalid('spec.template.metadata.labels', goMap(tmeta.labels), '`selector` does not match template `labels`'))
   }
-  out.push(...validateLabels('spec.template.metadata.labels', labels))
-  out.push(...validatePodSpec('spec.template.spec', template.spec))
-  const oldSelector = old && isObj(old.spec) ? old.spec.selector : undefined
-  if (old && isObj(selector) && oldSelector !== undefined && JSON.stringify(sortKeys(oldSelector)) !== JSON.stringify(sortKeys(selector))) {
-    out.push(invalid('spec.selector', goSelector(selector), 'field is immutable'))
-  }
+  out.push(...validateLabels(templateLabelsField, tmeta.labels))
   return out
 }
 
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys)
-  if (!isObj(v)) return v
-  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]))
+function validateReplicated(obj: KubeObject, old: KubeObject | undefined, kind: 'Deployment' | 'ReplicaSet'): FieldCause[] {
+  const spec = isObj(obj.spec) ? obj.spec : {}
+  const out: FieldCause[] = nonNegative('spec.replicas', spec.replicas)
+  if (kind === 'ReplicaSet') out.push(...nonNegative('spec.minReadySeconds', spec.minReadySeconds))
+  out.push(...validateSelectorAndTemplate(spec, 'deployment', 'spec.template.metadata.labels'))
+  const template = isObj(spec.template) ? spec.template : {}
+  out.push(...validatePodSpec('spec.template.spec', template.spec))
+  if (kind === 'Deployment') {
+    const strategy = isObj(spec.strategy) ? spec.strategy : {}
+    const ru = isObj(strategy.rollingUpdate) ? strategy.rollingUpdate : undefined
+    if (strategy.type === 'Recreate' && ru) out.push(forbiddenField('spec.strategy.rollingUpdate', "may not be specified when strategy `type` is 'Recreate'"))
+    if (strategy.type === 'RollingUpdate' && ru) {
+      const p = 'spec.strategy.rollingUpdate'
+      out.push(...intOrPercent(`${p}.maxUnavailable`, ru.maxUnavailable).filter((c) => !c.message.endsWith('100%')))
+      out.push(...intOrPercent(`${p}.maxSurge`, ru.maxSurge).filter((c) => !c.message.endsWith('100%')))
+      if (intOrPercentValue(ru.maxUnavailable) === 0 && intOrPercentValue(ru.maxSurge) === 0) out.push(invalid(`${p}.maxUnavailable`, goValue(ru.maxUnavailable ?? 0), 'may not be 0 when `maxSurge` is 0'))
+      out.push(...intOrPercent(`${p}.maxUnavailable`, ru.maxUnavailable).filter((c) => c.message.endsWith('100%')))
+    }
+    out.push(...nonNegative('spec.minReadySeconds', spec.minReadySeconds))
+    out.push(...nonNegative('spec.revisionHistoryLimit', spec.revisionHistoryLimit))
+    const pds = spec.progressDeadlineSeconds
+    if (typeof pds === 'number') {
+      out.push(...nonNegative('spec.progressDeadlineSeconds', pds))
+      if (pds <= (typeof spec.minReadySeconds === 'number' ? spec.minReadySeconds : 0)) out.push(invalid('spec.progressDeadlineSeconds', String(pds), 'must be greater than minReadySeconds'))
+    }
+  }
+  // apps/v1 selectors are immutable (pkg/registry/apps/{deployment,replicaset}/strategy.go ValidateUpdate).
+  const oldSelector = old && isObj(old.spec) ? old.spec.selector : undefined
+  if (old && !deepEqual(oldSelector ?? null, spec.selector ?? null)) out.push(invalid('spec.selector', goSelector(spec.selector), 'field is immutable'))
+  return out
 }
 
-function validateService(obj: KubeObject): FieldCause[] {
+/** The StatefulSet spec fields an update may change (ValidateStatefulSetUpdate). */
+const statefulSetMutable = ['replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds']
+
+/**
+ * StatefulSets (pkg/apis/apps/validation ValidateStatefulSetSpec / ValidateStatefulSetUpdate): the
+ * pod template's spec is not validated there (upstream's TODO), its labels are reported at
+ * `spec.template.labels`; an update may change only the fields in {@link statefulSetMutable},
+ * anything else is one `spec: Forbidden`.
+ */
+function validateStatefulSet(obj: KubeObject, old: KubeObject | undefined): FieldCause[] {
   const spec = isObj(obj.spec) ? obj.spec : {}
   const out: FieldCause[] = []
-  const ports = Array.isArray(spec.ports) ? spec.ports : []
-  const headless = spec.clusterIP === 'None'
-  if (ports.length === 0 && !headless && spec.type !== 'ExternalName') out.push(required('spec.ports'))
-  const names = new Set<string>()
-  ports.forEach((p, i) => {
-    if (!isObj(p)) return
-    const n = p.port
-    if (typeof n !== 'number' || n < 1 || n > 65535) out.push(invalid(`spec.ports[${i}].port`, String(n ?? 0), 'must be between 1 and 65535, inclusive'))
-    if (ports.length > 1 && (typeof p.name !== 'string' || p.name === '')) out.push(required(`spec.ports[${i}].name`))
-    if (typeof p.name === 'string' && p.name !== '') {
-      if (names.has(p.name)) out.push({ reason: 'FieldValueDuplicate', field: `spec.ports[${i}].name`, message: `Duplicate value: ${q(p.name)}` })
-      names.add(p.name)
+  const pmp = spec.podManagementPolicy
+  if (pmp === undefined || pmp === '') out.push(required('spec.podManagementPolicy'))
+  else if (pmp !== 'OrderedReady' && pmp !== 'Parallel') out.push(invalid('spec.podManagementPolicy', goValue(pmp), "must be 'OrderedReady' or 'Parallel'"))
+  const us = isObj(spec.updateStrategy) ? spec.updateStrategy : {}
+  const ru = isObj(us.rollingUpdate) ? us.rollingUpdate : undefined
+  if (us.type === undefined || us.type === '') out.push(required('spec.updateStrategy'))
+  else if (us.type === 'OnDelete') {
+    if (ru) out.push(invalid('spec.updateStrategy.rollingUpdate', goJson(struct({ Partition: ru.partition ?? 0, MaxUnavailable: ru.maxUnavailable ?? null })), "only allowed for updateStrategy 'RollingUpdate'"))
+  } else if (us.type === 'RollingUpdate') {
+    if (ru) {
+      const p = 'spec.updateStrategy.rollingUpdate'
+      out.push(...nonNegative(`${p}.partition`, ru.partition))
+      if (ru.maxUnavailable !== undefined && ru.maxUnavailable !== null) {
+        out.push(...intOrPercent(`${p}.maxUnavailable`, ru.maxUnavailable).filter((c) => !c.message.endsWith('100%')))
+        if (intOrPercentValue(ru.maxUnavailable) === 0) out.push(invalid(`${p}.maxUnavailable`, goValue(ru.maxUnavailable), 'cannot be 0'))
+        out.push(...intOrPercent(`${p}.maxUnavailable`, ru.maxUnavailable).filter((c) => c.message.endsWith('100%')))
+      }
     }
-  })
+  } else out.push(invalid('spec.updateStrategy', goJson(struct({ Type: us.type, RollingUpdate: ru ?? null })), "must be 'RollingUpdate' or 'OnDelete'"))
+  const retention = spec.persistentVolumeClaimRetentionPolicy
+  if (isObj(retention)) {
+    for (const k of ['whenDeleted', 'whenScaled']) {
+      const v = retention[k] ?? ''
+      if (v !== 'Retain' && v !== 'Delete') out.push(notSupported(`spec.persistentVolumeClaimRetentionPolicy.${k}`, q(String(v)), ['Retain', 'Delete']))
+    }
+  }
+  out.push(...nonNegative('spec.replicas', spec.replicas))
+  out.push(...nonNegative('spec.minReadySeconds', spec.minReadySeconds))
+  if (isObj(spec.ordinals)) out.push(...nonNegative('spec.ordinals.start', spec.ordinals.start))
+  out.push(...validateSelectorAndTemplate(spec, 'statefulset', 'spec.template.labels'))
+  if (old) {
+    const without = (s: unknown): Record<string, unknown> => Object.fromEntries(Object.entries(isObj(s) ? s : {}).filter(([k]) => !statefulSetMutable.includes(k)))
+    if (!deepEqual(without(spec), without(old.spec)))
+      out.push(forbiddenField('spec', "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
+  }
   return out
 }
 
+/**
+ * PodDisruptionBudgets (pkg/apis/policy/validation ValidatePodDisruptionBudgetSpec). The spec in
+ * the both-set message is the internal Go type, which has no json tags: its field names print
+ * capitalised.
+ */
 function validatePDB(obj: KubeObject): FieldCause[] {
   const spec = isObj(obj.spec) ? obj.spec : {}
-  if (spec.minAvailable !== undefined && spec.maxUnavailable !== undefined) {
-    return [invalid('spec', `policy.PodDisruptionBudgetSpec{...}`, 'minAvailable and maxUnavailable cannot be both set')]
+  const out: FieldCause[] = []
+  const has = (k: string): boolean => spec[k] !== undefined && spec[k] !== null
+  if (has('minAvailable') && has('maxUnavailable')) {
+    const internal = struct({ MinAvailable: spec.minAvailable, Selector: isObj(spec.selector) ? JSON.parse(goSelector(spec.selector)) : null, MaxUnavailable: spec.maxUnavailable, UnhealthyPodEvictionPolicy: spec.unhealthyPodEvictionPolicy ?? null })
+    out.push(invalid('spec', goJson(internal), 'minAvailable and maxUnavailable cannot be both set'))
   }
-  return []
+  if (has('minAvailable')) out.push(...intOrPercent('spec.minAvailable', spec.minAvailable))
+  if (has('maxUnavailable')) out.push(...intOrPercent('spec.maxUnavailable', spec.maxUnavailable))
+  out.push(...validateLabelSelector('spec.selector', spec.selector))
+  const policy = spec.unhealthyPodEvictionPolicy
+  if (policy !== undefined && policy !== null && policy !== 'IfHealthyBudget' && policy !== 'AlwaysAllow')
+    out.push(notSupported('spec.unhealthyPodEvictionPolicy', q(String(policy)), ['AlwaysAllow', 'IfHealthyBudget']))
+  return out
 }
 
 /**
@@ -240,36 +409,28 @@ function validateEvent(obj: KubeObject, newApi: boolean): FieldCause[] {
   return out
 }
 
+/** A kind's validation: `old` is undefined on create. Causes come in the upstream validator's order. */
+type KindValidator = (obj: KubeObject, old: KubeObject | undefined) => FieldCause[]
+
+/** Validation per built-in kind (`apiVersion/kind`); kinds not listed get metadata checks only. */
+const validators: Record<string, KindValidator> = {
+  'apps/v1/Deployment': (o, old) => validateReplicated(o, old, 'Deployment'),
+  'apps/v1/ReplicaSet': (o, old) => validateReplicated(o, old, 'ReplicaSet'),
+  'apps/v1/StatefulSet': validateStatefulSet,
+  'v1/Pod': (o) => validatePodSpec('spec', o.spec),
+  'v1/Service': validateService,
+  'policy/v1/PodDisruptionBudget': validatePDB,
+  'v1/ResourceQuota': validateResourceQuota,
+  'v1/Event': (o) => validateEvent(o, false),
+  'events.k8s.io/v1/Event': (o) => validateEvent(o, true),
+}
+
 /**
  * Validates an object of a built-in kind on create (`old` undefined) or update. Custom resources
  * get {@link validateMetadata} only; their schema validation is the CRD's.
  */
 export function validateBuiltin(obj: KubeObject, old: KubeObject | undefined): FieldCause[] {
   const out = validateMetadata(obj)
-  switch (`${obj.apiVersion}/${obj.kind}`) {
-    case 'apps/v1/Deployment':
-      out.push(...validateReplicated(obj, old, 'deployment'))
-      break
-    case 'apps/v1/ReplicaSet':
-      out.push(...validateReplicated(obj, old, 'replicaset'))
-      break
-    case 'v1/Pod':
-      out.push(...validatePodSpec('spec', obj.spec))
-      break
-    case 'v1/Service':
-      out.push(...validateService(obj))
-      break
-    case 'policy/v1/PodDisruptionBudget':
-      out.push(...validatePDB(obj))
-      break
-    case 'v1/Event':
-      out.push(...validateEvent(obj, false))
-      break
-    case 'events.k8s.io/v1/Event':
-      out.push(...validateEvent(obj, true))
-      break
-    default:
-      break
-  }
+  out.push(...(validators[`${obj.apiVersion}/${obj.kind}`]?.(obj, old) ?? []))
   return out
 }

@@ -112,6 +112,23 @@ const REPLICA_SET = object({
   status: WORKLOAD_STATUS,
 })
 
+const STATEFUL_SET = object({
+  spec: implicitStruct({
+    selector: LABEL_SELECTOR,
+    template: POD_TEMPLATE_SPEC,
+    volumeClaimTemplates: ATOMIC_LIST,
+    updateStrategy: implicitStruct({ rollingUpdate: struct({}) }),
+    persistentVolumeClaimRetentionPolicy: struct({}),
+    ordinals: struct({}),
+  }),
+  status: WORKLOAD_STATUS,
+})
+
+const RESOURCE_QUOTA = object({
+  spec: implicitStruct({ hard: STRING_MAP, scopes: ATOMIC_LIST, scopeSelector: struct({ matchExpressions: ATOMIC_LIST }) }),
+  status: implicitStruct({ hard: STRING_MAP, used: STRING_MAP }),
+})
+
 const POD = object({
   spec: POD_SPEC,
   status: implicitStruct({
@@ -158,6 +175,8 @@ const UNKNOWN = object({})
 const BUILTIN: Record<string, Topology> = {
   'apps/v1/Deployment': DEPLOYMENT,
   'apps/v1/ReplicaSet': REPLICA_SET,
+  'apps/v1/StatefulSet': STATEFUL_SET,
+  '/v1/ResourceQuota': RESOURCE_QUOTA,
   '/v1/Pod': POD,
   '/v1/PodTemplate': object({ template: POD_TEMPLATE_SPEC }),
   '/v1/Service': SERVICE,

@@ -18,15 +18,20 @@ export const pods: GVR = { group: '', version: 'v1', resource: 'pods' }
 export const replicaSets: GVR = { group: 'apps', version: 'v1', resource: 'replicasets' }
 /** apps/v1 deployments */
 export const deployments: GVR = { group: 'apps', version: 'v1', resource: 'deployments' }
+/** core/v1 events. */
+export const events: GVR = { group: '', version: 'v1', resource: 'events' }
 
 /** A failed request, with the HTTP status and the Status `reason` the server gave. */
 export class ApiError extends Error {
   readonly status: number
   readonly reason: string
-  constructor(status: number, reason: string, message: string) {
+  /** The `reason`s of the Status's details.causes (`NamespaceTerminating`, …). */
+  readonly causes: string[]
+  constructor(status: number, reason: string, message: string, causes: string[] = []) {
     super(message)
     this.status = status
     this.reason = reason
+    this.causes = causes
   }
 }
 
@@ -74,8 +79,8 @@ export class Client {
   async #send(req: ApiRequest): Promise<ApiResponse> {
     const res = await this.access.handle(req)
     if (res.status >= 400) {
-      const body = (typeof res.body === 'object' && res.body !== null ? res.body : {}) as { reason?: string; message?: string }
-      throw new ApiError(res.status, body.reason ?? '', body.message ?? `HTTP ${res.status}`)
+      const body = (typeof res.body === 'object' && res.body !== null ? res.body : {}) as { reason?: string; message?: string; details?: { causes?: { reason?: string }[] } }
+      throw new ApiError(res.status, body.reason ?? '', body.message ?? `HTTP ${res.status}`, (body.details?.causes ?? []).map((c) => c.reason ?? ''))
     }
     return res
   }

@@ -313,6 +313,12 @@ export class DeploymentController {
       if (cur && cur.status === 'True') c.lastTransitionTime = cur.lastTransitionTime
       conds = [...conds.filter((x) => x.type !== 'Progressing'), c]
     }
+    // syncRolloutStatus (progress.go getReplicaFailures): the new ReplicaSet's ReplicaFailure, else an old one's, moves to the Deployment.
+    const failures = (rs: KubeObject | undefined): Condition[] =>
+      (Array.isArray(obj(rs?.['status'])['conditions']) ? (obj(rs?.['status'])['conditions'] as unknown as Condition[]) : []).filter((c) => c.type === 'ReplicaFailure')
+    const failure = failures(newRS)[0] ?? olds.flatMap((rs) => failures(rs))[0]
+    if (failure) conds = setCondition(conds, { type: 'ReplicaFailure', status: failure.status, lastUpdateTime: failure.lastTransitionTime, lastTransitionTime: failure.lastTransitionTime, reason: failure.reason, message: failure.message })
+    else conds = conds.filter((c) => c.type !== 'ReplicaFailure')
     if (conds.length > 0) status['conditions'] = conds as unknown as Json
     if (typeof old['collisionCount'] === 'number') status['collisionCount'] = old['collisionCount']
     const revision = newRS ? String(revisionOf(newRS)) : d.metadata.annotations?.[revisionKey] ?? ''

@@ -2,11 +2,15 @@
  * The ReplicaSet controller: keeps `spec.replicas` pods owned by each ReplicaSet and reports
  * them in its status. Like the real one it raises "expectations" before creating or deleting
  * pods, so that a sync running before the pod informer has seen its own writes does not create
- * or delete twice. Not simulated: adoption of orphan pods matching the selector, and
- * minReadySeconds (a ready pod counts as available at once).
+ * or delete twice. A pod the API server refuses (admission: PodSecurity, ResourceQuota, …) gives
+ * a Warning `FailedCreate` Event "Error creating: <message>" and the `ReplicaFailure` condition
+ * (reason FailedCreate, the server's message) until a sync succeeds, as
+ * pkg/controller/replicaset/replica_set.go and replica_set_utils.go `calculateStatus` do.
+ * Not simulated: adoption of orphan pods matching the selector, and minReadySeconds (a ready
+ * pod counts as available at once).
  */
 import type { JsonObject, KubeObject, OwnerReference } from '../types.ts'
-import { Client, isConflict, isNotFound, pods, replicaSets } from './client.ts'
+import { ApiError, Client, events, isConflict, isNotFound, pods, replicaSets } from './client.ts'
 import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
 
@@ -113,8 +117,17 @@ export class ReplicaSetController {
     const uid = rs.metadata.uid
     const owned = this.#pods.dependentsOf(uid ?? '').filter((p) => controllerOf(p)?.uid === uid)
     const active = owned.filter(isActive)
-    if (!rs.metadata.deletionTimestamp && this.#satisfied(key)) await this.#manage(key, rs, active)
-    await this.#updateStatus(rs, active)
+    let manageError: unknown
+    if (!rs.metadata.deletionTimestamp && this.#satisfied(key)) {
+      try {
+        await this.#manage(key, rs, active)
+      } catch (err) {
+        manageError = err
+      }
+    }
+    await this.#updateStatus(rs, active, manageError)
+    // The work queue retries with backoff, as syncHandler's error does.
+    if (manageError !== undefined) throw manageError
   }
 
   async #manage(key: string, rs: KubeObject, active: KubeObject[]): Promise<void> {
@@ -123,7 +136,8 @@ export class ReplicaSetController {
       const exp: Expectation = { adds: -diff, deletes: new Set(), expires: Date.now() + expectationTtlMs }
       this.#expectations.set(key, exp)
       const results = await Promise.allSettled(Array.from({ length: -diff }, () => this.#createPod(rs)))
-      const failed = results.filter((r) => r.status === 'rejected')
+      // A namespace being terminated refuses every create; that is not a failure to report.
+      const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected' && !(r.reason instanceof ApiError && r.reason.causes.includes('NamespaceTerminating')))
       // A failed creation will never be observed: lower the expectation so the next sync retries.
       exp.adds -= failed.length
       if (failed.length > 0) throw (failed[0] as PromiseRejectedResult).reason
@@ -161,12 +175,46 @@ export class ReplicaSetController {
         await this.#client.create(pods, rs.metadata.namespace, pod)
         return
       } catch (err) {
-        if (!isConflict(err) || attempt >= 3) throw err
+        if (isConflict(err) && attempt < 3) continue
+        if (err instanceof ApiError && !err.causes.includes('NamespaceTerminating')) await this.#event(rs, 'FailedCreate', `Error creating: ${err.message}`)
+        throw err
       }
     }
   }
 
-  async #updateStatus(rs: KubeObject, active: KubeObject[]): Promise<void> {
+  /** Events already written (ReplicaSet uid, reason, message): the recorder's correlator folds repeats. */
+  #eventsSent = new Set<string>()
+
+  /** A Warning Event on the ReplicaSet, as record.EventRecorder writes it, once per message. Best effort. */
+  async #event(rs: KubeObject, reason: string, message: string): Promise<void> {
+    const seen = `${rs.metadata.uid ?? ''}\n${reason}\n${message}`
+    if (this.#eventsSent.has(seen)) return
+    this.#eventsSent.add(seen)
+    const time = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+    const ev = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `${rs.metadata.name ?? ''}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: rs.metadata.namespace ?? 'default' },
+      involvedObject: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs.metadata.name ?? '', namespace: rs.metadata.namespace ?? 'default', uid: rs.metadata.uid ?? '', resourceVersion: rs.metadata.resourceVersion ?? '' },
+      reason,
+      message,
+      source: { component: 'replicaset-controller' },
+      firstTimestamp: time,
+      lastTimestamp: time,
+      count: 1,
+      type: 'Warning',
+      eventTime: null,
+      reportingComponent: 'replicaset-controller',
+      reportingInstance: '',
+    } as unknown as KubeObject
+    try {
+      await this.#client.create(events, rs.metadata.namespace, ev)
+    } catch {
+      // Events are best effort, as the real recorder's are.
+    }
+  }
+
+  async #updateStatus(rs: KubeObject, active: KubeObject[], manageError?: unknown): Promise<void> {
     const tlabels = obj(obj(obj(rs['spec'])['template'])['metadata'])['labels'] as Record<string, string> | undefined
     const fullyLabeled = active.filter((p) => Object.entries(tlabels ?? {}).every(([k, v]) => p.metadata.labels?.[k] === v)).length
     const ready = active.filter(isPodReady).length
@@ -177,7 +225,16 @@ export class ReplicaSetController {
     if (ready) status['readyReplicas'] = ready
     if (ready) status['availableReplicas'] = ready
     if (rs.metadata.generation) status['observedGeneration'] = rs.metadata.generation
-    if (Array.isArray(old['conditions'])) status['conditions'] = old['conditions']
+    // calculateStatus: ReplicaFailure is set once on a failed create or delete, removed after a clean sync.
+    let conditions = Array.isArray(old['conditions']) ? (old['conditions'] as JsonObject[]) : []
+    const failure = conditions.find((c) => c['type'] === 'ReplicaFailure')
+    if (manageError !== undefined && !failure) {
+      const diff = active.length - specReplicas(rs)
+      const reason = diff < 0 ? 'FailedCreate' : diff > 0 ? 'FailedDelete' : ''
+      const message = manageError instanceof Error ? manageError.message : String(manageError)
+      conditions = [...conditions, { type: 'ReplicaFailure', status: 'True', lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), reason, message }]
+    } else if (manageError === undefined && failure) conditions = conditions.filter((c) => c !== failure)
+    if (conditions.length > 0) status['conditions'] = conditions
     if (sameJson(old, status)) return
     const { namespace, name } = splitKey(keyOf(rs))
     try {
