@@ -5,6 +5,7 @@
  * values, a Deployment selector that does not match its template, a changed selector, a container
  * without an image, a Service without ports.
  */
+import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
 import type { FieldCause, KubeObject } from './types.ts'
 
 function isObj(v: unknown): v is Record<string, unknown> {
@@ -269,6 +270,7 @@ export function validateBuiltin(obj: KubeObject, old: KubeObject | undefined): F
       out.push(...validateEvent(obj, true))
       break
     default:
+      if (isRbacObject(obj)) out.push(...validateRbac(obj, old))
       break
   }
   return out
