@@ -11,7 +11,7 @@
  */
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
-import { createServer as createNetServer, type AddressInfo } from 'node:net'
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net'
 import { rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { Accounting } from './accounting.ts'
@@ -184,7 +184,10 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   plain.keepAliveTimeout = 65_000
   tls.keepAliveTimeout = 65_000
   // One port, both protocols: a TLS connection starts with a handshake record (0x16).
+  const sockets = new Set<Socket>()
   const server = createNetServer((socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
     socket.once('data', (first: Buffer) => {
       socket.pause()
       socket.unshift(first)
@@ -229,8 +232,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       cluster.faults.close()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
-        plain.closeAllConnections()
-        tls.closeAllConnections()
+        for (const s of sockets) s.destroy()
       })
       if (opts.kubeconfigOut === undefined) await rm(dirname(kubeconfigPath), { recursive: true, force: true })
     },
