@@ -69,7 +69,8 @@ t.test('sandbox runs until it is signalled, then closes', async (t) => {
   const running = runSandbox({ kubeconfigOut: kubeconfig, operator: false, sample: false }, io, controller.signal)
   await eventually('started', () => (io.out().includes('Stop with Ctrl-C') ? true : undefined))
   const url = /serving on (\S+)/.exec(io.out())![1]!
-  t.equal((await fetch(`${url}/version`)).status, 200)
+  t.equal((await fetch(`${url}/version`, { headers: { Authorization: 'Bearer sandbox' } })).status, 200)
+  t.equal((await fetch(`${url}/version`)).status, 401, 'requests without a token are not served')
   controller.abort()
   t.equal(await running, 0)
   await t.rejects(fetch(`${url}/version`), 'the server is gone')
