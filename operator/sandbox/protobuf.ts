@@ -226,6 +226,23 @@ kinds['authentication.k8s.io/v1/TokenRequest'] = msg('TokenRequest', {
 })
 kinds['authentication.k8s.io/v1/TokenReview'] = msg('TokenReview', { 1: f('metadata', objectMeta), 2: f('spec', msg('TokenReviewSpec', { 1: f('token', 'string'), 2: f('audiences', 'string', { repeated: true }) })), 3: f('status', msg('TokenReviewStatus', {})) })
 
+// rbac.authorization.k8s.io/v1: what `kubectl create role|clusterrole|rolebinding|clusterrolebinding` send.
+const policyRule = msg('PolicyRule', { 1: f('verbs', 'string', { repeated: true }), 2: f('apiGroups', 'string', { repeated: true }), 3: f('resources', 'string', { repeated: true }), 4: f('resourceNames', 'string', { repeated: true }), 5: f('nonResourceURLs', 'string', { repeated: true }) })
+const roleBinding = (name: string) =>
+  msg(name, {
+    1: f('metadata', objectMeta),
+    2: f('subjects', msg('Subject', { 1: f('kind', 'string'), 2: f('apiGroup', 'string'), 3: f('name', 'string'), 4: f('namespace', 'string') }), { repeated: true }),
+    3: f('roleRef', msg('RoleRef', { 1: f('apiGroup', 'string'), 2: f('kind', 'string'), 3: f('name', 'string') })),
+  })
+kinds['rbac.authorization.k8s.io/v1/Role'] = msg('Role', { 1: f('metadata', objectMeta), 2: f('rules', policyRule, { repeated: true }) })
+kinds['rbac.authorization.k8s.io/v1/ClusterRole'] = msg('ClusterRole', {
+  1: f('metadata', objectMeta),
+  2: f('rules', policyRule, { repeated: true }),
+  3: f('aggregationRule', msg('AggregationRule', { 1: f('clusterRoleSelectors', msg('LabelSelector', { 1: f('matchLabels', 'string', { map: true }) }), { repeated: true }) })),
+})
+kinds['rbac.authorization.k8s.io/v1/RoleBinding'] = roleBinding('RoleBinding')
+kinds['rbac.authorization.k8s.io/v1/ClusterRoleBinding'] = roleBinding('ClusterRoleBinding')
+
 const deleteOptions = msg('DeleteOptions', {
   1: f('gracePeriodSeconds', 'int', { keep: true }),
   2: f('preconditions', msg('Preconditions', { 1: f('uid', 'string', { keep: true }), 2: f('resourceVersion', 'string', { keep: true }) })),
