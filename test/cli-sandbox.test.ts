@@ -54,14 +54,13 @@ async function runSuggestions(t: Test, out: string, cwd: string): Promise<{ ran:
   const commands = lines.slice(start, lines.indexOf('', start)).map((l) => l.trim())
   const sh = async (command: string) => (await promisify(execFile)('sh', ['-c', `"$KUBECTL"${command.slice('kubectl'.length)}`], { cwd, env: { ...process.env, KUBECTL: kubectlPath() }, encoding: 'utf8' })).stdout
   const ran: string[] = []
-  let last = ''
   for (const command of commands) {
     if (command.endsWith(' -w')) continue
     t.match(command, /^kubectl --kubeconfig /, command)
     ran.push(await sh(command))
-    last = command
   }
-  return { ran, again: () => sh(last) }
+  const nodes = commands.find((c) => c.includes('status.nodes')) ?? ''
+  return { ran, again: () => sh(nodes) }
 }
 
 for (const sample of [true, false]) {
@@ -72,8 +71,9 @@ for (const sample of [true, false]) {
     t.teardown(() => running.close())
     t.equal(io.out().includes('applied Memcached default/memcached-sample'), sample)
     const { ran, again } = await runSuggestions(t, io.out(), cwd)
-    t.equal(ran.length, sample ? 3 : 4)
+    t.equal(ran.length, sample ? 4 : 5)
     if (!sample) t.match(ran[0], /memcached\.cache\.example\.com\/memcached-sample created/)
+    t.match(ran.at(-1), /^Resources\s+Non-Resource URLs\s+Resource Names\s+Verbs/, 'auth can-i --list as a ServiceAccount')
     const nodes = await eventually('status.nodes of the five pods', async () => {
       const out = await again()
       return out !== '' && (JSON.parse(out) as string[]).length === 5 ? out : undefined
@@ -105,7 +105,8 @@ t.test('sandbox runs until it is signalled, then closes', async (t) => {
   const running = runSandbox({ kubeconfigOut: kubeconfig, operator: false, sample: false }, io, controller.signal)
   await eventually('started', () => (io.out().includes('Stop with Ctrl-C') ? true : undefined))
   const url = /serving on (\S+)/.exec(io.out())![1]!
-  t.equal((await fetch(`${url}/version`)).status, 200)
+  t.equal((await fetch(`${url}/version`, { headers: { Authorization: 'Bearer sandbox' } })).status, 200)
+  t.equal((await fetch(`${url}/version`)).status, 401, 'requests without a token are not served')
   controller.abort()
   t.equal(await running, 0)
   await t.rejects(fetch(`${url}/version`), 'the server is gone')

@@ -188,7 +188,7 @@ t.test('a 429 carries Retry-After seconds', async (t) => {
 t.test('plain http works without insecure-skip-tls-verify; unreachable servers reject', async (t) => {
   const { sb } = await sandbox(t)
   const kc = new KubeConfig()
-  kc.loadFromOptions({ clusters: [{ name: 'c', server: sb.url + '/', skipTLSVerify: false }], users: [{ name: 'u', token: 'secret' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' })
+  kc.loadFromOptions({ clusters: [{ name: 'c', server: sb.url + '/', skipTLSVerify: false }], users: [{ name: 'u', token: 'sandbox' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' })
   const client = new KubeClient(kc, { userAgent: UA })
   t.teardown(() => client.close())
   t.equal(client.server, sb.url)

@@ -10,7 +10,6 @@ import { memcachedCRD } from '../operator/api/crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { grantsFor, kustomize, kustomizeText, ROOT } from './deploy-manifests.ts'
-import { rbacKindCRDs } from './deploy-rbac-kinds.ts'
 import { clientFor, eventually } from './support/operator.ts'
 import { kubectlPath } from './support/tools.ts'
 
@@ -106,7 +105,7 @@ t.test('kustomize/prometheus: default/ plus a ServiceMonitor of the metrics Serv
 })
 
 t.test('every object of kustomize/default applies to the sandbox with kubectl apply --server-side; then a sample and kubectl get mc', async (t) => {
-  const sandbox = await startSandbox({ podReadyDelayMs: 10, installCRDs: rbacKindCRDs() })
+  const sandbox = await startSandbox({ podReadyDelayMs: 10 })
   t.teardown(() => sandbox.close())
   const kubectl = (...args: string[]) => promisify(execFile)(kubectlPath(), ['--kubeconfig', sandbox.kubeconfigPath, ...args], { encoding: 'utf8' })
   const applied = await kubectl('apply', '--server-side', '-k', join(ROOT, 'kustomize/default'))
@@ -151,7 +150,7 @@ t.test('kustomize/default builds the same twice (no generated names)', async (t)
 })
 
 t.test('the plain client-side `kubectl apply -k kustomize/default` works too', async (t) => {
-  const sandbox = await startSandbox({ controllers: false, installCRDs: rbacKindCRDs() })
+  const sandbox = await startSandbox({ controllers: false })
   t.teardown(() => sandbox.close())
   const { stdout, stderr } = await promisify(execFile)(kubectlPath(), ['--kubeconfig', sandbox.kubeconfigPath, 'apply', '-k', join(ROOT, 'kustomize/default')], { encoding: 'utf8' })
   const lines = stdout.trim().split('\n')

@@ -17,7 +17,7 @@ interface HttpResult {
 }
 
 async function http(sb: Sandbox, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
-  const init: RequestInit = { method, headers: { 'User-Agent': 'http-test/v1', ...headers } }
+  const init: RequestInit = { method, headers: { 'User-Agent': 'http-test/v1', Authorization: 'Bearer sandbox', ...headers } }
   if (body !== undefined) {
     init.body = typeof body === 'string' ? body : JSON.stringify(body)
     if (!headers['Content-Type']) (init.headers as Record<string, string>)['Content-Type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json'
@@ -37,7 +37,7 @@ async function http(sb: Sandbox, method: string, path: string, body?: unknown, h
 function watchLines(sb: Sandbox, path: string, count: number, onOpen?: () => void): Promise<{ lines: { type: string; object: any }[]; ended: boolean; status: number; contentType: string | undefined }> {
   return new Promise((resolve, reject) => {
     const lines: { type: string; object: any }[] = []
-    const req = httpRequest(sb.url + path, { headers: { 'User-Agent': 'watch-test/v1' } }, (res) => {
+    const req = httpRequest(sb.url + path, { headers: { 'User-Agent': 'watch-test/v1', Authorization: 'Bearer sandbox' } }, (res) => {
       let buf = ''
       let done = false
       const finish = (ended: boolean): void => {
@@ -195,7 +195,7 @@ t.test('over HTTP', async (t) => {
     t.equal(groups.kind, 'APIGroupList')
     t.same(
       groups.groups.map((g: { name: string }) => g.name),
-      ['apps', 'policy', 'coordination.k8s.io', 'events.k8s.io', 'apiextensions.k8s.io', 'test.example.com'],
+      ['apps', 'policy', 'coordination.k8s.io', 'events.k8s.io', 'rbac.authorization.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io', 'apiextensions.k8s.io', 'test.example.com'],
     )
     t.match((await http(sb, 'GET', '/apis/apps')).json, { kind: 'APIGroup', name: 'apps', preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } })
     const apps = (await http(sb, 'GET', '/apis/apps/v1')).json
@@ -232,7 +232,7 @@ t.test('over HTTP', async (t) => {
 
   t.test('a watch that asks for Tables gets one-row Tables, as kubectl get -w does', async (t) => {
     const got = new Promise<string>((resolve, reject) => {
-      const req = httpRequest(sb.url + '/apis/test.example.com/v1/namespaces/default/widgets?watch=true&includeObject=Object', { headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' } }, (res) => {
+      const req = httpRequest(sb.url + '/apis/test.example.com/v1/namespaces/default/widgets?watch=true&includeObject=Object', { headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io', Authorization: 'Bearer sandbox' } }, (res) => {
         res.setEncoding('utf8')
         let buf = ''
         res.on('data', (c: string) => {
@@ -369,7 +369,7 @@ t.test('startSandbox writes a kubeconfig where asked and removes a temporary one
   const sb = await startSandbox({ controllers: false, kubeconfigOut: `${dir}/nested/kubeconfig`, faults: 'latency-ms=0' })
   const { readFile, access } = await import('node:fs/promises')
   const text = await readFile(sb.kubeconfigPath, 'utf8')
-  t.match(text, `server: ${sb.url}`)
+  t.match(text, `server: ${sb.httpsUrl}`)
   t.match(text, 'current-context: sandbox')
   await sb.close()
   await sb.close()

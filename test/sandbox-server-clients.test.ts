@@ -110,11 +110,16 @@ t.test("kubectl's protobuf generators: the decoded body is exactly the object ku
   const dir = t.testdir({})
   // A recording proxy in front of the sandbox keeps the protobuf bodies.
   const bodies: Buffer[] = []
-  const proxy = await recordingProxy(t, sb.url, (req, body) => {
-    if (req.headers['content-type'] === 'application/vnd.kubernetes.protobuf') bodies.push(body)
-  })
+  const proxy = await recordingProxy(
+    t,
+    sb.url,
+    (req, body) => {
+      if (req.headers['content-type'] === 'application/vnd.kubernetes.protobuf') bodies.push(body)
+    },
+    'Bearer sandbox',
+  )
   const kubeconfig = join(dir, 'kubeconfig')
-  await writeFile(kubeconfig, (await readFile(sb.kubeconfigPath, 'utf8')).replace(sb.url, proxy))
+  await writeFile(kubeconfig, (await readFile(sb.kubeconfigPath, 'utf8')).replace(sb.httpsUrl, proxy))
   const env = { ...process.env, KUBECONFIG: kubeconfig, KUBECACHEDIR: join(dir, 'cache'), HOME: dir }
   const commands = [
     ['create', 'namespace', 'pns'],

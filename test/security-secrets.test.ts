@@ -25,12 +25,13 @@ const variants = (s: string) => [s, Buffer.from(s).toString('base64'), Buffer.fr
 
 t.test('tokens, passwords and secret values never appear in logs or events', async (t) => {
   const chart = loadChart()
-  const sb = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  // The operator authenticates with TOKEN, a static token of the sandbox (as a --token-auth-file line).
+  const sb = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], tokens: [{ token: TOKEN, user: 'ops', groups: ['system:masters'] }] })
   t.teardown(() => sb.close())
   const c = clientFor(sb, 'test-user/1', 'test-user')
   t.teardown(() => c.close())
 
-  // The sandbox checks no credentials; the operator still sends and must never print them.
+  // The operator sends its credentials with every request and must never print them.
   const kc = YAML.parse(readFileSync(sb.kubeconfigPath, 'utf8')) as { users: { name: string; user: Record<string, unknown> }[] }
   kc.users[0]!.user = { token: TOKEN }
   kc.users.push({ name: 'basic', user: { username: 'admin', password: PASSWORD } })

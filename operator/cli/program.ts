@@ -105,7 +105,7 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
   if (wanted('sandbox')) {
     program
       .command('sandbox')
-      .description('run the in-process Kubernetes API server on loopback with the Memcached CRD, the operator and the sample CR, until SIGINT/SIGTERM')
+      .description('run the in-process Kubernetes API server on loopback (RBAC enforced; the kubeconfig is cluster-admin) with the Memcached CRD, the operator and the sample CR, until SIGINT/SIGTERM')
       .option('--port <port>', 'TCP port on 127.0.0.1 (default: a free one)')
       .option('--kubeconfig-out <file>', 'where to write the kubeconfig (default: a temporary file)')
       .option('--faults <spec>', 'fault injection, e.g. error-rate=0.05,conflict-rate=0.02,throttle-rate=0.01,latency-ms=20,watch-drop-s=5,expire-on-resume=true')
@@ -115,6 +115,11 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .option('--no-sample', 'do not apply the sample Memcached')
       .option('--watch-chart', 're-render every Memcached when a chart file changes')
       .option('--log-level <level>', 'the operator\'s log level (default: LOG_LEVEL or info)')
+      .option(
+        '--kubeconfig-for <identity=file>',
+        'also write a kubeconfig acting as IDENTITY: a user (jane), with groups (jane,devs,ops) or a ServiceAccount (system:serviceaccount:NS:NAME); RBAC applies to it (repeatable)',
+        (v: string, prev: string[] = []) => [...prev, v],
+      )
       .action(async (opts) => {
         const { runSandbox } = await import('./sandbox.ts')
         setCode(await runSandbox(opts, io))

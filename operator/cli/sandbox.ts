@@ -33,6 +33,20 @@ export interface SandboxCommandOptions {
   /** Memcached files to apply at start (default: the sample); `--no-sample` applies none. */
   sample?: boolean
   logLevel?: string
+  /** `--kubeconfig-for IDENTITY=FILE`, repeatable: IDENTITY is a user (`jane`, `system:serviceaccount:ns:sa`), optionally `,group,…`. */
+  kubeconfigFor?: string[]
+}
+
+/** Parses `--kubeconfig-for` values: `jane=FILE`, `jane,devs,ops=FILE`, `system:serviceaccount:ns:sa=FILE`. */
+export function parseKubeconfigFor(values: string[]): { user: string; groups: string[]; file: string }[] {
+  return values.map((v) => {
+    const i = v.indexOf('=')
+    const who = i < 0 ? '' : v.slice(0, i)
+    const file = i < 0 ? '' : v.slice(i + 1)
+    const [user = '', ...groups] = who.split(',').map((s) => s.trim())
+    if (user === '' || file === '') throw new UsageError(`--kubeconfig-for takes USER[,GROUP...]=FILE, not ${JSON.stringify(v)}`)
+    return { user, groups: groups.filter((g) => g !== ''), file }
+  })
 }
 
 /** A running sandbox, with the operator unless `--no-operator`. */
@@ -54,6 +68,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
   const port = integer('--port', opts.port, 0)
   if (port > 65535) throw new UsageError(`--port must be at most 65535, not ${port}`)
   const podReadyDelayMs = integer('--pod-ready-delay', opts.podReadyDelay, 1000)
+  const identities = parseKubeconfigFor(opts.kubeconfigFor ?? [])
   const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
   let chart: Chart = loadChart(chartDir)
   const sandbox = await startSandbox({
@@ -63,12 +78,15 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
     ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
     ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
   })
+  const written: string[] = []
+  for (const id of identities) written.push(`kubeconfig for ${id.user}: ${await sandbox.kubeconfigFor({ user: id.user, groups: id.groups }, resolve(io.cwd, id.file))}`)
   const k = `kubectl --kubeconfig ${sandbox.kubeconfigPath}`
   const runOperator = opts.operator !== false
   io.stdout(
     [
       `sandbox cluster serving on ${sandbox.url}`,
       `kubeconfig: ${sandbox.kubeconfigPath}`,
+      ...written,
       runOperator ? 'the operator runs against it (JSON logs on stderr)' : `no operator: run one with  npx memcached-operator run --kubeconfig ${sandbox.kubeconfigPath}`,
       '',
       'Try:',
@@ -166,6 +184,7 @@ export function tryLines(k: string, applySample?: string): string[] {
     `  ${k} scale mc/memcached-sample --replicas=5`,
     `  ${k} get mc memcached-sample -o jsonpath='{.status.nodes}'`,
     `  ${k} get pods -w`,
+    `  ${k} auth can-i --list --as system:serviceaccount:default:default`,
   ]
 }
 

@@ -7,6 +7,7 @@
  * Writes are synchronous from request to store, so two requests can never interleave between
  * the optimistic-concurrency check and the write — as etcd's compare-and-swap guarantees.
  */
+import { rbacNameProblem } from './auth/rbac-api.ts'
 import { randomUUID } from 'node:crypto'
 import jsonpatch from 'fast-json-patch'
 import type { Operation } from 'fast-json-patch'
@@ -200,6 +201,7 @@ const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/
 
 /** The real validation message for an object name, or undefined when valid. */
 function nameProblem(type: ResourceType, name: string): string | undefined {
+  if (type.group === 'rbac.authorization.k8s.io') return rbacNameProblem(name)
   if (type.kind === 'Namespace' && type.group === '') {
     if (name.length > 63) return 'must be no more than 63 characters'
     if (!dns1123Label.test(name))
@@ -272,6 +274,8 @@ export class Cluster implements ClusterAccess {
   #table: TableRenderer | undefined
   #bookmarkIntervalMs: number
   #podTerminationMs: number
+  /** Requests answered outside the storage pipeline (reviews, TokenRequest); set by the auth layer. */
+  serveExtra: ((req: ApiRequest) => Reply | undefined) | undefined
   #serviceIPs = new Set<string>(['10.96.0.1'])
   #nextServiceIP = 10
 
@@ -317,7 +321,7 @@ export class Cluster implements ClusterAccess {
 
   /** Runs a request through faults (pause, latency, injected errors) and accounting. */
   async dispatch(req: ApiRequest, mode: { faults: boolean; account: boolean }): Promise<Reply> {
-    const target: FaultTarget = { verb: req.verb, group: req.group, resource: req.resource, subresource: req.subresource, namespace: req.namespace, name: req.name }
+    const target: FaultTarget = { verb: req.verb, group: req.group, resource: req.resource, subresource: req.subresource, namespace: req.namespace, name: req.name, user: req.user?.username }
     let reply: Reply | undefined
     if (mode.faults) {
       await this.faults.whenUnpaused()
@@ -360,6 +364,8 @@ export class Cluster implements ClusterAccess {
   }
 
   #respond(req: ApiRequest): Reply {
+    const extra = this.serveExtra?.(req)
+    if (extra) return extra
     const type = this.#typeOf(req)
     const q = req.query
     switch (req.verb) {

@@ -4,6 +4,7 @@
  * reconciler that compares naively is caught here. Quantities in container resources are
  * re-emitted in canonical form. int-or-string fields keep their JSON type.
  */
+import { defaultRbac } from './auth/rbac-api.ts'
 import type { Json, JsonObject, KubeObject } from './types.ts'
 import { canonicalQuantity } from './quantity.ts'
 
@@ -56,6 +57,10 @@ export function defaultBuiltin(object: KubeObject, hooks: DefaultingHooks = {}):
       break
     case 'v1/Secret':
       setDefault(o, 'type', 'Opaque')
+      break
+    case 'rbac.authorization.k8s.io/v1/RoleBinding':
+    case 'rbac.authorization.k8s.io/v1/ClusterRoleBinding':
+      defaultRbac(object)
       break
     case 'v1/Namespace':
       defaultNamespace(o)

@@ -79,6 +79,7 @@ function resourceEntries(t: ResourceType): Record<string, unknown>[] {
   const out = [main]
   if (t.subresources.status) out.push({ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] })
   if (t.group === '' && t.resource === 'pods') out.push({ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] })
+  if (t.group === '' && t.resource === 'serviceaccounts') out.push({ name: 'serviceaccounts/token', singularName: '', namespaced: true, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] })
   if (t.subresources.scale) out.push({ name: `${t.resource}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] })
   return out
 }
@@ -107,6 +108,8 @@ export function openapiV3GroupVersion(registry: Registry, group: string, version
   const paths: Record<string, unknown> = {}
   const body = { schema: { type: 'object' } }
   for (const t of types) {
+    // Create-only kinds (the reviews) have no PATCH operation.
+    if (!t.verbs.includes('patch')) continue
     const base = t.namespaced ? `${prefix}/namespaces/{namespace}/${t.resource}/{name}` : `${prefix}/${t.resource}/{name}`
     paths[base] = {
       patch: {

@@ -18,6 +18,7 @@
  * | `verbs` | restrict the faults to these verbs, `|`-separated (`patch|update`) |
  * | `resources` | restrict to these resources, `|`-separated; `deployments`, `deployments.apps` or `deployments/status` |
  * | `namespaces` | restrict to these namespaces, `|`-separated |
+ * | `users` | restrict to requests of these users (after impersonation), `|`-separated |
  * | `paused` | `true`: every request waits until `paused` is set back to false |
  * | `seed` | seed of the deterministic random generator (default 1); setting faults re-seeds it |
  *
@@ -38,11 +39,12 @@ export interface FaultSpec {
   verbs?: string[]
   resources?: string[]
   namespaces?: string[]
+  users?: string[]
   paused?: boolean
   seed?: number
 }
 
-/** What a request is, for matching the `verbs`/`resources`/`namespaces` restrictions. */
+/** What a request is, for matching the `verbs`/`resources`/`namespaces`/`users` restrictions. */
 export interface FaultTarget {
   verb: string
   group: string
@@ -50,11 +52,13 @@ export interface FaultTarget {
   subresource?: string | undefined
   namespace?: string | undefined
   name?: string | undefined
+  /** The requesting user's name (HTTP requests). */
+  user?: string | undefined
 }
 
 const numberKeys = ['errorRate', 'conflictRate', 'throttleRate', 'retryAfterS', 'latencyMs', 'watchDropS', 'seed'] as const
 const boolKeys = ['expireOnResume', 'paused'] as const
-const listKeys = ['verbs', 'resources', 'namespaces'] as const
+const listKeys = ['verbs', 'resources', 'namespaces', 'users'] as const
 const rateKeys = new Set(['errorRate', 'conflictRate', 'throttleRate'])
 
 function camel(key: string): string {
@@ -170,11 +174,12 @@ export class Faults {
     return new Promise((resolve) => this.#waiters.push(resolve))
   }
 
-  /** Whether the restrictions (`verbs`, `resources`, `namespaces`) select this request. */
+  /** Whether the restrictions (`verbs`, `resources`, `namespaces`, `users`) select this request. */
   matches(t: FaultTarget): boolean {
     const s = this.#spec
     if (s.verbs && s.verbs.length > 0 && !s.verbs.includes(t.verb)) return false
     if (s.namespaces && s.namespaces.length > 0 && !s.namespaces.includes(t.namespace ?? '')) return false
+    if (s.users && s.users.length > 0 && !s.users.includes(t.user ?? '')) return false
     if (s.resources && s.resources.length > 0) {
       const q = qualifiedResource(t.group, t.resource)
       const names = [t.resource, q]

@@ -10,6 +10,7 @@
  * Faults and accounting apply to API requests only, never to the control endpoints.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Auth, UserInfo } from './auth/index.ts'
 import type { Cluster, Reply } from './cluster.ts'
 import { createHash } from 'node:crypto'
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, openapiV3GroupVersion, openapiV3Root, versionInfo } from './discovery.ts'
@@ -158,23 +159,26 @@ function decodeBody(raw: Buffer, contentType: string | undefined, verb: Verb): u
   }
 }
 
-/** Creates the request listener for a cluster. `openWatches` tracks live watch responses for drops. */
-export function createHandler(cluster: Cluster, serverAddress: () => string): (req: IncomingMessage, res: ServerResponse) => void {
+/**
+ * Creates the request listener for a cluster. With `auth`, every API and discovery request is
+ * authenticated, impersonation is applied, and the request is authorized before anything else.
+ */
+export function createHandler(cluster: Cluster, serverAddress: () => string, auth?: Auth): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    handle(cluster, serverAddress, req, res).catch((e: unknown) => {
+    handle(cluster, serverAddress, auth, req, res).catch((e: unknown) => {
       if (!res.headersSent) sendError(res, e)
       else res.destroy()
     })
   }
 }
 
-async function handle(cluster: Cluster, serverAddress: () => string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(cluster: Cluster, serverAddress: () => string, auth: Auth | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://sandbox')
   const path = url.pathname
   const method = req.method ?? 'GET'
   if (path.startsWith('/sandbox/v1/')) return control(cluster, method, path, url.searchParams, req, res)
   const resourcePath = parseResourcePath(path)
-  if (!resourcePath) return discovery(cluster, serverAddress, method, path, req, res)
+  if (!resourcePath) return discovery(cluster, serverAddress, auth, method, path, req, res)
   const verb = verbOf(method, resourcePath, url.searchParams)
   if (!verb) throw methodNotAllowed()
   const raw = await readBody(req)
@@ -189,6 +193,10 @@ async function handle(cluster: Cluster, serverAddress: () => string, req: Incomi
   const accept = req.headers['accept']
   if (accept) apiReq.accept = accept
   try {
+    if (auth) {
+      apiReq.user = auth.identify(req.headers)
+      auth.authorizeRequest(apiReq, apiReq.user)
+    }
     apiReq.body = decodeBody(raw, contentType, verb)
   } catch (e) {
     cluster.account(apiReq, e instanceof StatusError ? e.code : 500)
@@ -200,7 +208,7 @@ async function handle(cluster: Cluster, serverAddress: () => string, req: Incomi
 }
 
 async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse): Promise<void> {
-  const target = { verb: 'watch', group: apiReq.group, resource: apiReq.resource, namespace: apiReq.namespace, name: apiReq.name }
+  const target = { verb: 'watch', group: apiReq.group, resource: apiReq.resource, namespace: apiReq.namespace, name: apiReq.name, user: apiReq.user?.username }
   // A watch connection held by a pause is a watch connection too: watch-drop-s cuts it as well.
   const unregister = cluster.faults.onWatchDrop(() => res.destroy())
   res.on('close', unregister)
@@ -250,8 +258,20 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse):
   res.on('close', stop)
 }
 
-async function discovery(cluster: Cluster, serverAddress: () => string, method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function discovery(cluster: Cluster, serverAddress: () => string, auth: Auth | undefined, method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   await readBody(req)
+  const ua = req.headers['user-agent']
+  const record = (code: number): void => cluster.account({ verb: 'get', group: '', version: '', resource: '', query: new URLSearchParams(), ...(ua ? { userAgent: ua } : {}) }, code)
+  if (auth) {
+    // Non-resource URLs are authorized too (system:discovery, system:public-info-viewer).
+    try {
+      const user: UserInfo = auth.identify(req.headers)
+      auth.authorizePath(method, path, user)
+    } catch (e) {
+      record(e instanceof StatusError ? e.code : 500)
+      throw e
+    }
+  }
   if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed()
   const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
   if (trimmed === '/healthz' || trimmed === '/livez' || trimmed === '/readyz') {
@@ -260,8 +280,6 @@ async function discovery(cluster: Cluster, serverAddress: () => string, method: 
     return
   }
   await cluster.faults.whenUnpaused()
-  const ua = req.headers['user-agent']
-  const record = (code: number): void => cluster.account({ verb: 'get', group: '', version: '', resource: '', query: new URLSearchParams(), ...(ua ? { userAgent: ua } : {}) }, code)
   let body: unknown
   const segs = trimmed.split('/').filter((s) => s !== '')
   if (trimmed === '/version') body = versionInfo()

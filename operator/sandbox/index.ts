@@ -10,14 +10,16 @@
  * ```
  */
 import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer as createTlsServer } from 'node:https'
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net'
 import { rm } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { dirname, join } from 'node:path'
 import { Accounting } from './accounting.ts'
 import { Cluster, rfc3339, type WriteEngine, type CrdAdapter, type TableRenderer } from './cluster.ts'
 import { Faults, type FaultSpec } from './faults.ts'
 import { createHandler } from './http.ts'
 import { writeKubeconfig } from './kubeconfig.ts'
+import { sandboxCert, sandboxKey } from './tls.ts'
 import { serverSideApply, trackUpdate, strategicMergePatch, StrategicPatchError, builtinTopology } from './apply/index.ts'
 import { defaultBuiltin } from './defaults.ts'
 import { startControllers } from './controllers/index.ts'
@@ -25,8 +27,10 @@ import { resourceTypesFromCRD, crdStatus, defaultCRD, validateCRD } from './crd.
 import { toTable } from './table.ts'
 import { badRequest } from './errors.ts'
 import type { KubeObject } from './types.ts'
+import { Auth, type AuthOptions, type IdentitySpec } from './auth/index.ts'
 
 export type { FaultSpec } from './faults.ts'
+export type { IdentitySpec, UserInfo } from './auth/index.ts'
 export type { RequestCounts, RequestRecord } from './accounting.ts'
 export { Cluster } from './cluster.ts'
 
@@ -59,14 +63,23 @@ export interface SandboxOptions {
   controllers?: boolean
   /** Count the simulated controllers' requests in the accounting (default true). */
   accountControllers?: boolean
+  /**
+   * Requests without a bearer token act as `system:anonymous` (`--anonymous-auth=true`); by
+   * default they are answered 401.
+   */
+  anonymous?: boolean
+  /** Static bearer tokens besides the kubeconfig's (`--token-auth-file`). */
+  tokens?: AuthOptions['tokens']
 }
 
 /** A running sandbox. */
 export interface Sandbox {
-  /** `http://127.0.0.1:<port>` */
+  /** `http://127.0.0.1:<port>`: plain HTTP, for clients that send `Authorization: Bearer <token>` themselves (curl, fetch). */
   url: string
+  /** `https://127.0.0.1:<port>`: the same port with TLS, the kubeconfig's server (kubectl sends credentials only over TLS). */
+  httpsUrl: string
   port: number
-  /** The kubeconfig file for kubectl and @kubernetes/client-node (context `sandbox`). */
+  /** The kubeconfig file for kubectl and @kubernetes/client-node (context `sandbox`, cluster-admin). */
   kubeconfigPath: string
   /** In-process API access plus store inspection (`cluster.store`, `cluster.registry`). */
   cluster: Cluster
@@ -74,6 +87,15 @@ export interface Sandbox {
   faults: Faults
   /** Request counters and log: HTTP requests, and the simulated controllers' unless `accountControllers: false`. */
   requests: Accounting
+  /** Authentication and authorization of the HTTP requests. */
+  auth: Auth
+  /** A new bearer token for a user (`system:serviceaccount:<ns>:<name>` for a ServiceAccount) and its groups. */
+  issueToken(identity: IdentitySpec): string
+  /**
+   * Writes a kubeconfig that acts as `identity` (to `path`, else to a file in the sandbox's
+   * temporary directory) and returns its path.
+   */
+  kubeconfigFor(identity: IdentitySpec, path?: string): Promise<string>
   /** Stops the server, cuts open watches, stops controllers, removes a temporary kubeconfig. */
   close(): Promise<void>
 }
@@ -115,14 +137,28 @@ export const tableRenderer: TableRenderer = (type, objects, opts) => {
   return toTable(type, objects, meta, opts.includeObject)
 }
 
-/** Builds a cluster (no HTTP) with the real engines: what tests of the core use. */
-export function createCluster(opts: { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; podTerminationMs?: number; accounting?: Accounting } = {}): Cluster {
+type ClusterOpts = { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; podTerminationMs?: number; accounting?: Accounting }
+
+/** A cluster with its authentication and authorization, the bootstrap RBAC policy stored. */
+function createAuthorizedCluster(opts: ClusterOpts, authOpts: AuthOptions = {}): { cluster: Cluster; auth: Auth } {
   const o: ConstructorParameters<typeof Cluster>[0] = { engine: applyEngine, topologyFor: builtinTopology, defaultBuiltin: (obj) => defaultBuiltin(obj), crd: crdAdapter, table: tableRenderer, faults: new Faults(opts.faults) }
   if (opts.historyWindow !== undefined) o.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) o.bookmarkIntervalMs = opts.bookmarkIntervalMs
   if (opts.podTerminationMs !== undefined) o.podTerminationMs = opts.podTerminationMs
   if (opts.accounting) o.accounting = opts.accounting
-  return new Cluster(o)
+  const cluster = new Cluster(o)
+  const auth = new Auth(cluster, authOpts)
+  cluster.serveExtra = (req) => auth.serve(req)
+  auth.bootstrap()
+  return { cluster, auth }
+}
+
+/**
+ * Builds a cluster (no HTTP) with the real engines: what tests of the core use. It has the
+ * bootstrap RBAC policy; its in-process requests are not authorized (they act as the server).
+ */
+export function createCluster(opts: ClusterOpts = {}): Cluster {
+  return createAuthorizedCluster(opts).cluster
 }
 
 /** Starts a sandbox API server on loopback and writes its kubeconfig. */
@@ -133,14 +169,33 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   if (opts.bookmarkIntervalMs !== undefined) cOpts.bookmarkIntervalMs = opts.bookmarkIntervalMs
   if (opts.podTerminationMs !== undefined) cOpts.podTerminationMs = opts.podTerminationMs
   cOpts.accounting = new Accounting(opts.requestLogSize)
-  const cluster = createCluster(cOpts)
+  const authOpts: AuthOptions = {}
+  if (opts.anonymous !== undefined) authOpts.anonymous = opts.anonymous
+  if (opts.tokens !== undefined) authOpts.tokens = opts.tokens
+  const { cluster, auth } = createAuthorizedCluster(cOpts, authOpts)
   for (const crd of opts.installCRDs ?? []) {
     const res = cluster.respond({ verb: 'create', group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', body: structuredClone(crd), query: new URLSearchParams(), userAgent: 'sandbox' })
     if (res.status !== 201) throw new Error(`cannot install CRD ${crd.metadata.name ?? ''}: ${res.json ?? JSON.stringify(res.body)}`)
   }
   let address = ''
-  const server: Server = createServer(createHandler(cluster, () => address))
-  server.keepAliveTimeout = 65_000
+  const handler = createHandler(cluster, () => address, auth)
+  const plain: Server = createServer(handler)
+  const tls = createTlsServer({ cert: sandboxCert, key: sandboxKey }, handler)
+  plain.keepAliveTimeout = 65_000
+  tls.keepAliveTimeout = 65_000
+  // One port, both protocols: a TLS connection starts with a handshake record (0x16).
+  const sockets = new Set<Socket>()
+  const server = createNetServer((socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.once('data', (first: Buffer) => {
+      socket.pause()
+      socket.unshift(first)
+      ;(first[0] === 0x16 ? tls : plain).emit('connection', socket)
+      process.nextTick(() => socket.resume())
+    })
+    socket.on('error', () => socket.destroy())
+  })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
@@ -151,16 +206,25 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const port = (server.address() as AddressInfo).port
   address = `127.0.0.1:${port}`
   const url = `http://${address}`
-  const kubeconfigPath = await writeKubeconfig(url, opts.kubeconfigOut)
+  const httpsUrl = `https://${address}`
+  const kubeconfigPath = await writeKubeconfig(httpsUrl, opts.kubeconfigOut)
   const controllers = opts.controllers === false ? undefined : startControllers(cluster, { podReadyDelayMs: opts.podReadyDelayMs ?? 1000, account: opts.accountControllers ?? true })
   let closed = false
+  let issued = 0
   return {
     url,
+    httpsUrl,
     port,
     kubeconfigPath,
     cluster,
     faults: cluster.faults,
     requests: cluster.accounting,
+    auth,
+    issueToken: (identity) => auth.issueToken(identity),
+    async kubeconfigFor(identity, path) {
+      const file = path ?? join(dirname(kubeconfigPath), `kubeconfig-${++issued}`)
+      return writeKubeconfig(httpsUrl, file, auth.issueToken(identity))
+    },
     async close() {
       if (closed) return
       closed = true
@@ -168,7 +232,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       cluster.faults.close()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
-        server.closeAllConnections()
+        for (const s of sockets) s.destroy()
       })
       if (opts.kubeconfigOut === undefined) await rm(dirname(kubeconfigPath), { recursive: true, force: true })
     },

@@ -195,6 +195,54 @@ const kinds: Record<string, Message> = {
   'apps/v1/Deployment': msg('Deployment', { 1: f('metadata', objectMeta), 2: f('spec', deploymentSpec), 3: f('status', deploymentStatus) }),
 }
 
+// authorization.k8s.io/v1 and authentication.k8s.io/v1: what `kubectl auth can-i|whoami` and
+// `kubectl create token` send.
+const resourceAttributes = msg('ResourceAttributes', { 1: f('namespace', 'string'), 2: f('verb', 'string'), 3: f('group', 'string'), 4: f('version', 'string'), 5: f('resource', 'string'), 6: f('subresource', 'string'), 7: f('name', 'string') })
+const nonResourceAttributes = msg('NonResourceAttributes', { 1: f('path', 'string'), 2: f('verb', 'string') })
+const accessReviewStatus = msg('SubjectAccessReviewStatus', { 1: f('allowed', 'bool'), 2: f('reason', 'string'), 3: f('evaluationError', 'string'), 4: f('denied', 'bool') })
+const subjectAccessReview = (name: string) =>
+  msg(name, {
+    1: f('metadata', objectMeta),
+    2: f('spec', msg('SubjectAccessReviewSpec', { 1: f('resourceAttributes', resourceAttributes), 2: f('nonResourceAttributes', nonResourceAttributes), 3: f('user', 'string'), 4: f('groups', 'string', { repeated: true }), 6: f('uid', 'string') })),
+    3: f('status', accessReviewStatus),
+  })
+kinds['authorization.k8s.io/v1/SubjectAccessReview'] = subjectAccessReview('SubjectAccessReview')
+kinds['authorization.k8s.io/v1/LocalSubjectAccessReview'] = subjectAccessReview('LocalSubjectAccessReview')
+kinds['authorization.k8s.io/v1/SelfSubjectAccessReview'] = msg('SelfSubjectAccessReview', {
+  1: f('metadata', objectMeta),
+  2: f('spec', msg('SelfSubjectAccessReviewSpec', { 1: f('resourceAttributes', resourceAttributes), 2: f('nonResourceAttributes', nonResourceAttributes) })),
+  3: f('status', accessReviewStatus),
+})
+kinds['authorization.k8s.io/v1/SelfSubjectRulesReview'] = msg('SelfSubjectRulesReview', {
+  1: f('metadata', objectMeta),
+  2: f('spec', msg('SelfSubjectRulesReviewSpec', { 1: f('namespace', 'string') })),
+  3: f('status', msg('SubjectRulesReviewStatus', { 3: f('incomplete', 'bool'), 4: f('evaluationError', 'string') })),
+})
+kinds['authentication.k8s.io/v1/SelfSubjectReview'] = msg('SelfSubjectReview', { 1: f('metadata', objectMeta), 2: f('status', msg('SelfSubjectReviewStatus', { 1: f('userInfo', msg('UserInfo', { 1: f('username', 'string'), 2: f('uid', 'string'), 3: f('groups', 'string', { repeated: true }) })) })) })
+kinds['authentication.k8s.io/v1/TokenRequest'] = msg('TokenRequest', {
+  1: f('metadata', objectMeta),
+  2: f('spec', msg('TokenRequestSpec', { 1: f('audiences', 'string', { repeated: true }), 3: f('boundObjectRef', msg('BoundObjectReference', { 1: f('kind', 'string'), 2: f('apiVersion', 'string'), 3: f('name', 'string'), 4: f('uid', 'string') })), 4: f('expirationSeconds', 'int', { keep: true }) })),
+  3: f('status', msg('TokenRequestStatus', { 1: f('token', 'string'), 2: f('expirationTimestamp', 'time') })),
+})
+kinds['authentication.k8s.io/v1/TokenReview'] = msg('TokenReview', { 1: f('metadata', objectMeta), 2: f('spec', msg('TokenReviewSpec', { 1: f('token', 'string'), 2: f('audiences', 'string', { repeated: true }) })), 3: f('status', msg('TokenReviewStatus', {})) })
+
+// rbac.authorization.k8s.io/v1: what `kubectl create role|clusterrole|rolebinding|clusterrolebinding` send.
+const policyRule = msg('PolicyRule', { 1: f('verbs', 'string', { repeated: true }), 2: f('apiGroups', 'string', { repeated: true }), 3: f('resources', 'string', { repeated: true }), 4: f('resourceNames', 'string', { repeated: true }), 5: f('nonResourceURLs', 'string', { repeated: true }) })
+const roleBinding = (name: string) =>
+  msg(name, {
+    1: f('metadata', objectMeta),
+    2: f('subjects', msg('Subject', { 1: f('kind', 'string'), 2: f('apiGroup', 'string'), 3: f('name', 'string'), 4: f('namespace', 'string') }), { repeated: true }),
+    3: f('roleRef', msg('RoleRef', { 1: f('apiGroup', 'string'), 2: f('kind', 'string'), 3: f('name', 'string') })),
+  })
+kinds['rbac.authorization.k8s.io/v1/Role'] = msg('Role', { 1: f('metadata', objectMeta), 2: f('rules', policyRule, { repeated: true }) })
+kinds['rbac.authorization.k8s.io/v1/ClusterRole'] = msg('ClusterRole', {
+  1: f('metadata', objectMeta),
+  2: f('rules', policyRule, { repeated: true }),
+  3: f('aggregationRule', msg('AggregationRule', { 1: f('clusterRoleSelectors', msg('LabelSelector', { 1: f('matchLabels', 'string', { map: true }) }), { repeated: true }) })),
+})
+kinds['rbac.authorization.k8s.io/v1/RoleBinding'] = roleBinding('RoleBinding')
+kinds['rbac.authorization.k8s.io/v1/ClusterRoleBinding'] = roleBinding('ClusterRoleBinding')
+
 const deleteOptions = msg('DeleteOptions', {
   1: f('gracePeriodSeconds', 'int', { keep: true }),
   2: f('preconditions', msg('Preconditions', { 1: f('uid', 'string', { keep: true }), 2: f('resourceVersion', 'string', { keep: true }) })),

@@ -199,6 +199,23 @@ function podStatus(o: KubeObject): string {
   return reason
 }
 
+const rolePrinter: Printer = {
+  columns: [col('Created At', 'date', ageDescription)],
+  cells: (o) => [str(o.metadata.creationTimestamp, '<unknown>')],
+}
+
+// rbac.SubjectsStrings: users, groups, and ServiceAccounts as `namespace:name`.
+const bindingPrinter: Printer = {
+  columns: [col('Role', 'string', 'RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable.'), col('Age', 'string', ageDescription), wide('Users', 'Users in the roleBinding'), wide('Groups', 'Groups in the roleBinding'), wide('ServiceAccounts', 'ServiceAccounts in the roleBinding')],
+  cells(o, at) {
+    const ref = obj(o['roleRef'])
+    const subjects = arr(o['subjects']).map(obj)
+    const of = (kind: string) => subjects.filter((x) => x['kind'] === kind)
+    const sas = of('ServiceAccount').map((x) => `${str(x['namespace'])}:${str(x['name'])}`)
+    return [`${str(ref['kind'])}/${str(ref['name'])}`, age(o.metadata.creationTimestamp, at), of('User').map((x) => str(x['name'])).join(', '), of('Group').map((x) => str(x['name'])).join(', '), sas.join(', ')]
+  },
+}
+
 const builtinPrinters: Record<string, Printer> = {
   '/pods': {
     columns: [col('Ready', 'string', 'The aggregate readiness state of this pod for accepting traffic.'), col('Status', 'string', 'The aggregate status of the containers in this pod.'), col('Restarts', 'string', 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.'), col('Age', 'string', ageDescription), wide('IP', 'The IP address assigned to the pod'), wide('Node', 'The name of the node assigned to this pod'), wide('Nominated Node', 'The node that this pod is nominated to run on'), wide('Readiness Gates', 'The readiness gates of this pod')],
@@ -287,6 +304,10 @@ const builtinPrinters: Record<string, Printer> = {
     columns: [col('Holder', 'string', 'The holder of the lease.'), col('Age', 'string', ageDescription)],
     cells: (o, at) => [str(obj(o['spec'])['holderIdentity']), age(o.metadata.creationTimestamp, at)],
   },
+  'rbac.authorization.k8s.io/roles': rolePrinter,
+  'rbac.authorization.k8s.io/clusterroles': rolePrinter,
+  'rbac.authorization.k8s.io/rolebindings': bindingPrinter,
+  'rbac.authorization.k8s.io/clusterrolebindings': bindingPrinter,
   'apiextensions.k8s.io/customresourcedefinitions': {
     columns: [col('Created At', 'date', ageDescription)],
     cells: (o) => [str(o.metadata.creationTimestamp, '<unknown>')],

@@ -1,3 +1,5 @@
+import type { UserInfo } from './auth/user.ts'
+
 /**
  * The sandbox cluster's shared vocabulary: objects, resource types, the schema topology that
  * server-side apply needs, and the in-process request interface that the HTTP layer and the
@@ -139,6 +141,8 @@ export interface ApiRequest {
   query: URLSearchParams
   userAgent?: string
   accept?: string
+  /** Who the request is from (HTTP requests, after authentication and impersonation); in-process requests have none. */
+  user?: UserInfo
   /** In-process callers only: run the request through the fault injector (HTTP requests always are). */
   injectFaults?: boolean
   /** In-process callers only: count the request in the accounting (HTTP requests always are). */

@@ -7,6 +7,7 @@
  */
 import { deepEqual } from './apply/json.ts'
 import { validateResourceQuota } from './admission/quota.ts'
+import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
 import { validateService } from './service.ts'
 import type { FieldCause, KubeObject } from './types.ts'
 
@@ -431,6 +432,8 @@ const validators: Record<string, KindValidator> = {
  */
 export function validateBuiltin(obj: KubeObject, old: KubeObject | undefined): FieldCause[] {
   const out = validateMetadata(obj)
-  out.push(...(validators[`${obj.apiVersion}/${obj.kind}`]?.(obj, old) ?? []))
+  const validator = validators[`${obj.apiVersion}/${obj.kind}`]
+  if (validator) out.push(...validator(obj, old))
+  else if (isRbacObject(obj)) out.push(...validateRbac(obj, old))
   return out
 }

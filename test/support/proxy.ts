@@ -3,15 +3,20 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
 
-/** Starts the proxy in front of `upstream` (closed when `t` ends); returns its URL. */
-export async function recordingProxy(t: Test, upstream: string, record: (req: http.IncomingMessage, body: Buffer) => void): Promise<string> {
+/**
+ * Starts the proxy in front of `upstream` (closed when `t` ends); returns its URL. With
+ * `authorization`, requests that carry none get it, as `kubectl proxy` adds its credentials
+ * (kubectl itself sends none over plain HTTP).
+ */
+export async function recordingProxy(t: Test, upstream: string, record: (req: http.IncomingMessage, body: Buffer) => void, authorization?: string): Promise<string> {
   const proxy = http.createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const body = Buffer.concat(chunks)
       record(req, body)
-      const up = http.request(upstream + (req.url ?? '/'), { method: req.method, headers: req.headers }, (upRes) => {
+      const headers = authorization && !req.headers.authorization ? { ...req.headers, authorization } : req.headers
+      const up = http.request(upstream + (req.url ?? '/'), { method: req.method, headers }, (upRes) => {
         res.writeHead(upRes.statusCode ?? 500, upRes.headers)
         upRes.pipe(res)
       })

@@ -169,6 +169,10 @@ const CRD = object({
   spec: implicitStruct({ names: implicitStruct({ shortNames: ATOMIC_LIST, categories: ATOMIC_LIST }), versions: ATOMIC_LIST }),
   status: implicitStruct({ conditions: CONDITIONS, acceptedNames: implicitStruct({}), storedVersions: ATOMIC_LIST }),
 })
+// k8s.io/api rbac/v1: rules, subjects and aggregation selectors are `+listType=atomic`.
+const ROLE = object({ rules: ATOMIC_LIST })
+const CLUSTER_ROLE = object({ rules: ATOMIC_LIST, aggregationRule: struct({ clusterRoleSelectors: ATOMIC_LIST }) })
+const ROLE_BINDING = object({ subjects: ATOMIC_LIST, roleRef: implicitStruct({}) })
 /** A kind the sandbox does not model: metadata typed, everything else open. */
 const UNKNOWN = object({})
 
@@ -189,6 +193,10 @@ const BUILTIN: Record<string, Topology> = {
   'events.k8s.io/v1/Event': EVENTS_EVENT,
   'coordination.k8s.io/v1/Lease': LEASE,
   'apiextensions.k8s.io/v1/CustomResourceDefinition': CRD,
+  'rbac.authorization.k8s.io/v1/Role': ROLE,
+  'rbac.authorization.k8s.io/v1/ClusterRole': CLUSTER_ROLE,
+  'rbac.authorization.k8s.io/v1/RoleBinding': ROLE_BINDING,
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ROLE_BINDING,
 }
 
 /**

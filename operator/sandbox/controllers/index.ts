@@ -1,11 +1,12 @@
 /**
- * The simulated kube-controller-manager (Deployment and ReplicaSet controllers, garbage
+ * The simulated kube-controller-manager (Deployment, ReplicaSet and clusterrole-aggregation controllers, garbage
  * collector), kube-scheduler and kubelet of the sandbox, talking to it through
  * {@link ClusterAccess} under their real user agents — so their requests are counted, and their
  * writes carry the field managers a real cluster shows (`kube-controller-manager`, `kubelet`).
  */
 import type { ClusterAccess, KubeObject } from '../types.ts'
 import { Client, controllerAgent, deployments, pods, replicaSets, type GVR } from './client.ts'
+import { ClusterRoleAggregation } from './clusterrole-aggregation.ts'
 import { DeploymentController } from './deployment.ts'
 import { GarbageCollector } from './gc.ts'
 import { Informer } from './informer.ts'
@@ -23,6 +24,7 @@ export interface ControllerOptions {
 }
 
 const crds: GVR = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' }
+const clusterRoles: GVR = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles' }
 
 interface CRDView {
   spec?: { group?: string; scope?: string; names?: { plural?: string; kind?: string }; versions?: { name?: string; served?: boolean; storage?: boolean }[] }
@@ -51,6 +53,8 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const rsInformer = new Informer(informerClient, replicaSets)
   const deploymentInformer = new Informer(informerClient, deployments)
   const crdInformer = new Informer(informerClient, crds)
+  const roleInformer = new Informer(informerClient, clusterRoles)
+  const aggregation = new ClusterRoleAggregation(new Client(access, controllerAgent('clusterrole-aggregation-controller'), account), roleInformer)
 
   const deploymentController = new DeploymentController(new Client(access, controllerAgent('deployment-controller'), account), deploymentInformer, rsInformer)
   const rsController = new ReplicaSetController(new Client(access, controllerAgent('replicaset-controller'), account), rsInformer, podInformer)
@@ -76,8 +80,9 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   })
 
   const started = (async () => {
-    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), crdInformer.start(), gc.start()])
+    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
     if (stopped) return
+    aggregation.resync()
     deploymentController.run()
     rsController.run()
     gc.run()
@@ -98,9 +103,9 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
       if (stopped) return
       stopped = true
       clearInterval(timer)
-      for (const inf of [podInformer, rsInformer, deploymentInformer, crdInformer]) inf.stop()
+      for (const inf of [podInformer, rsInformer, deploymentInformer, crdInformer, roleInformer]) inf.stop()
       // Each stop() halts its timers and watches at once, then waits for work in flight.
-      const halted = [deploymentController.stop(), rsController.stop(), kubelet.stop(), gc.stop()]
+      const halted = [deploymentController.stop(), rsController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
       await Promise.allSettled([...pending])
       await Promise.all(halted)
     },
