@@ -50,6 +50,26 @@ wWPrL76C7eO0iZc079wal0BERbcIkwjI+yZyStzFJdS0jMinmWFFdoe5
 -----END PRIVATE KEY-----
 `
 
+/** A second client identity, for rotation. */
+const ROTATED_CERT = `-----BEGIN CERTIFICATE-----
+MIIBojCCAUigAwIBAgIUV8Frf3q86f6jNw8ypCWBeRymXnAwCgYIKoZIzj0EAwIw
+GzEZMBcGA1UEAwwQb3BlcmF0b3Itcm90YXRlZDAgFw0yNjExMjUwMDMyMThaGA8y
+MTI2MTEwMTAwMzIxOFowGzEZMBcGA1UEAwwQb3BlcmF0b3Itcm90YXRlZDBZMBMG
+ByqGSM49AgEGCCqGSM49AwEHA0IABFNt4Ka2PxyKhWRRu1D7f8162DoKQt3jnoDv
+xS7ol0N3wXiEWoPJdtJ44FnjXyTJ1YeZBL46dKgmZ8vWIBFXH1WjaDBmMB0GA1Ud
+DgQWBBRdSyaJ107cEELTxHbjIrM33h+dlTAfBgNVHSMEGDAWgBRdSyaJ107cEELT
+xHbjIrM33h+dlTAPBgNVHRMBAf8EBTADAQH/MBMGA1UdJQQMMAoGCCsGAQUFBwMC
+MAoGCCqGSM49BAMCA0gAMEUCIQCv5xQiyiW7a9BvkLXoPsqu34vLuxsDESzvh/XL
+GBsUcQIgQQiixWjovGf7c+kLSGWShoSeoIY6huiBLimyNk9KoDY=
+-----END CERTIFICATE-----
+`
+const ROTATED_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgfFisrGcyvxV14cNY
+ejIOelfVrsIgwTcRiVo76X6CjwWhRANCAARTbeCmtj8cioVkUbtQ+3/Netg6CkLd
+456A78Uu6JdDd8F4hFqDyXbSeOBZ418kydWHmQS+OnSoJmfL1iARVx9V
+-----END PRIVATE KEY-----
+`
+
 const b64 = (s: string): string => Buffer.from(s).toString('base64')
 
 interface Seen {
@@ -62,7 +82,7 @@ interface Seen {
 async function server(t: Test, opts: { requireClientCert: boolean }): Promise<{ url: string; seen: Seen[]; connections: () => number }> {
   const seen: Seen[] = []
   let connections = 0
-  const srv = https.createServer({ cert: SERVER_CERT, key: SERVER_KEY, ca: CLIENT_CERT, requestCert: opts.requireClientCert, rejectUnauthorized: opts.requireClientCert }, (req, res) => {
+  const srv = https.createServer({ cert: SERVER_CERT, key: SERVER_KEY, ca: [CLIENT_CERT, ROTATED_CERT], requestCert: opts.requireClientCert, rejectUnauthorized: opts.requireClientCert }, (req, res) => {
     const peer = (req.socket as TLSSocket).getPeerCertificate()
     seen.push({ authorization: req.headers.authorization, peer: peer && 'subject' in peer && peer.subject ? String(peer.subject.CN) : undefined, url: req.url ?? '' })
     const body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'tls', namespace: 'default', creationTimestamp: '2026-11-21T10:00:00Z' }, data: { a: '1' } })
@@ -162,4 +182,23 @@ t.test('in-cluster configuration: service account token and CA from their files'
   t.equal(client.server, s.url)
   t.equal((await client.get(REF)).metadata.name, 'tls')
   t.equal(s.seen[0]?.authorization, 'Bearer sa-token')
+})
+
+t.test('client certificate files rotated on disk are used at once, on new connections (as client-go reloads them)', async (t) => {
+  const s = await server(t, { requireClientCert: true })
+  const dir = mkdtempSync(join(tmpdir(), 'mc-certs-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'tls.crt'), CLIENT_CERT)
+  writeFileSync(join(dir, 'tls.key'), CLIENT_KEY)
+  const client = new KubeClient(kubeconfig({ server: s.url, 'certificate-authority-data': b64(SERVER_CERT) }, { 'client-certificate': join(dir, 'tls.crt'), 'client-key': join(dir, 'tls.key') }), { userAgent: 'tls-test' })
+  t.teardown(() => client.close())
+  await client.get(REF)
+  await client.get(REF)
+  t.same(s.seen.map((x) => x.peer), ['operator-test', 'operator-test'])
+  t.equal(s.connections(), 1, 'kept alive while the files stay the same')
+  writeFileSync(join(dir, 'tls.crt'), ROTATED_CERT)
+  writeFileSync(join(dir, 'tls.key'), ROTATED_KEY)
+  await client.get(REF)
+  t.equal(s.seen.at(-1)?.peer, 'operator-rotated', 'the new certificate authenticates the next request')
+  t.equal(s.connections(), 2, 'on a new connection')
 })

@@ -178,6 +178,16 @@ t.test('the guard refuses invalid names and labels', async (t) => {
   ])
 })
 
+t.test('the guard refuses annotation keys and pod-template labels the API server would refuse (podAnnotations from a spec)', async (t) => {
+  const err = failure(() => renderWith({}, { size: 1, podAnnotations: { 'x\ny': 'v', 'Example.COM/Fine': 'v', ['a'.repeat(64)]: 'v' }, podLabels: { 'ok/': 'v' } }))
+  t.equal(err.kind, 'guard')
+  t.same(err.problems, [
+    'Deployment/x: invalid label key "ok/" (pod template)',
+    'Deployment/x: invalid annotation key "x\\ny" (pod template)',
+    `Deployment/x: invalid annotation key "${'a'.repeat(64)}" (pod template)`,
+  ], 'annotation keys are checked lower-cased, as ValidateAnnotations does')
+})
+
 t.test('chart loading errors name the file', async (t) => {
   t.match(failure(() => loadChart(chartWith({ 'Chart.yaml': 'name: x\n' }))).problems[0], /Chart\.yaml: name and version are required/)
   t.match(failure(() => loadChart(chartWith({ 'values.yaml': 'a: [\n' }))).problems[0], /values\.yaml:\d+: /)

@@ -8,6 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { KubeClient } from '../controller/client.ts'
+import { defaultKubeconfigFiles, loadKubeconfigFiles } from '../controller/credentials.ts'
 import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } from '../controller/health.ts'
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
@@ -51,10 +52,15 @@ function ownNamespace(): string {
 
 /** The kubeconfig of `--kubeconfig`, else KUBECONFIG, ~/.kube/config or the in-cluster service account. */
 export function loadKubeConfig(file: string | undefined, io: CliIO): KubeConfig {
-  const kc = new KubeConfig()
+  let kc: KubeConfig
   try {
-    if (file) kc.loadFromFile(resolve(io.cwd, file))
-    else kc.loadFromDefault()
+    const files = file ? [resolve(io.cwd, file)] : defaultKubeconfigFiles()
+    if (files.length > 0) kc = loadKubeconfigFiles(files)
+    else {
+      // In a pod: the service account's token (re-read by client-node) and CA.
+      kc = new KubeConfig()
+      kc.loadFromDefault()
+    }
   } catch (err) {
     throw new InputError(`kubeconfig ${file ?? process.env.KUBECONFIG ?? '~/.kube/config'}: ${err instanceof Error ? err.message : String(err)}`)
   }

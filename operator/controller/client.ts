@@ -7,6 +7,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import { KubeConfig } from '@kubernetes/client-node'
+import { ExecCredentials, trimBearer, type ExecConfig, type ExecStatus } from './credentials.ts'
 
 /** An owner reference (metav1.OwnerReference). */
 export interface OwnerReference {
@@ -303,6 +304,27 @@ export interface RawResponse {
 }
 
 /**
+ * HTTPS_PROXY, HTTP_PROXY and NO_PROXY for a server, as client-go takes them from the environment
+ * when the kubeconfig names no `proxy-url` (Go's http.ProxyFromEnvironment), through node's
+ * built-in proxy support (the agents' `proxyEnv`, node 24.5 and later). As in Go, a loopback server
+ * is never proxied.
+ */
+export function proxyEnvFor(server: URL): { proxyEnv?: NodeJS.ProcessEnv } {
+  const host = server.hostname.replace(/^\[|\]$/g, '')
+  if (host === 'localhost' || /^127\./.test(host) || host === '::1') return {}
+  const env = process.env
+  const any = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy
+  return any ? { proxyEnv: env } : {}
+}
+
+/** Whether two lists of TLS material (strings, Buffers, arrays of them) are equal. */
+function sameMaterial(a: readonly unknown[], b: readonly unknown[]): boolean {
+  const same = (x: unknown, y: unknown): boolean =>
+    Buffer.isBuffer(x) && Buffer.isBuffer(y) ? x.equals(y) : Array.isArray(x) && Array.isArray(y) ? x.length === y.length && x.every((v, i) => same(v, y[i])) : x === y
+  return a.length === b.length && a.every((v, i) => same(v, b[i]))
+}
+
+/**
  * The JSON text of an apply body. The server reads it as YAML (sigs.k8s.io/yaml, go-yaml's scanner),
  * for which U+0085, U+2028 and U+2029 are line breaks: inside a quoted string it would fold them
  * into spaces. JSON.stringify writes them raw, and only inside strings, so they become `\uXXXX`
@@ -318,7 +340,10 @@ export class KubeClient {
   #server: URL
   #opts: KubeClientOptions
   #agent: http.Agent | undefined
+  /** The TLS material #agent was made with: when a file or a plugin rotates it, a new pool. */
+  #agentKey: readonly unknown[] = []
   #useConfigAgent: boolean
+  #exec: ExecCredentials | undefined
 
   /** @throws Error when the kubeconfig has no current cluster */
   constructor(kc: KubeConfig, opts: KubeClientOptions) {
@@ -327,13 +352,18 @@ export class KubeClient {
     this.#server = new URL(cluster.server)
     this.#opts = opts
     this.#useConfigAgent = Boolean(cluster.proxyUrl)
+    const user = kc.getCurrentUser()
+    const exec = user?.exec as ExecConfig | undefined
+    if (exec?.command) this.#exec = new ExecCredentials(exec, cluster)
     // client-node refuses plain http unless TLS verification is off, which means nothing for http;
-    // a loopback sandbox or `kubectl proxy` is plain http.
-    if (this.#server.protocol === 'http:' && !cluster.skipTLSVerify) {
+    // a loopback sandbox or `kubectl proxy` is plain http. Its own exec runner is left out: the
+    // plugin runs here (see credentials.ts).
+    const plainHttp = this.#server.protocol === 'http:' && !cluster.skipTLSVerify
+    if (plainHttp || this.#exec) {
       const view = new KubeConfig()
       view.loadFromOptions({
-        clusters: kc.clusters.map((c) => (c.name === cluster.name ? { ...c, skipTLSVerify: true } : c)),
-        users: kc.users,
+        clusters: kc.clusters.map((c) => (plainHttp && c.name === cluster.name ? { ...c, skipTLSVerify: true } : c)),
+        users: kc.users.map((u) => (this.#exec && u.name === user?.name ? { ...u, exec: undefined } : u)),
         contexts: kc.contexts,
         currentContext: kc.currentContext,
       })
@@ -356,20 +386,40 @@ export class KubeClient {
     return resourceInfo(ref, this.#opts.resources)
   }
 
-  /** Connection options (agent, TLS material, auth headers) for one request; credentials may rotate, so they are resolved each time. */
-  async #connection(): Promise<{ agent: http.Agent; headers: Record<string, string>; tls: https.RequestOptions }> {
+  /**
+   * Connection options (agent, auth headers) for one request, and the exec credential they use.
+   * Credentials may rotate, so they are resolved each time: client-node reads certificate, key and
+   * CA files anew and re-reads token files; an exec plugin's credential is cached until it expires.
+   */
+  async #connection(): Promise<{ agent: http.Agent; headers: Record<string, string>; tls: https.RequestOptions; exec?: ExecStatus }> {
     const opts: https.RequestOptions = {}
     await this.#kc.applyToHTTPSOptions(opts)
     const headers: Record<string, string> = {}
     for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v)
     if (opts.auth) headers['Authorization'] = `Basic ${Buffer.from(opts.auth).toString('base64')}`
-    if (this.#useConfigAgent && opts.agent instanceof http.Agent) return { agent: opts.agent, headers, tls: {} }
+    const exec = await this.#exec?.get()
+    if (exec?.token) headers['Authorization'] = `Bearer ${exec.token}`
+    if (exec?.clientCertificateData && exec.clientKeyData) {
+      opts.cert = exec.clientCertificateData
+      opts.key = exec.clientKeyData
+    }
+    if (headers['Authorization']) headers['Authorization'] = trimBearer(headers['Authorization'])
+    if (this.#useConfigAgent && opts.agent instanceof http.Agent) return { agent: opts.agent, headers, tls: {}, ...(exec ? { exec } : {}) }
     // client-node's agents do not keep connections alive; one socket per request is slow at scale.
+    // New TLS material (a rotated certificate file, a new certificate from a plugin) gets a new pool
+    // and the old connections are closed, as client-go's connection rotation does.
+    const key = [opts.ca, opts.cert, opts.key, opts.pfx, opts.passphrase, opts.servername, opts.rejectUnauthorized]
+    if (this.#agent && !sameMaterial(key, this.#agentKey)) {
+      this.#agent.destroy()
+      this.#agent = undefined
+    }
+    this.#agentKey = key
+    const proxy = proxyEnvFor(this.#server)
     this.#agent ??=
       this.#server.protocol === 'https:'
-        ? new https.Agent({ keepAlive: true, ca: opts.ca, cert: opts.cert, key: opts.key, pfx: opts.pfx, passphrase: opts.passphrase, servername: opts.servername, ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}) })
-        : new http.Agent({ keepAlive: true })
-    return { agent: this.#agent, headers, tls: {} }
+        ? new https.Agent({ keepAlive: true, ca: opts.ca, cert: opts.cert, key: opts.key, pfx: opts.pfx, passphrase: opts.passphrase, servername: opts.servername, ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}), ...proxy })
+        : new http.Agent({ keepAlive: true, ...proxy })
+    return { agent: this.#agent, headers, tls: {}, ...(exec ? { exec } : {}) }
   }
 
   #url(path: string, query?: URLSearchParams): URL {
@@ -379,7 +429,7 @@ export class KubeClient {
     return url
   }
 
-  async #open(req: RawRequest, timeoutMs: number | undefined): Promise<{ res: http.IncomingMessage; abort: () => void }> {
+  async #open(req: RawRequest, timeoutMs: number | undefined): Promise<{ res: http.IncomingMessage; abort: () => void; exec?: ExecStatus }> {
     const conn = await this.#connection()
     const url = this.#url(req.path, req.query)
     const bodyText = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
@@ -409,14 +459,26 @@ export class KubeClient {
         r.once('close', () => signal.removeEventListener('abort', abort))
       }
       r.once('error', reject)
-      r.once('response', (res) => resolve({ res, abort }))
+      r.once('response', (res) => {
+        // A refused exec credential is run for again (client-go refreshes on 401).
+        if (res.statusCode === 401) this.#exec?.invalidate(conn.exec)
+        resolve({ res, abort, ...(conn.exec ? { exec: conn.exec } : {}) })
+      })
       r.end(bodyText)
     })
   }
 
-  /** Sends one request and reads the whole answer (any status). */
+  /**
+   * Sends one request and reads the whole answer (any status). A 401 to a request made with an
+   * exec plugin's credential is sent once more with a fresh one (the server processed nothing).
+   */
   async request(req: RawRequest): Promise<RawResponse> {
-    const { res } = await this.#open(req, this.#opts.requestTimeoutMs ?? 30_000)
+    const first = await this.#read(req)
+    return first.status === 401 && first.exec ? (await this.#read(req)) : first
+  }
+
+  async #read(req: RawRequest): Promise<RawResponse & { exec?: ExecStatus }> {
+    const { res, exec } = await this.#open(req, this.#opts.requestTimeoutMs ?? 30_000)
     const chunks: Buffer[] = []
     await new Promise<void>((resolve, reject) => {
       res.on('data', (c: Buffer) => chunks.push(c))
@@ -426,7 +488,7 @@ export class KubeClient {
         if (!res.complete) reject(new Error(`${req.method} ${req.path}: connection closed before the answer was complete`))
       })
     })
-    return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }
+    return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ...(exec ? { exec } : {}) }
   }
 
   /** Sends a request and parses a 2xx JSON answer. @throws ApiError for any other status */

@@ -25,6 +25,12 @@ export const MANAGED_KINDS: readonly ManagedKind[] = [
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
 
+/** A label or annotation key: an optional DNS-subdomain prefix and `/`, then a name of at most 63 characters. */
+function isQualifiedName(key: string): boolean {
+  const slash = key.lastIndexOf('/')
+  return LABEL_KEY.test(key) && key.length - slash - 1 <= 63 && slash <= 253
+}
+
 /** Every rule an instance's objects break, as `Kind/name: problem`; empty when all is well. */
 export function guardObjects(objects: RenderedObject[], namespace: string): string[] {
   const problems: string[] = []
@@ -43,9 +49,18 @@ export function guardObjects(objects: RenderedObject[], namespace: string): stri
     if (!validName) {
       problems.push(`${id}: invalid name: ${o.kind === 'Service' ? 'a DNS-1035 label (at most 63 characters, starting with a letter)' : 'a DNS subdomain'} is required`)
     }
-    for (const [key, value] of Object.entries(o.metadata.labels ?? {})) {
-      if (!LABEL_KEY.test(key) || key.split('/').at(-1)!.length > 63) problems.push(`${id}: invalid label key ${JSON.stringify(key)}`)
-      if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) problems.push(`${id}: invalid value of label ${JSON.stringify(key)}: ${JSON.stringify(value)}`)
+    // The object's metadata and its pod template's (a value such as podAnnotations lands there),
+    // which the API server validates alike (ValidateObjectMeta, ValidatePodTemplateSpec).
+    const template = (o as { spec?: { template?: { metadata?: { labels?: unknown; annotations?: unknown } } } }).spec?.template?.metadata
+    for (const [where, meta] of [['', o.metadata], [' (pod template)', template]] as const) {
+      if (!meta) continue
+      for (const [key, value] of Object.entries((meta.labels ?? {}) as Record<string, unknown>)) {
+        if (!isQualifiedName(key)) problems.push(`${id}: invalid label key ${JSON.stringify(key)}${where}`)
+        if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) problems.push(`${id}: invalid value of label ${JSON.stringify(key)}${where}: ${JSON.stringify(value)}`)
+      }
+      for (const key of Object.keys((meta.annotations ?? {}) as Record<string, unknown>)) {
+        if (!isQualifiedName(key.toLowerCase())) problems.push(`${id}: invalid annotation key ${JSON.stringify(key)}${where}`)
+      }
     }
     if (seen.has(id)) problems.push(`${id}: rendered twice`)
     seen.add(id)

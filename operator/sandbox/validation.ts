@@ -85,28 +85,28 @@ const prefixMsg =
   "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 
 /** A label or annotation key (`prefix/name`), as IsQualifiedName checks it. */
-function keyProblems(field: string, key: string): FieldCause[] {
+function keyProblems(field: string, key: string, shown = key): FieldCause[] {
   const out: FieldCause[] = []
   const parts = key.split('/')
   let name = key
   if (parts.length === 2) {
     const prefix = parts[0] ?? ''
     name = parts[1] ?? ''
-    if (prefix.length === 0) out.push(invalid(field, q(key), 'prefix part must be non-empty'))
-    else if (prefix.length > 253) out.push(invalid(field, q(key), 'prefix part must be no more than 253 characters'))
-    else if (!subdomain.test(prefix)) out.push(invalid(field, q(key), prefixMsg))
+    if (prefix.length === 0) out.push(invalid(field, q(shown), 'prefix part must be non-empty'))
+    else if (prefix.length > 253) out.push(invalid(field, q(shown), 'prefix part must be no more than 253 characters'))
+    else if (!subdomain.test(prefix)) out.push(invalid(field, q(shown), prefixMsg))
   } else if (parts.length > 2) {
     return [
       invalid(
         field,
-        q(key),
+        q(shown),
         "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
       ),
     ]
   }
-  if (name.length === 0) out.push(invalid(field, q(key), 'name part must be non-empty'))
-  else if (name.length > 63) out.push(invalid(field, q(key), 'name part must be no more than 63 characters'))
-  else if (!qualifiedName.test(name)) out.push(invalid(field, q(key), namePartMsg))
+  if (name.length === 0) out.push(invalid(field, q(shown), 'name part must be non-empty'))
+  else if (name.length > 63) out.push(invalid(field, q(shown), 'name part must be no more than 63 characters'))
+  else if (!qualifiedName.test(name)) out.push(invalid(field, q(shown), namePartMsg))
   return out
 }
 
@@ -127,19 +127,22 @@ function labelValueProblems(field: string, value: string): FieldCause[] {
   return []
 }
 
+/** Annotation keys (checked lower-cased, as ValidateAnnotations does) and their total size. */
+function validateAnnotations(field: string, ann: unknown): FieldCause[] {
+  const out: FieldCause[] = []
+  if (!isObj(ann)) return out
+  let size = 0
+  for (const [k, v] of Object.entries(ann)) {
+    out.push(...keyProblems(field, k.toLowerCase(), k))
+    size += k.length + String(v).length
+  }
+  if (size > 256 * 1024) out.push({ reason: 'FieldValueTooLong', field, message: `Too long: may not be more than 262144 bytes` })
+  return out
+}
+
 /** Metadata checks every object gets: label syntax, annotation keys and their total size. */
 export function validateMetadata(obj: KubeObject): FieldCause[] {
-  const out = validateLabels('metadata.labels', obj.metadata.labels)
-  const ann = obj.metadata.annotations
-  if (isObj(ann)) {
-    let size = 0
-    for (const [k, v] of Object.entries(ann)) {
-      out.push(...keyProblems('metadata.annotations', k))
-      size += k.length + String(v).length
-    }
-    if (size > 256 * 1024) out.push({ reason: 'FieldValueTooLong', field: 'metadata.annotations', message: `Too long: may not be more than 262144 bytes` })
-  }
-  return out
+  return [...validateLabels('metadata.labels', obj.metadata.labels), ...validateAnnotations('metadata.annotations', obj.metadata.annotations)]
 }
 
 function matchLabelsOf(selector: unknown): Record<string, string> | undefined {
@@ -254,7 +257,7 @@ function intOrPercentValue(v: unknown): number {
  * valid and non-empty, template labels matched by it. The empty-selector message names
  * "deployment" for ReplicaSets too, as upstream does.
  */
-function validateSelectorAndTemplate(spec: Record<string, unknown>, noun: string, templateLabelsField: string): FieldCause[] {
+function validateSelectorAndTemplate(spec: Record<string, unknown>, noun: string): FieldCause[] {
   const out: FieldCause[] = []
   const selector = spec.selector
   const template = isObj(spec.template) ? spec.template : {}
@@ -265,7 +268,10 @@ function validateSelectorAndTemplate(spec: Record<string, unknown>, noun: string
     if (isEmptySelector(selector)) out.push(invalid('spec.selector', goSelector(selector), `empty selector is invalid for ${noun}`))
     else if (!selectorMatches(selector, isObj(tmeta.labels) ? tmeta.labels : {})) out.push(invalid('spec.template.metadata.labels', goMap(tmeta.labels), '`selector` does not match template `labels`'))
   }
-  out.push(...validateLabels(templateLabelsField, tmeta.labels))
+  // ValidatePodTemplateSpec(template, fldPath "spec.template"), pkg/apis/core/validation/validation.go:
+  // the template's labels and annotations are reported at spec.template.labels / .annotations.
+  out.push(...validateLabels('spec.template.labels', tmeta.labels))
+  out.push(...validateAnnotations('spec.template.annotations', tmeta.annotations))
   return out
 }
 
@@ -273,7 +279,7 @@ function validateReplicated(obj: KubeObject, old: KubeObject | undefined, kind: 
   const spec = isObj(obj.spec) ? obj.spec : {}
   const out: FieldCause[] = nonNegative('spec.replicas', spec.replicas)
   if (kind === 'ReplicaSet') out.push(...nonNegative('spec.minReadySeconds', spec.minReadySeconds))
-  out.push(...validateSelectorAndTemplate(spec, 'deployment', 'spec.template.metadata.labels'))
+  out.push(...validateSelectorAndTemplate(spec, 'deployment'))
   const template = isObj(spec.template) ? spec.template : {}
   out.push(...validatePodSpec('spec.template.spec', template.spec))
   if (kind === 'Deployment') {
@@ -342,7 +348,7 @@ function validateStatefulSet(obj: KubeObject, old: KubeObject | undefined): Fiel
   out.push(...nonNegative('spec.replicas', spec.replicas))
   out.push(...nonNegative('spec.minReadySeconds', spec.minReadySeconds))
   if (isObj(spec.ordinals)) out.push(...nonNegative('spec.ordinals.start', spec.ordinals.start))
-  out.push(...validateSelectorAndTemplate(spec, 'statefulset', 'spec.template.labels'))
+  out.push(...validateSelectorAndTemplate(spec, 'statefulset'))
   if (old) {
     const without = (s: unknown): Record<string, unknown> => Object.fromEntries(Object.entries(isObj(s) ? s : {}).filter(([k]) => !statefulSetMutable.includes(k)))
     if (!deepEqual(without(spec), without(old.spec)))
