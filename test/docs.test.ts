@@ -126,7 +126,7 @@ t.test('npm start runs the operator on the sandbox, applies the sample and print
   await eventually('the sample converged', () => (converged.test(p.output()) ? true : undefined), 60_000)
   t.match(p.output(), /^kubeconfig: \S+$/m)
   const url = /^sandbox cluster serving on (\S+)$/m.exec(p.output())?.[1]
-  t.equal((await fetch(`${url}/version`)).status, 200)
+  t.equal((await fetch(`${url}/version`, { headers: { Authorization: 'Bearer sandbox' } })).status, 200, 'the sandbox answers')
   // Ctrl-C reaches npm and the operator alike: npm reports the signal, the operator stops cleanly.
   await stop(p, 'SIGINT')
   t.match(p.output(), /^stopping the sandbox$/m)
