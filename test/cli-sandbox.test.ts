@@ -82,6 +82,23 @@ for (const sample of [true, false]) {
   })
 }
 
+t.test('--kubeconfig-for writes a kubeconfig that RBAC governs (kubectl auth whoami, a 403, can-i)', async (t) => {
+  const dir = tempDir('mc-sb-for-')
+  const sa = join(dir, 'sa.kubeconfig')
+  const jane = join(dir, 'jane.kubeconfig')
+  const io = captureIO('', dir)
+  const running = await startSandboxCommand({ kubeconfigOut: kubeconfigIn(), operator: false, sample: false, kubeconfigFor: ['system:serviceaccount:default:app=sa.kubeconfig', 'jane,devs=jane.kubeconfig'] }, io, quiet)
+  t.teardown(() => running.close())
+  t.match(io.out(), /kubeconfig for system:serviceaccount:default:app: /)
+  const asSa = kubectlFor(sa)
+  t.match(await asSa('auth', 'whoami'), /Username\s+system:serviceaccount:default:app\n/)
+  t.match(await kubectlFor(jane)('auth', 'whoami'), /Groups\s+\[devs system:authenticated\]/)
+  const denied = await asSa('get', 'pods').then(() => undefined, (e: { stderr: string }) => e.stderr)
+  t.equal(denied, 'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:default:app" cannot list resource "pods" in API group "" in the namespace "default"\n')
+  t.equal(await asSa('auth', 'can-i', 'create', 'selfsubjectaccessreviews.authorization.k8s.io'), 'yes\n', 'what every authenticated user may')
+  t.equal((await runCli(['sandbox', '--kubeconfig-for', 'jane'], captureIO())), 2, 'IDENTITY=FILE is required')
+})
+
 t.test('--watch-chart re-renders every CR when a chart file changes', async (t) => {
   const dir = chartWith({})
   const io = captureIO()

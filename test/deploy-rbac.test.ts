@@ -1,14 +1,18 @@
 /**
  * RBAC proof: the operator (`run`'s code path, with leader election) goes through the scenarios of
- * the integration suite against the sandbox, which records every request; every request the
- * operator made must be allowed by the rules kustomize/default binds to its ServiceAccount, and
- * every rule must have been needed by some request. Changing a rule in kustomize/rbac in either
+ * the integration suite as its own ServiceAccount, with the RBAC of kustomize/default applied and
+ * enforced by the sandbox's authorizer and its OwnerReferencesPermissionEnforcement admission: a
+ * request it is not allowed makes the scenario fail (and none may have been answered 403). As a
+ * second check, every request recorded must be allowed by the rules, and every rule must have been
+ * needed by some request or admission check; changing a rule in kustomize/rbac in either
  * direction fails this test.
  */
+import { execFile } from 'node:child_process'
 import pino from 'pino'
 import t, { type Test } from 'tap'
 import { memcachedCRD } from '../operator/api/crd.ts'
-import type { KubeClient, KubeObject } from '../operator/controller/client.ts'
+import { KubeConfig } from '@kubernetes/client-node'
+import { KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { packageVersion } from '../operator/cli/io.ts'
 import { startOperator, type Operator, type RunOptions } from '../operator/cli/run.ts'
 import { loadChart } from '../operator/render/chart.ts'
@@ -20,6 +24,7 @@ import type { RequestRecord } from '../operator/sandbox/accounting.ts'
 import { allowing, expand, grantsFor, kustomize, ruleMatches, type Attributes, type Grant } from './deploy-manifests.ts'
 import { chartWith } from './support/chart.ts'
 import { captureIO } from './support/io.ts'
+import { kubectlPath } from './support/tools.ts'
 import { clientFor, eventually } from './support/operator.ts'
 
 const NS = 'memcached-operator-system'
@@ -47,10 +52,18 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   const user = clientFor(sandbox, 'test-user/1', 'test-user')
   t.teardown(() => user.close())
   for (const ns of [NS, 'team-a']) await user.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
+  // The operator's ServiceAccount and RBAC exactly as kustomize/default installs them.
+  const rbac = kustomize('default').filter((o) => o.kind === 'ServiceAccount' || o.apiVersion === 'rbac.authorization.k8s.io/v1')
+  t.same(rbac.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount'])
+  await new Promise<void>((done, fail) => {
+    const kubectl = execFile(kubectlPath(), ['--kubeconfig', sandbox.kubeconfigPath, 'apply', '--server-side', '-f', '-'], (err) => (err ? fail(err) : done()))
+    kubectl.stdin!.end(rbac.map((o) => JSON.stringify(o)).join('\n'))
+  })
+  const asOperator = await sandbox.kubeconfigFor({ user: `system:serviceaccount:${NS}:${SA}` })
 
   // As the manager Deployment runs it: all namespaces, leader election in the operator's namespace.
   const opts: RunOptions = {
-    kubeconfig: sandbox.kubeconfigPath,
+    kubeconfig: asOperator,
     namespace: [],
     concurrency: '2',
     resyncPeriod: '10m',
@@ -112,7 +125,9 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   // A repeated event after the suppression window patches the count of the existing Event. Ten
   // minutes cannot pass in a test, so the operator's recorder is driven with its clock advanced,
   // through a client with the operator's identity.
-  const opClient = clientFor(sandbox, UA)
+  const opKc = new KubeConfig()
+  opKc.loadFromFile(asOperator)
+  const opClient = new KubeClient(opKc, { userAgent: UA, fieldManager: 'memcached-operator' })
   t.teardown(() => opClient.close())
   const recorder = new ApiEventRecorder(opClient, new EventAggregator(), pino({ level: 'silent' }), () => now)
   let now = new Date()
@@ -142,7 +157,15 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
   // the built-in system:discovery ClusterRole; the operator needs nothing more there.
   const discovery = records.filter((r) => r.resource === '')
   t.ok(discovery.every((r) => r.verb === 'get'), 'non-resource requests are discovery reads')
-  const requests = records.filter((r) => r.resource !== '').map(attributes)
+  t.same(records.filter((r) => r.code === 401 || r.code === 403).map((r) => `${r.code} ${describe(attributes(r))}`), [], 'the authorizer refused nothing')
+  // What OwnerReferencesPermissionEnforcement asks the authorizer for each child the operator
+  // creates with a blocking owner reference (the children carry their CR's name).
+  const managed = new Set(MANAGED_KINDS.map((k) => k.resource))
+  const admission: Attributes[] = records
+    .filter((r) => r.verb === 'patch' && r.code === 201 && managed.has(r.resource) && !r.subresource)
+    .map((r) => ({ verb: 'update', group: 'cache.example.com', resource: 'memcacheds', subresource: 'finalizers', ...(r.namespace ? { namespace: r.namespace } : {}), ...(r.name ? { name: r.name } : {}) }))
+  t.ok(admission.length > 0, 'children were created')
+  const requests = [...records.filter((r) => r.resource !== '').map(attributes), ...admission]
   t.ok(requests.length > 40, `${requests.length} requests recorded`)
 
   const denied = [...new Set(requests.filter((a) => allowing(grants, a).length === 0).map(describe))]
@@ -181,6 +204,32 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
   const leases = requests.filter((a) => a.resource === 'leases')
   t.ok(leases.length > 0 && leases.every((a) => a.namespace === NS), 'Leases only in the operator\'s namespace (hence the Role)')
   t.same([...new Set(leases.map((a) => a.verb))].sort(), ['create', 'get', 'update'])
+})
+
+t.test('without update on memcacheds/finalizers, OwnerReferencesPermissionEnforcement refuses every child and the CR says so', async (t) => {
+  const sandbox = await startSandbox({ podReadyDelayMs: 10, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const user = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => user.close())
+  await user.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })
+  // kustomize/default's RBAC with that one rule taken out.
+  const rbac = kustomize('default')
+    .filter((o) => o.kind === 'ServiceAccount' || o.apiVersion === 'rbac.authorization.k8s.io/v1')
+    .map((o) => (o.kind === 'ClusterRole' ? { ...o, rules: ((o as unknown as { rules: { resources?: string[] }[] }).rules).filter((r) => !r.resources?.includes('memcacheds/finalizers')) } : o))
+  await new Promise<void>((done, fail) => {
+    const kubectl = execFile(kubectlPath(), ['--kubeconfig', sandbox.kubeconfigPath, 'apply', '--server-side', '-f', '-'], (err) => (err ? fail(err) : done()))
+    kubectl.stdin!.end(rbac.map((o) => JSON.stringify(o)).join('\n'))
+  })
+  const opts: RunOptions = { kubeconfig: await sandbox.kubeconfigFor({ user: `system:serviceaccount:${NS}:${SA}` }), namespace: [], concurrency: '1', resyncPeriod: '10m', leaderElectionId: 'memcached-operator-leader', metricsBindAddress: '0', healthProbeBindAddress: '0' }
+  const op = await startOperator(opts, captureIO(), pino({ level: 'silent' }), () => chart)
+  t.teardown(() => op.stop())
+  await user.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 1 } })
+  const degraded = await eventually('Degraded', async () => {
+    const cr = await user.get({ ...MC, namespace: 'default', name: 'cache' })
+    return ((cr.status ?? {}) as Status).conditions?.find((c) => c.type === 'Degraded' && c.reason === 'ApplyFailed')
+  })
+  t.match((degraded as unknown as { message: string }).message, /is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on/)
+  t.same((await user.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: 'default' })).items, [], 'nothing was created')
 })
 
 t.test('the rules of kustomize/rbac are those of kustomize/default, without the prefix and namespace', async (t) => {

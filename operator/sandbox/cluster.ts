@@ -37,6 +37,8 @@ import { fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, 
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
+import { admitOwnerReferences } from './admission/ownerreferences.ts'
+import type { Attributes, Decision } from './auth/rbac.ts'
 import { admitPodSecurity } from './admission/podsecurity.ts'
 import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
 import { prepareService } from './service.ts'
@@ -276,6 +278,8 @@ export class Cluster implements ClusterAccess {
   #podTerminationMs: number
   /** Requests answered outside the storage pipeline (reviews, TokenRequest); set by the auth layer. */
   serveExtra: ((req: ApiRequest) => Reply | undefined) | undefined
+  /** The authorizer, for admission plugins that ask it (OwnerReferencesPermissionEnforcement); set by the auth layer. */
+  authorize: ((a: Attributes) => Decision) | undefined
   #serviceIPs = new Set<string>(['10.96.0.1'])
   #nextServiceIP = 10
 
@@ -620,6 +624,9 @@ export class Cluster implements ClusterAccess {
         if (mode !== 'Ignore') for (const p of pruned) warnings.push(`unknown field "${p}"`)
       }
     }
+    // OwnerReferencesPermissionEnforcement is a mutating plugin: it runs before validation. Only
+    // requests with a user pass through it (the sandbox's own controllers act as the server).
+    if (req.user && this.authorize) admitOwnerReferences(type, obj, old, req.user, req.subresource, this.authorize, (g, v, k) => this.registry.byKind(g, v, k))
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
     causes.push(...(type.validate?.(obj) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)

@@ -149,6 +149,7 @@ function createAuthorizedCluster(opts: ClusterOpts, authOpts: AuthOptions = {}):
   const cluster = new Cluster(o)
   const auth = new Auth(cluster, authOpts)
   cluster.serveExtra = (req) => auth.serve(req)
+  cluster.authorize = (a) => auth.authorizer.authorize(a)
   auth.bootstrap()
   return { cluster, auth }
 }
