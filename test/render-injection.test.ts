@@ -109,17 +109,40 @@ t.test('property: no generated string adds a key or changes a value', async (t) 
   t.pass('300 generated strings changed nothing')
 })
 
-t.test('property: hostile annotation keys stay keys', async (t) => {
+/** An annotation key as the API server accepts it (IsQualifiedName of the lower-cased key). */
+function validAnnotationKey(key: string): boolean {
+  const parts = key.toLowerCase().split('/')
+  if (parts.length > 2) return false
+  const name = parts.at(-1)!
+  const prefix = parts.length === 2 ? parts[0]! : undefined
+  const nameOk = name.length > 0 && name.length <= 63 && /^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/.test(name)
+  const prefixOk = prefix === undefined || (prefix.length > 0 && prefix.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(prefix))
+  return nameOk && prefixOk
+}
+
+t.test('property: hostile annotation keys stay keys, or the render is refused naming exactly the keys the API server would refuse', async (t) => {
+  const key = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }), fc.stringMatching(/^([a-z0-9]{1,8}(\.[a-z0-9]{1,8}){0,2}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?$/))
+  let kept = 0
+  let refused = 0
   fc.assert(
-    fc.property(fc.dictionary(fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }), fc.string({ maxLength: 10 }), { maxKeys: 4 }), (annotations) => {
-      const r = renderInstance(chart, { name: 'inj', namespace: 'default', spec: { size: 1, podAnnotations: annotations } })
+    fc.property(fc.dictionary(key, fc.string({ maxLength: 10 }), { maxKeys: 4 }), (annotations) => {
+      const bad = Object.keys(annotations).filter((k) => !validAnnotationKey(k))
+      let r: ReturnType<typeof renderInstance>
+      try {
+        r = renderInstance(chart, { name: 'inj', namespace: 'default', spec: { size: 1, podAnnotations: annotations } })
+      } catch (err) {
+        refused++
+        if (!(err instanceof RenderError) || err.kind !== 'guard') return false
+        return JSON.stringify(err.problems) === JSON.stringify(bad.map((k) => `Deployment/inj: invalid annotation key ${JSON.stringify(k)} (pod template)`))
+      }
+      kept++
       const dep = r.objects.find((o) => o.kind === 'Deployment') as any
       const got = dep.spec.template.metadata.annotations ?? {}
-      return JSON.stringify(Object.entries(got).sort()) === JSON.stringify(Object.entries(annotations).sort())
+      return bad.length === 0 && JSON.stringify(Object.entries(got).sort()) === JSON.stringify(Object.entries(annotations).sort())
     }),
     { numRuns: 300 },
   )
-  t.pass('300 generated maps of annotations kept')
+  t.ok(kept > 30 && refused > 30, `both outcomes generated (${kept} kept exactly, ${refused} refused with their keys named)`)
 })
 
 t.test('property: any spec either renders valid objects or is refused with located problems', async (t) => {
