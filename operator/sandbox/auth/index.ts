@@ -111,9 +111,9 @@ export class Auth {
   }
 }
 
-/** The clusterrole-aggregation controller's write: a forced apply of `rules` only. */
-export function aggregateApply(cluster: Pick<Cluster, 'respond'>, name: string, rules: unknown[]): Reply {
-  return cluster.respond({
+/** The clusterrole-aggregation controller's write: a forced apply of a ClusterRole's `rules` only. */
+export function aggregateRequest(name: string, rules: unknown[], userAgent = 'kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/sandbox/clusterrole-aggregation-controller'): ApiRequest {
+  return {
     verb: 'patch',
     group: 'rbac.authorization.k8s.io',
     version: 'v1',
@@ -122,6 +122,11 @@ export function aggregateApply(cluster: Pick<Cluster, 'respond'>, name: string, 
     body: JSON.stringify({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules }),
     contentType: 'application/apply-patch+yaml',
     query: new URLSearchParams({ fieldManager: 'clusterrole-aggregation-controller', force: 'true' }),
-    userAgent: 'kube-controller-manager/v1.34.0 (linux/amd64) kubernetes/sandbox/clusterrole-aggregation-controller',
-  })
+    userAgent,
+  }
+}
+
+/** {@link aggregateRequest}, answered at once (the server's own start-up). */
+export function aggregateApply(cluster: Pick<Cluster, 'respond'>, name: string, rules: unknown[]): Reply {
+  return cluster.respond(aggregateRequest(name, rules))
 }

@@ -4,6 +4,7 @@
  * whenever any ClusterRole changes, written with a forced server-side apply under the field
  * manager `clusterrole-aggregation-controller` (pkg/controller/clusterroleaggregation).
  */
+import { aggregateRequest } from '../auth/index.ts'
 import { aggregatedRules } from '../auth/rbac.ts'
 import type { KubeObject } from '../types.ts'
 import type { Client } from './client.ts'
@@ -54,18 +55,7 @@ export class ClusterRoleAggregation {
 
   async #apply(role: KubeObject, rules: unknown[]): Promise<void> {
     const name = role.metadata.name ?? ''
-    const res = await this.#client.access.handle({
-      verb: 'patch',
-      group: 'rbac.authorization.k8s.io',
-      version: 'v1',
-      resource: 'clusterroles',
-      name,
-      body: JSON.stringify({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules }),
-      contentType: 'application/apply-patch+yaml',
-      query: new URLSearchParams({ fieldManager: 'clusterrole-aggregation-controller', force: 'true' }),
-      userAgent: this.#client.userAgent,
-      account: true,
-    })
+    const res = await this.#client.access.handle({ ...aggregateRequest(name, rules, this.#client.userAgent), account: true })
     if (res.status >= 400) throw new Error(`apply of ClusterRole ${name}: HTTP ${res.status}`)
   }
 
