@@ -76,6 +76,14 @@ t.test('the manager: 2 replicas with leader election, probes, metrics, resources
     t.ok(manager.resources.requests[k], `request ${k}`)
     t.ok(manager.resources.limits[k], `limit ${k}`)
   }
+  // The heap is capped below the container's limit, with room for the rest of node (~150 MB in
+  // npm run bench:operator), so that V8 collects before the kernel kills; the request holds the
+  // 1,000-CR peak of ~215 MB.
+  const mib = (q: string) => Number(/^(\d+)Mi$/.exec(q)?.[1] ?? NaN)
+  const heap = Number(/--max-old-space-size=(\d+)/.exec(manager.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '')?.[1] ?? NaN)
+  t.ok(heap >= 128, `a heap cap of ${heap} MiB`)
+  t.ok(heap + 192 <= mib(manager.resources.limits.memory), `${heap} MiB of heap fits the ${manager.resources.limits.memory} limit with 192 MiB to spare`)
+  t.ok(mib(manager.resources.requests.memory) >= 215, 'the request covers the measured peak of 1,000 CRs')
   t.equal(pod.securityContext.runAsNonRoot, true)
   t.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault')
   t.match(manager.securityContext, { runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } })

@@ -33,7 +33,9 @@ const metricsPort = await freePort()
 const entrypoint = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))![1]!) as string[]
 const imageFlags = entrypoint.slice(1, entrypoint.findIndex((a) => a.endsWith('main.js')))
 const nodeFlags = process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : imageFlags
-const operator = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'] })
+// And the NODE_OPTIONS of kustomize/manager (the heap cap tied to the container's limit).
+const managerNodeOptions = /name: NODE_OPTIONS\s+value: (.*)$/m.exec(readFileSync(join(root, 'kustomize/manager/manager.yaml'), 'utf8'))?.[1]?.trim()
+const operator = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...(managerNodeOptions ? { NODE_OPTIONS: managerNodeOptions } : {}) } })
 const reconciles = async () => {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
   return [...text.matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0)
@@ -49,7 +51,7 @@ for (;;) {
 const user = clientFor(sandbox, 'bench/1', 'bench')
 sandbox.requests.reset()
 const opUA = (ua: string | undefined) => ua?.startsWith('memcached-operator/') ?? false
-console.log(`${N} Memcached CRs of size ${SIZE}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version} ${nodeFlags.join(' ')}\n`)
+console.log(`${N} Memcached CRs of size ${SIZE}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version} ${nodeFlags.join(' ')}${managerNodeOptions ? `, NODE_OPTIONS=${managerNodeOptions}` : ''}\n`)
 
 const start = performance.now()
 await Promise.all(Array.from({ length: N }, (_, i) => user.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: `mc-${i}`, namespace: 'default' }, spec: { size: SIZE } })))
