@@ -37,6 +37,8 @@ export const REASONS = {
   RolloutComplete: 'RolloutComplete',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
   NotApplied: 'NotApplied',
+  /** An object was deleted and re-created to change a field the API server does not change in place. */
+  Recreated: 'Recreated',
   // Ready
   Reconciled: 'Reconciled',
   // Degraded
@@ -46,6 +48,8 @@ export const REASONS = {
   ObjectRefused: 'ObjectRefused',
   OwnershipConflict: 'OwnershipConflict',
   ApplyFailed: 'ApplyFailed',
+  /** A field cannot change in place and the object may not be re-created (opted out, not ours, or already tried). */
+  ImmutableField: 'ImmutableField',
   PruneFailed: 'PruneFailed',
   ReconcileError: 'ReconcileError',
   /** The Deployment reports ReplicaFailure: pods cannot be created (quota, admission, a webhook). */

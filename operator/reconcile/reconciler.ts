@@ -1,6 +1,6 @@
 /**
- * One reconcile of one Memcached: render → stamp → guard → diff → server-side apply → prune →
- * status. Reads come from informer caches (never a GET per reconcile); the only requests are the
+ * One reconcile of one Memcached: render → stamp → guard → diff → server-side apply (re-creating
+ * what the server will not change in place) → prune → status. Reads come from informer caches (never a GET per reconcile); the only requests are the
  * writes that something actually needs.
  */
 import type { Logger } from 'pino'
@@ -12,11 +12,12 @@ import { RenderError } from '../render/errors.ts'
 import { MANAGED_KINDS } from '../render/guard.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
-import type { AppliedMemory } from './applied.ts'
+import { hashDesired, type AppliedMemory } from './applied.ts'
 import { findCondition } from './conditions.ts'
 import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
+import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
 import { computeStatus, DEGRADED_REASON, outcomeOfRenderError, statusEqual, type DeploymentLike, type PodLike, type ReconcileOutcome } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -59,10 +60,18 @@ export interface ReconcilerDeps {
   now?: () => Date
 }
 
-/** What one reconcile applied, for its events. */
+/** What one reconcile applied, for its events and its Progressing condition. */
 interface Applied {
   created: string[]
   updated: string[]
+  /** Deleted and re-created: the object and field (events), the server's reason (Progressing). */
+  recreated: { what: string; change: ImmutableChange }[]
+}
+
+/** An object deleted to be re-created: the render it was re-created for, and the uid deleted. */
+interface Recreation {
+  desiredHash: string
+  deletedUid: string
 }
 
 /** A failed outcome. */
@@ -104,6 +113,12 @@ export class Reconciler {
    * would make the next reconcile write again (with lastTransitionTimes moved to now).
    */
   #written = new Map<string, { baseVersion: string | undefined; status: MemcachedStatus }>()
+  /**
+   * By CR uid, then {@link objectKey}: the last re-creation of each object, so that the same render
+   * refused again is reported instead of deleted again (a loop), and so that a deleted object
+   * still held by a finalizer is waited for instead of applied to.
+   */
+  #recreations = new Map<string, Map<string, Recreation>>()
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
@@ -135,7 +150,7 @@ export class Reconciler {
     }
 
     let liveDeployment: KubeObject | undefined
-    const done: Applied = { created: [], updated: [] }
+    const done: Applied = { created: [], updated: [], recreated: [] }
     try {
       for (const d of desired) {
         const current = live.get(objectKey(d))
@@ -146,7 +161,7 @@ export class Reconciler {
       await this.#announce(cr, done)
     }
     await this.#prune(cr, desired, log)
-    await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok' }, log)
+    await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`) }, log)
     return {}
   }
 
@@ -163,9 +178,10 @@ export class Reconciler {
     return { ...cr, status: written.status }
   }
 
-  /** Forgets what was written for a CR (it was deleted). */
+  /** Forgets what was written and re-created for a CR (it was deleted). */
   forget(uid: string): void {
     this.#written.delete(uid)
+    this.#recreations.delete(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -190,9 +206,18 @@ export class Reconciler {
     }
   }
 
-  /** Applies one object unless it already is what we render; returns the live object after. */
+  /**
+   * Applies one object unless it already is what we render; returns the live object after.
+   * A field the server will not change in place (refused, or silently kept) is changed by
+   * deleting and re-creating the object ({@link Reconciler.#recreate}).
+   */
   async #applyOne(cr: MemcachedObject, d: RenderedObject, current: KubeObject | undefined, done: Applied, log: Logger): Promise<KubeObject | undefined> {
     const { memory, metrics } = this.#d
+    // Deleted to be re-created and still held by a finalizer: its deletion event brings us back.
+    const deleted = this.#recreations.get(cr.metadata.uid ?? '')?.get(objectKey(d))?.deletedUid
+    if (deleted !== undefined && current?.metadata.uid === deleted) return undefined
+    const kept = current ? keptImmutable(d, current) : undefined
+    if (current && kept) return this.#recreate(cr, d, current, kept, done, log)
     if (current && memory.isUnchangedSinceApply(d, current)) {
       metrics.skipped(d.kind)
       return current
@@ -211,9 +236,9 @@ export class Reconciler {
     try {
       applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
     } catch (err) {
-      const message = `${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
-      await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
-      throw new ReconcileError(`apply ${message}`, err)
+      const refused = current ? immutableRefusal(err, d.kind) : undefined
+      if (current && refused) return this.#recreate(cr, d, current, refused, done, log)
+      return this.#applyFailed(cr, d, err, log)
     }
     memory.remember(applied, d)
     metrics.applied(d.kind)
@@ -228,10 +253,71 @@ export class Reconciler {
     return applied
   }
 
+  /** Reports a failed apply (Degraded ApplyFailed) and throws it for a retry with backoff. */
+  async #applyFailed(cr: MemcachedObject, d: RenderedObject, err: unknown, log: Logger): Promise<never> {
+    const message = `${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
+    await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
+    throw new ReconcileError(`apply ${message}`, err)
+  }
+
+  /**
+   * Deletes `current` (uid precondition: never an object that replaced it meanwhile) and applies
+   * `d` again, which creates it. Background propagation, as Flux's `ssa` manager and `kubectl
+   * delete` use: the object goes at once and the new one is created right away, while the garbage
+   * collector removes the old one's dependents (a Deployment's ReplicaSets and pods) alongside —
+   * Foreground would keep the old object until every old pod is gone, so the cache would have no
+   * pod at all meanwhile, and one pod stuck terminating would hold the new Deployment back.
+   * When the object may not be re-created ({@link whyNotRecreate}), the CR is Degraded
+   * (ImmutableField) with the server's message instead.
+   */
+  async #recreate(cr: MemcachedObject, d: RenderedObject, current: KubeObject, change: ImmutableChange, done: Applied, log: Logger): Promise<KubeObject | undefined> {
+    const what = describeObject(d)
+    const ownerUid = cr.metadata.uid ?? ''
+    const byObject = this.#recreations.get(ownerUid) ?? new Map<string, Recreation>()
+    const desiredHash = hashDesired(d)
+    const why = whyNotRecreate({ desired: d, live: current, ownerUid: cr.metadata.uid, desiredHash, recreatedFor: byObject.get(objectKey(d))?.desiredHash })
+    if (why !== undefined) {
+      const message = `${what}: ${change.message} (not re-created: ${why})`
+      await this.#fail(cr, { kind: 'immutable', message }, undefined, log)
+      throw new ReconcileError(`apply ${message}`, change)
+    }
+    const uid = current.metadata.uid as string
+    byObject.set(objectKey(d), { desiredHash, deletedUid: uid })
+    this.#recreations.set(ownerUid, byObject)
+    let left: KubeObject | undefined
+    try {
+      left = await this.#d.client.delete(
+        { apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name },
+        { propagationPolicy: 'Background', preconditions: { uid } },
+      )
+    } catch (err) {
+      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`), log)
+    }
+    this.#d.memory.forget(uid)
+    log.info({ object: what, field: change.field }, 'deleted to re-create')
+    done.recreated.push({ what, change })
+    // A finalizer holds it: it is re-created once it is gone (#applyOne waits for that uid).
+    if (left?.kind === d.kind && left.metadata.uid === uid && left.metadata.deletionTimestamp) return undefined
+    let applied: KubeObject
+    try {
+      applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
+    } catch (err) {
+      return this.#applyFailed(cr, d, err, log)
+    }
+    this.#d.memory.remember(applied, d)
+    this.#d.metrics.applied(d.kind)
+    log.info({ object: what }, 're-created')
+    return applied
+  }
+
   /** One event per kind of change and reconcile (not one per object): `Created a, b`, `Updated c (.spec.replicas)`. */
   async #announce(cr: MemcachedObject, done: Applied): Promise<void> {
     if (done.created.length > 0) await this.#d.events.record(cr, 'Normal', 'Created', `Created ${done.created.join(', ')}`, 'Apply')
     if (done.updated.length > 0) await this.#d.events.record(cr, 'Normal', 'Updated', `Updated ${done.updated.join(', ')}`, 'Apply')
+    if (done.recreated.length > 0) {
+      const list = done.recreated.map((r) => `${r.what} (${r.change.field} cannot change in place)`)
+      await this.#d.events.record(cr, 'Normal', 'Recreated', `Deleted and re-created ${list.join(', ')}`, 'Apply')
+    }
   }
 
   /** Deletes what this CR controls and no longer renders (found by label and controller uid). */
@@ -278,7 +364,7 @@ export class Reconciler {
     // CR that stays broken), the condition tells it and a repeated event would be a write per resync.
     const degraded = findCondition(cr.status?.conditions, 'Degraded')
     if (degraded?.status !== 'True' || degraded.reason !== reason || degraded.message !== outcome.message) {
-      await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' ? 'Apply' : outcome.kind === 'prune-failed' ? 'Prune' : 'Render')
+      await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' || outcome.kind === 'immutable' ? 'Apply' : outcome.kind === 'prune-failed' ? 'Prune' : 'Render')
     }
     await this.#writeStatus(cr, desired, undefined, outcome, log)
   }

@@ -13,15 +13,18 @@ import { isMap, jsonEqual } from './normalize.ts'
  * How a reconcile ended. Every kind but `ok` makes `Degraded` True with its reason:
  * `invalid` InvalidSpec (values against the schema), `template` TemplateError (a template or its
  * YAML), `refused` ObjectRefused (the guard refused an object of the render), `ownership`
- * OwnershipConflict, `apply-failed` ApplyFailed, `prune-failed` PruneFailed, `error` ReconcileError.
+ * OwnershipConflict, `apply-failed` ApplyFailed, `immutable` ImmutableField (a field the server
+ * does not change in place, on an object that may not be re-created), `prune-failed` PruneFailed,
+ * `error` ReconcileError. An `ok` reconcile lists what it deleted and re-created (`recreated`).
  */
 export type ReconcileOutcome =
-  | { kind: 'ok' }
+  | { kind: 'ok'; recreated?: readonly string[] }
   | { kind: 'invalid'; message: string }
   | { kind: 'template'; message: string }
   | { kind: 'refused'; message: string }
   | { kind: 'ownership'; message: string }
   | { kind: 'apply-failed'; message: string }
+  | { kind: 'immutable'; message: string }
   | { kind: 'prune-failed'; message: string }
   | { kind: 'error'; message: string }
 
@@ -32,6 +35,7 @@ export const DEGRADED_REASON: Record<Exclude<ReconcileOutcome['kind'], 'ok'>, Re
   refused: REASONS.ObjectRefused,
   ownership: REASONS.OwnershipConflict,
   'apply-failed': REASONS.ApplyFailed,
+  immutable: REASONS.ImmutableField,
   'prune-failed': REASONS.PruneFailed,
   error: REASONS.ReconcileError,
 }
@@ -152,7 +156,8 @@ function validSelector(d: DeploymentLike | undefined): LabelSelector | undefined
  *
  * - Available: True `AllReplicasReady` when readyReplicas >= the desired size, True `ScaledToZero`
  *   for size 0, otherwise False `ReplicasNotReady` (`2/3 replicas ready`) or `DeploymentNotFound`;
- * - Progressing: True `RollingOut` while the Deployment controller has not observed the
+ * - Progressing: True `Recreated` when this reconcile deleted and re-created objects (the outcome's
+ *   `recreated`, e.g. `Service default/cache: … may not change once set`); True `RollingOut` while the Deployment controller has not observed the
  *   Deployment's generation, or updated / ready replicas are fewer than desired, or surplus old
  *   pods still run; True `Creating` right after the Deployment was applied and before the cache
  *   has it; False `RolloutComplete` when done; False `ProgressDeadlineExceeded` when the
@@ -189,7 +194,10 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   else if (ready >= want) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.AllReplicasReady, message: `${ready}/${want} replicas ready` })
   else conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.ReplicasNotReady, message: `${ready}/${want} replicas ready` })
 
-  if (!dep) {
+  const recreated = outcome.kind === 'ok' ? (outcome.recreated ?? []) : []
+  if (recreated.length > 0) {
+    conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Recreated, message: `recreated ${recreated.join('; ')}` })
+  } else if (!dep) {
     conditions.push(
       outcome.kind === 'ok'
         ? { type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Creating, message: 'the Deployment was applied and is being created' }
