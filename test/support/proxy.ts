@@ -34,7 +34,11 @@ export async function recordingProxy(t: Test, upstream: string, record: (req: ht
       const up = http.request(upstream + (req.url ?? '/'), { method: req.method, headers }, (upRes) => {
         res.writeHead(upRes.statusCode ?? 500, upRes.headers)
         upRes.pipe(res)
+        upRes.on('error', () => res.destroy())
       })
+      // Either side closing (a watch cut, a test ending) ends the other.
+      up.on('error', () => res.destroy())
+      res.on('close', () => up.destroy())
       up.end(body)
     })
   })
