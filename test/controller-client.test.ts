@@ -3,6 +3,7 @@
  * the server's Status and Retry-After, watch streams and their endings.
  */
 import t, { type Test } from 'tap'
+import net, { type AddressInfo } from 'node:net'
 import { KubeConfig } from '@kubernetes/client-node'
 import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
 import type { KubeObject as SandboxObject } from '../operator/sandbox/types.ts'
@@ -10,7 +11,7 @@ import { memcachedCRD } from '../operator/api/crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { recordingProxy } from './support/proxy.ts'
 import { parse as parseYaml } from 'yaml'
-import { KubeClient, applyBody, ApiError, isNotFound, isConflict, isAlreadyExists, isExpired, parseRetryAfter, apiErrorFrom, resourcePath, resourceInfo, UnknownKindError, type KubeObject, type WatchEvent } from '../operator/controller/client.ts'
+import { KubeClient, applyBody, ApiError, isNotFound, isConflict, isAlreadyExists, isExpired, isTooLargeResourceVersion, parseRetryAfter, apiErrorFrom, resourcePath, resourceInfo, UnknownKindError, type KubeObject, type WatchEvent } from '../operator/controller/client.ts'
 
 const UA = 'controller-client-test/v0.0.0'
 
@@ -268,8 +269,102 @@ t.test('watch delivers events in order and ends as documented', async (t) => {
     t.equal((await done)?.message, 'handler bug')
   })
 
+  await t.test('a server that never sends response headers ends the watch after the header timeout', async (t) => {
+    sb.faults.set({ paused: true })
+    const err = await new Promise<Error | undefined>((resolve) => client.watch(ref, { namespace: 'default', headerTimeoutMs: 50 }, () => {}, resolve))
+    sb.faults.set({})
+    t.match(err?.message, /no response headers within 50 ms/)
+  })
+
   await t.test('a stalled connection ends after the idle timeout', async (t) => {
     const err = await new Promise<Error | undefined>((resolve) => client.watch(ref, { namespace: 'nothing-here', idleTimeoutMs: 50, allowWatchBookmarks: false }, () => {}, resolve))
     t.match(err?.message, /no data for 50 ms/)
   })
+})
+
+t.test('the watch cache\'s "Too large resource version" is recognised by its cause or its message', async (t) => {
+  const status = (code: number, reason: string, message: string, details?: unknown): string => JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, ...(details ? { details } : {}) })
+  t.ok(isTooLargeResourceVersion(apiErrorFrom(504, status(504, 'Timeout', 'Too large resource version: 9, current: 3', { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] }))))
+  t.ok(isTooLargeResourceVersion(apiErrorFrom(504, status(504, 'Timeout', 'Too large resource version: 9, current: 3'))), 'servers before the cause was added')
+  t.notOk(isTooLargeResourceVersion(apiErrorFrom(504, status(504, 'Timeout', 'request did not complete within 60s'))))
+  t.notOk(isTooLargeResourceVersion(new Error('Too large resource version')))
+})
+
+/**
+ * A TCP proxy in front of `upstream` that forgets connections the way a load balancer drops idle
+ * flows: after `forget()`, each connection open at that moment is answered with a reset when the
+ * client next sends on it.
+ */
+async function forgetfulBalancer(t: Test, upstream: string): Promise<{ url: string; forget: () => void; connections: number; resets: number }> {
+  const target = new URL(upstream)
+  const open = new Set<{ client: net.Socket; server: net.Socket; forgotten: boolean }>()
+  const state = {
+    url: '',
+    connections: 0,
+    resets: 0,
+    forget: (): void => {
+      for (const c of open) c.forgotten = true
+    },
+  }
+  const proxy = net.createServer((client) => {
+    state.connections++
+    const c = { client, server: net.connect(Number(target.port), target.hostname), forgotten: false }
+    open.add(c)
+    const end = (): void => {
+      open.delete(c)
+      client.destroy()
+      c.server.destroy()
+    }
+    client.on('data', (d: Buffer) => {
+      if (!c.forgotten) return void c.server.write(d)
+      state.resets++
+      open.delete(c)
+      c.server.destroy()
+      client.resetAndDestroy()
+    })
+    c.server.on('data', (d: Buffer) => client.write(d))
+    client.on('close', end)
+    client.on('error', end)
+    c.server.on('close', end)
+    c.server.on('error', end)
+  })
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        for (const c of open) {
+          c.client.destroy()
+          c.server.destroy()
+        }
+        proxy.close(() => r())
+      }),
+  )
+  state.url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  return state
+}
+
+t.test('a GET on a keep-alive socket that a load balancer dropped is sent again on a new connection, as Go\'s transport retries replayable requests; a write is not', async (t) => {
+  const { sb } = await sandbox(t)
+  const lb = await forgetfulBalancer(t, sb.url)
+  const kc = new KubeConfig()
+  kc.loadFromOptions({ clusters: [{ name: 'c', server: lb.url, skipTLSVerify: false }], users: [{ name: 'u', token: 'sandbox' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' })
+  const client = new KubeClient(kc, { userAgent: UA, fieldManager: 'test-manager' })
+  t.teardown(() => client.close())
+  await client.create(configMap('lb-1'))
+  t.equal(lb.connections, 1)
+
+  lb.forget()
+  const got = await client.get({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'lb-1' })
+  t.equal(got.metadata.name, 'lb-1', 'the reset GET was answered on a new connection')
+  t.equal(lb.resets, 1)
+  t.equal(lb.connections, 2)
+  const list = await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: 'default' })
+  t.ok(list.items.some((i) => i.metadata.name === 'lb-1'), 'the new connection is kept alive and reused')
+  t.equal(lb.connections, 2)
+
+  lb.forget()
+  await t.rejects(client.create(configMap('lb-2')), { code: 'ECONNRESET' }, 'a create may have been processed: the caller decides')
+  t.equal(lb.resets, 2)
+  const absent = await client.get({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'lb-2' }).then(() => undefined, (e: unknown) => e)
+  t.ok(isNotFound(absent), 'the create never reached the server')
 })

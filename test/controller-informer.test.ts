@@ -4,6 +4,8 @@
  * duplicating an event.
  */
 import t, { type Test } from 'tap'
+import net, { type AddressInfo } from 'node:net'
+import { recordingProxy, type ProxyReply } from './support/proxy.ts'
 import { KubeConfig } from '@kubernetes/client-node'
 import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
 import { KubeClient, type KubeObject } from '../operator/controller/client.ts'
@@ -332,4 +334,208 @@ t.test('chaos: failing lists and watches, drops and a short history still conver
   await eventually(t, 'the cache to match the server', () => same(m.state, server))
   t.same(m.violations, [])
   t.ok(m.counts.delete > 0 && m.counts.update > 0 && m.counts.add > 10)
+})
+
+/** A client of the sandbox reached at `url` over plain HTTP (a proxy in front of it). */
+function clientAt(t: Test, url: string, requestTimeoutMs?: number): KubeClient {
+  const kc = new KubeConfig()
+  kc.loadFromOptions({ clusters: [{ name: 'c', server: url, skipTLSVerify: false }], users: [{ name: 'u', token: 'sandbox' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' })
+  const client = new KubeClient(kc, { userAgent: 'informer-test/v0.0.0', ...(requestTimeoutMs ? { requestTimeoutMs } : {}) })
+  t.teardown(() => client.close())
+  return client
+}
+
+/**
+ * A TCP proxy that goes dark the way a broken network path does: after `blackhole()` the
+ * connections open at that moment forward nothing more either way and are never closed (no FIN,
+ * no RST); while `stall` is set, new connections are accepted and never forwarded. `requests`
+ * holds the request target (path and query) of every request forwarded.
+ */
+async function darkProxy(t: Test, upstream: string): Promise<{ url: string; requests: string[]; blackhole: () => void; stall: boolean }> {
+  const target = new URL(upstream)
+  const conns = new Set<{ client: net.Socket; server: net.Socket; dark: boolean }>()
+  const state = {
+    url: '',
+    requests: [] as string[],
+    stall: false,
+    blackhole: (): void => {
+      for (const c of conns) c.dark = true
+    },
+  }
+  const proxy = net.createServer((client) => {
+    const c = { client, server: net.connect(Number(target.port), target.hostname), dark: state.stall }
+    conns.add(c)
+    const end = (): void => {
+      conns.delete(c)
+      client.destroy()
+      c.server.destroy()
+    }
+    client.on('data', (d: Buffer) => {
+      if (c.dark) return
+      for (const m of d.toString('latin1').matchAll(/^[A-Z]+ (\S+) HTTP\/1\.1\r$/gm)) state.requests.push(m[1] ?? '')
+      c.server.write(d)
+    })
+    c.server.on('data', (d: Buffer) => {
+      if (!c.dark) client.write(d)
+    })
+    client.on('close', end)
+    client.on('error', end)
+    c.server.on('error', end)
+    c.server.on('close', () => {
+      if (!c.dark) end()
+    })
+  })
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        for (const c of conns) {
+          c.client.destroy()
+          c.server.destroy()
+        }
+        proxy.close(() => r())
+      }),
+  )
+  state.url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  return state
+}
+
+function params(target: string): Record<string, string> {
+  return Object.fromEntries(new URL(target, 'http://x').searchParams)
+}
+
+t.test('a watch that goes silent (no bytes, no FIN) is replaced after the idle timeout from its last resourceVersion, as client-go finds a dead connection and bookmarks prove a live one', async (t) => {
+  const { sb, client: direct } = await setup(t, { bookmarkIntervalMs: 50 })
+  for (let i = 0; i < 3; i++) await direct.create(cm(`obj-${i}`, { n: '0' }))
+  const proxy = await darkProxy(t, sb.url)
+  // The request timeout bounds the wait for a watch's response headers too.
+  const client = clientAt(t, proxy.url, 400)
+  const errors: string[] = []
+  let rvWhenGivenUp: string | undefined
+  const inf = informer(t, client, {
+    namespace: 'default',
+    watchIdleTimeoutMs: 400,
+    onError: (e) => {
+      errors.push(e.message)
+      if (/no data for 400 ms/.test(e.message)) rvWhenGivenUp ??= inf.resourceVersion
+    },
+  })
+  const m = mirror(inf)
+  inf.start()
+  await inf.waitForSync()
+  await direct.create(cm('seen'))
+  await eventually(t, 'the watch to deliver', () => m.state.has('default/seen'))
+  t.same(errors, [], 'bookmarks keep a quiet, healthy watch from being taken for dead')
+  proxy.blackhole()
+  proxy.stall = true
+  const sent = proxy.requests.length
+  await direct.patch({ ...CM, namespace: 'default', name: 'obj-0' }, { data: { n: '1' } }, { type: 'merge' })
+  await direct.delete({ ...CM, namespace: 'default', name: 'obj-1' })
+  await direct.create(cm('while-dark'))
+  await eventually(t, 'the silent watch to be given up', () => rvWhenGivenUp !== undefined)
+  t.notOk(m.state.has('default/while-dark'), 'nothing came through the dead connection')
+  await eventually(t, 'a re-watch that gets no response headers to be given up', () => errors.some((e) => /no response headers within 400 ms/.test(e)))
+  proxy.stall = false
+  const server = await serverState(direct)
+  await eventually(t, 'the cache to match the server', () => same(m.state, server))
+  t.same(m.violations, [])
+  const after = proxy.requests.slice(sent)
+  t.ok(after.length > 0 && after.every((r) => params(r).watch === 'true'), 'only watches after the cut: no relist')
+  t.same(params(after[0] ?? ''), { watch: 'true', allowWatchBookmarks: 'true', resourceVersion: rvWhenGivenUp ?? '', timeoutSeconds: params(after[0] ?? '').timeoutSeconds ?? '' }, 're-watched from the last resourceVersion, with bookmarks')
+})
+
+/** The query parameters of every request for default's ConfigMaps that reaches the proxy, in order; `reply` may answer instead of the server. */
+async function recordedClient(t: Test, sb: Sandbox, reply?: (q: Record<string, string>) => ProxyReply | void): Promise<{ client: KubeClient; lists: Record<string, string>[]; watches: Record<string, string>[] }> {
+  const lists: Record<string, string>[] = []
+  const watches: Record<string, string>[] = []
+  const url = await recordingProxy(
+    t,
+    sb.url,
+    (req) => {
+      if (!req.url?.startsWith('/api/v1/namespaces/default/configmaps?')) return
+      const q = params(req.url)
+      if (q.watch === 'true') watches.push(q)
+      else {
+        lists.push(q)
+        return reply?.(q)
+      }
+    },
+    'Bearer sandbox',
+  )
+  return { client: clientAt(t, url), lists, watches }
+}
+
+function manyConfigMaps(sb: Sandbox, n: number): void {
+  for (let i = 0; i < n; i++) sb.cluster.respond({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body: cm(`many-${String(i).padStart(4, '0')}`) as never, query: new URLSearchParams() })
+}
+
+const status = (code: number, reason: string, message: string, details?: unknown): ProxyReply => ({ status: code, body: JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code, ...(details ? { details } : {}) }) })
+
+t.test('the first list asks for resourceVersion=0 in pages of 500 and follows continue without a resourceVersion, as client-go\'s reflector; the watch starts from the list', async (t) => {
+  const { sb } = await setup(t)
+  manyConfigMaps(sb, 501)
+  const { client, lists, watches } = await recordedClient(t, sb)
+  const inf = informer(t, client, { namespace: 'default' })
+  const m = mirror(inf)
+  inf.start()
+  await inf.waitForSync()
+  t.equal(lists.length, 2)
+  t.same(lists[0], { limit: '500', resourceVersion: '0' }, 'served from the watch cache on a real server')
+  t.same(Object.keys(lists[1] ?? {}).sort(), ['continue', 'limit'], 'a later page carries its token and no resourceVersion')
+  t.equal(lists[1]?.limit, '500')
+  t.equal(m.counts.add, 501)
+  await eventually(t, 'the watch', () => watches.length > 0)
+  t.equal(watches[0]?.resourceVersion, inf.resourceVersion)
+  t.equal(watches[0]?.allowWatchBookmarks, 'true')
+  const timeout = Number(watches[0]?.timeoutSeconds)
+  t.ok(timeout >= 300 && timeout < 600, 'a server-side timeout of 5–10 minutes')
+  t.same(m.violations, [])
+})
+
+t.test('a 410 Expired on a later page lists again in one piece at the resourceVersion first asked for, as client-go\'s pager', async (t) => {
+  const { sb } = await setup(t)
+  manyConfigMaps(sb, 501)
+  let expired = 0
+  const { client, lists } = await recordedClient(t, sb, (q) => {
+    if (q.continue && expired++ === 0) return status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.')
+  })
+  const inf = informer(t, client, { namespace: 'default' })
+  const m = mirror(inf)
+  inf.start()
+  await inf.waitForSync()
+  t.same(lists.map((q) => Object.keys(q).sort().join('&')), ['limit&resourceVersion', 'continue&limit', 'resourceVersion'])
+  t.same(lists[2], { resourceVersion: '0' }, 'no continue, no limit')
+  t.equal(m.counts.add, 501, 'the first page is not added twice')
+  t.same(m.violations, [])
+})
+
+t.test('a relist asks for the last resourceVersion; when the server has it no longer (410) or not yet (504 too large) it lists consistently in pages, as client-go\'s reflector', async (t) => {
+  const { sb, client: direct } = await setup(t)
+  for (const n of ['a', 'b']) await direct.create(cm(n))
+  let refused = 0
+  const { client, lists } = await recordedClient(t, sb, (q) => {
+    if (q.resourceVersion === undefined || q.resourceVersion === '0') return
+    return refused++ === 0 ? status(504, 'Timeout', `Too large resource version: ${q.resourceVersion}, current: 1`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }) : status(410, 'Expired', `too old resource version: ${q.resourceVersion} (1)`)
+  })
+  const inf = informer(t, client, { namespace: 'default' })
+  const m = mirror(inf)
+  inf.start()
+  await inf.waitForSync()
+  t.same(lists, [{ limit: '500', resourceVersion: '0' }])
+  const synced = inf.resourceVersion
+  sb.faults.set({ watchDropS: 0.02, expireOnResume: true, verbs: ['watch'] })
+  await eventually(t, 'two refused relists, each followed by a consistent list', () => refused >= 2 && lists.at(-1)?.resourceVersion === undefined)
+  sb.faults.set({})
+  t.same(lists[1], { resourceVersion: synced }, 'the relist after an expired watch: the last resourceVersion, unpaginated (the watch cache answers)')
+  await direct.create(cm('c'))
+  const server = await serverState(direct)
+  await eventually(t, 'the cache to match the server', () => same(m.state, server))
+  t.same(m.violations, [])
+  // Pairs: a relist at a resourceVersion, refused, then the consistent one (a last relist may still be under way).
+  t.ok(lists.length >= 5)
+  for (let i = 1; i + 1 < lists.length; i += 2) {
+    t.not(lists[i]?.resourceVersion, undefined)
+    t.not(lists[i]?.resourceVersion, '0')
+    t.same(lists[i + 1], { limit: '500' }, 'then a consistent list from etcd, in pages')
+  }
 })

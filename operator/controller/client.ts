@@ -77,6 +77,12 @@ export interface KubeList<T extends KubeObject = KubeObject> {
   items: T[]
 }
 
+/** A list as {@link KubeClient.list} returns it: all pages in one. */
+export interface ListResult<T extends KubeObject = KubeObject> extends KubeList<T> {
+  /** Whether the server answered in pages (it honoured `limit`): client-go's reflector keeps paginating its relists then. */
+  paginated: boolean
+}
+
 /** Where a kind is served. */
 export interface ResourceInfo {
   /** `''` for the core group. */
@@ -184,6 +190,23 @@ export function parseRetryAfter(value: string | undefined, now: number = Date.no
   return Math.max(0, Math.ceil((at - now) / 1000))
 }
 
+/**
+ * Whether an error is the watch cache's "Too large resource version" (504 with the cause
+ * `ResourceVersionTooLarge`): it has not caught up with the resourceVersion asked for. client-go's
+ * reflector then lists from etcd, as for a 410 (tools/cache/reflector.go `isTooLargeResourceVersionError`).
+ */
+export function isTooLargeResourceVersion(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return false
+  const causes = err.details?.causes
+  if (Array.isArray(causes) && causes.some((c: unknown) => (c as { reason?: unknown } | null)?.reason === 'ResourceVersionTooLarge')) return true
+  return err.status === 504 && err.message.includes('Too large resource version')
+}
+
+/** Methods Go's transport may send again on another connection (net/http `Request.isReplayable`). */
+function replayable(method: string): boolean {
+  return method === 'GET' || method === 'HEAD'
+}
+
 /** Builds the ApiError of a non-2xx answer from its body (a Status, or anything else). */
 export function apiErrorFrom(status: number, body: string, retryAfter?: string): ApiError {
   let parsed: unknown
@@ -228,6 +251,8 @@ export interface WatchOptions extends Omit<ListOptions, 'limit' | 'signal'> {
   allowWatchBookmarks?: boolean
   /** The server ends the watch after this long (client-go picks 5–10 minutes at random). */
   timeoutSeconds?: number
+  /** The watch fails when the server has not sent its response headers within this long (default: the client's request timeout). */
+  headerTimeoutMs?: number
   /**
    * The client ends the watch with an error after this long without a byte from the server
    * (a stalled connection); default `timeoutSeconds + 30` when a timeout is given, else none.
@@ -429,7 +454,15 @@ export class KubeClient {
     return url
   }
 
-  async #open(req: RawRequest, timeoutMs: number | undefined): Promise<{ res: http.IncomingMessage; abort: () => void; exec?: ExecStatus }> {
+  /**
+   * Opens a request and resolves at its response headers. `timeout.until` says what the timeout
+   * bounds: the whole exchange (`end`), or only the wait for the headers (`response`, for watches).
+   * A GET or HEAD that fails with a reset before any answer on a reused keep-alive socket (one a
+   * load balancer or the server closed while it sat idle) is sent again on another connection, as
+   * Go's transport does for replayable requests (net/http `persistConn.shouldRetryRequest`); any
+   * other method may have been processed and is not retried.
+   */
+  async #open(req: RawRequest, timeout: { ms: number; until: 'end' | 'response' } | undefined): Promise<{ res: http.IncomingMessage; abort: () => void; exec?: ExecStatus }> {
     const conn = await this.#connection()
     const url = this.#url(req.path, req.query)
     const bodyText = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
@@ -449,8 +482,9 @@ export class KubeClient {
         if (timer) clearTimeout(timer)
         r.destroy()
       }
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => r.destroy(new Error(`${req.method} ${req.path}: no answer within ${timeoutMs} ms`)), timeoutMs)
+      if (timeout !== undefined) {
+        const what = timeout.until === 'response' ? 'no response headers' : 'no answer'
+        timer = setTimeout(() => r.destroy(new Error(`${req.method} ${req.path}: ${what} within ${timeout.ms} ms`)), timeout.ms)
         r.once('close', () => clearTimeout(timer))
       }
       const signal = req.signal
@@ -458,8 +492,16 @@ export class KubeClient {
         signal.addEventListener('abort', abort, { once: true })
         r.once('close', () => signal.removeEventListener('abort', abort))
       }
-      r.once('error', reject)
+      r.once('error', (err: NodeJS.ErrnoException) => {
+        if (r.reusedSocket && replayable(req.method) && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && !signal?.aborted) {
+          if (timer) clearTimeout(timer)
+          this.#open(req, timeout).then(resolve, reject)
+          return
+        }
+        reject(err)
+      })
       r.once('response', (res) => {
+        if (timeout?.until === 'response' && timer) clearTimeout(timer)
         // A refused exec credential is run for again (client-go refreshes on 401).
         if (res.statusCode === 401) this.#exec?.invalidate(conn.exec)
         resolve({ res, abort, ...(conn.exec ? { exec: conn.exec } : {}) })
@@ -478,7 +520,7 @@ export class KubeClient {
   }
 
   async #read(req: RawRequest): Promise<RawResponse & { exec?: ExecStatus }> {
-    const { res, exec } = await this.#open(req, this.#opts.requestTimeoutMs ?? 30_000)
+    const { res, exec } = await this.#open(req, { ms: this.#opts.requestTimeoutMs ?? 30_000, until: 'end' })
     const chunks: Buffer[] = []
     await new Promise<void>((resolve, reject) => {
       res.on('data', (c: Buffer) => chunks.push(c))
@@ -522,29 +564,50 @@ export class KubeClient {
     return this.#json<T>({ method: 'GET', path: this.#objectPath(ref, opts.subresource) })
   }
 
-  /** Lists objects, following `continue` pages; items get `apiVersion`/`kind` where the server omits them. */
-  async list<T extends KubeObject = KubeObject>(ref: ResourceRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+  /**
+   * Lists objects, following `continue` pages as client-go's pager does (tools/pager): later pages
+   * carry no resourceVersion, and a 410 Expired on a later page (the token outlived the server's
+   * compaction) is answered by one unpaginated list at the resourceVersion first asked for. Items
+   * get `apiVersion`/`kind` where the server omits them.
+   */
+  async list<T extends KubeObject = KubeObject>(ref: ResourceRef, opts: ListOptions = {}): Promise<ListResult<T>> {
     const path = resourcePath(this.info(ref), { namespace: opts.namespace })
-    const items: T[] = []
-    let cont: string | undefined
-    let first: KubeList<T> | undefined
-    do {
+    const page = (cont: string | undefined, limit: number | undefined): Promise<KubeList<T>> => {
       const q = new URLSearchParams()
       if (opts.labelSelector) q.set('labelSelector', opts.labelSelector)
       if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector)
-      if (opts.limit) q.set('limit', String(opts.limit))
+      if (limit) q.set('limit', String(limit))
       if (cont) q.set('continue', cont)
       else if (opts.resourceVersion !== undefined) q.set('resourceVersion', opts.resourceVersion)
-      const page = await this.#json<KubeList<T>>({ method: 'GET', path, query: q, ...(opts.signal ? { signal: opts.signal } : {}) })
-      first ??= page
-      for (const item of page.items ?? []) {
+      return this.#json<KubeList<T>>({ method: 'GET', path, query: q, ...(opts.signal ? { signal: opts.signal } : {}) })
+    }
+    const items: T[] = []
+    const collect = (answer: KubeList<T>): void => {
+      for (const item of answer.items ?? []) {
         item.apiVersion ??= ref.apiVersion
         item.kind ??= ref.kind
         items.push(item)
       }
-      cont = page.metadata?.continue || undefined
-    } while (cont)
-    return { apiVersion: first.apiVersion, kind: first.kind, metadata: { resourceVersion: first.metadata?.resourceVersion ?? '' }, items }
+    }
+    const result = (first: KubeList<T>, paginated: boolean): ListResult<T> => ({ apiVersion: first.apiVersion, kind: first.kind, metadata: { resourceVersion: first.metadata?.resourceVersion ?? '' }, items, paginated })
+    let first: KubeList<T> | undefined
+    let cont: string | undefined
+    for (;;) {
+      let answer: KubeList<T>
+      try {
+        answer = await page(cont, opts.limit)
+      } catch (e) {
+        if (cont === undefined || !isExpired(e)) throw e
+        const full = await page(undefined, undefined)
+        items.length = 0
+        collect(full)
+        return result(full, true)
+      }
+      first ??= answer
+      collect(answer)
+      cont = answer.metadata?.continue || undefined
+      if (!cont) return result(first, answer !== first)
+    }
   }
 
   /**
@@ -583,7 +646,7 @@ export class KubeClient {
       controller.abort()
       finish()
     }
-    this.#open({ method: 'GET', path, query: q, signal: controller.signal }, undefined).then(
+    this.#open({ method: 'GET', path, query: q, signal: controller.signal }, { ms: opts.headerTimeoutMs ?? this.#opts.requestTimeoutMs ?? 30_000, until: 'response' }).then(
       ({ res, abort }) => {
         if (finished) {
           abort()

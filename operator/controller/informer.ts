@@ -10,9 +10,17 @@
  * dropped or stalled connection, a failed list — is retried with capped, jittered exponential
  * backoff; client-node's informer stops for good there instead (kubernetes-client/javascript#596,
  * #958, #1496).
+ *
+ * Lists follow client-go's reflector (tools/cache/reflector.go): the first asks for
+ * `resourceVersion=0` (the API server answers from its watch cache) in pages of 500, a relist asks
+ * for the last resourceVersion seen, unpaginated unless the server paginated the first list; when
+ * the server no longer has (410) or not yet has (504 "Too large resource version") that version,
+ * the list is repeated at once as a consistent read from etcd in pages of 500. A watch that brings
+ * no byte, not even a bookmark (sent about every minute), for `watchIdleTimeoutMs` is taken for a
+ * dead connection and replaced from the last resourceVersion.
  */
 import { Backoff, realClock, type BackoffOptions, type Clock, type TimerHandle } from './clock.ts'
-import { ApiError, isExpired, type KubeClient, type KubeObject, type WatchEvent } from './client.ts'
+import { ApiError, isExpired, isTooLargeResourceVersion, type KubeClient, type KubeObject, type ListResult, type WatchEvent } from './client.ts'
 
 /** `namespace/name`, or `name` for a cluster-scoped object: the key of the cache and of work queues. */
 export function objectKey(obj: { metadata: { name?: string; namespace?: string } }): string {
@@ -67,6 +75,8 @@ export interface InformerOptions<T extends KubeObject> {
   backoff?: BackoffOptions
   /** Server-side timeout of each watch (default 300–600 s at random, as client-go). */
   watchTimeoutSeconds?: number
+  /** A watch silent this long (no event, no bookmark) is ended and replaced (default 120,000 ms: two missed bookmarks). */
+  watchIdleTimeoutMs?: number
   /** Applied to every object before it is cached and handed to handlers (e.g. {@link stripManagedFields}). */
   transform?: (obj: KubeObject) => T
   /** Told about every failure that is being retried, and handler exceptions. */
@@ -96,6 +106,10 @@ export class Informer<T extends KubeObject = KubeObject> {
   #onUpdate: UpdateHandler<T>[] = []
   #onDelete: DeleteHandler<T>[] = []
   #resourceVersion = ''
+  /** The last list failed because the server lacks the resourceVersion asked for: list from etcd. */
+  #resourceVersionUnavailable = false
+  /** The first list came in pages: the server does not serve lists from a watch cache, so relists page too. */
+  #paginated = false
   #synced = false
   #syncWaiters: ((synced: boolean) => void)[] = []
   #started = false
@@ -243,17 +257,39 @@ export class Informer<T extends KubeObject = KubeObject> {
     }, immediate ? 0 : delay)
   }
 
+  /** The resourceVersion a list asks for, as client-go's `relistResourceVersion`: `''` is a consistent read. */
+  #relistResourceVersion(): string {
+    if (this.#resourceVersionUnavailable) return ''
+    return this.#resourceVersion === '' ? '0' : this.#resourceVersion
+  }
+
   #list(): void {
     const gen = ++this.#generation
     const abort = new AbortController()
     this.#listAbort = abort
     const o = this.#opts
-    this.#client
-      .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, signal: abort.signal })
+    const attempt = (): Promise<ListResult> => {
+      const rv = this.#relistResourceVersion()
+      // A list at a known resourceVersion unpaginated is served by the watch cache; paged, it goes to etcd.
+      const limit = rv === '' || rv === '0' || this.#paginated ? 500 : undefined
+      return this.#client
+        .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: rv === '' ? undefined : rv, limit, signal: abort.signal })
+        .then((list) => {
+          if (rv === '0' && list.paginated) this.#paginated = true
+          return list
+        })
+    }
+    attempt()
+      .catch((err: unknown) => {
+        if (gen !== this.#generation || this.#stopped || !(isExpired(err) || isTooLargeResourceVersion(err))) throw err
+        this.#resourceVersionUnavailable = true
+        return attempt()
+      })
       .then(
         (list) => {
           if (gen !== this.#generation || this.#stopped) return
           this.#listAbort = undefined
+          this.#resourceVersionUnavailable = false
           this.#replace(list.items.map((i) => this.#transform(i)), list.metadata.resourceVersion)
           if (!this.#synced) {
             this.#synced = true
@@ -280,7 +316,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     let expired = false
     let failure: Error | undefined
     const timeoutSeconds = o.watchTimeoutSeconds ?? Math.floor(300 + 300 * this.#random())
-    const opts = { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds }
+    const opts = { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds, idleTimeoutMs: o.watchIdleTimeoutMs ?? 120_000 }
     this.#stopWatch = this.#client.watch(
       { apiVersion: o.apiVersion, kind: o.kind },
       opts,
