@@ -193,7 +193,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   log.info('caches synced')
   // The elector has its own client: its requests are bounded by its own deadlines, and the
   // release on shutdown must pass after the controller's requests were aborted.
-  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version} leader-election` }) : undefined
+  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}` }) : undefined
   if (leaseClient) {
     elector = new LeaderElector({
       client: leaseClient,
