@@ -61,6 +61,8 @@ t.test('run: flags are checked (exit 2)', async (t) => {
     ['run', '--resync-period', '10 minutes'],
     ['run', '--log-level', 'loud'],
     ['run', '--metrics-bind-address', 'nonsense'],
+    ['run', '--leader-elect-renew-deadline', '20s'],
+    ['run', '--graceful-shutdown-timeout', 'soon'],
   ]) {
     const io = captureIO()
     t.equal(await runCli([...args, '--kubeconfig', '/dev/null'], io), 2, `${args.join(' ')}: ${io.err()}`)

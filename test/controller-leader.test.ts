@@ -191,3 +191,55 @@ t.test('a leader whose Lease was taken over stops leading after the deadline', a
   t.ok(a.events.includes('stopped'))
   t.equal((await env.client.get<Lease>(LEASE)).spec?.holderIdentity, 'intruder', 'a never overwrote a valid record')
 })
+
+t.test('a leader renews with one optimistic update of the Lease it last wrote, reading it only at the start (client-go)', async (t) => {
+  const env = await setup(t)
+  const a = candidate(t, env, 'a')
+  a.elector.start()
+  await eventually(t, 'a to lead', () => a.elector.isLeader())
+  const verbs = (): Record<string, number> => {
+    const n: Record<string, number> = {}
+    for (const r of env.sb.requests.log()) if (r.userAgent === 'leader-test/a') n[r.verb] = (n[r.verb] ?? 0) + 1
+    return n
+  }
+  const before = verbs()
+  await eventually(t, 'twenty renewals', () => (verbs().update ?? 0) >= (before.update ?? 0) + 20)
+  await a.elector.stop()
+  const after = verbs()
+  t.equal(after.get ?? 0, before.get ?? 0, 'no GET while renewing: the Lease last written is the one updated')
+  t.ok((after.update ?? 0) - (before.update ?? 0) >= 20, 'one update per renewal')
+  t.equal((await env.client.get<Lease>(LEASE)).spec?.holderIdentity, 'a')
+})
+
+t.test('a renewal that loses to another writer reads the Lease again and yields to a valid holder (client-go\'s slow path)', async (t) => {
+  const env = await setup(t)
+  const a = candidate(t, env, 'a')
+  a.elector.start()
+  await eventually(t, 'a to lead', () => a.elector.isLeader())
+  const lease = await env.client.get<Lease>(LEASE)
+  await env.client.replace({ ...lease, spec: { ...lease.spec, holderIdentity: 'intruder' } }).catch(async () => {
+    const fresh = await env.client.get<Lease>(LEASE)
+    await env.client.replace({ ...fresh, spec: { ...fresh.spec, holderIdentity: 'intruder' } })
+  })
+  await eventually(t, 'a to read the intruder after its update conflicted', () => a.elector.leader() === 'intruder')
+  const conflicts = env.sb.requests.log().filter((r) => r.userAgent === 'leader-test/a' && r.verb === 'update' && r.code === 409)
+  t.ok(conflicts.length >= 1, 'the optimistic update conflicted')
+  t.equal((await env.client.get<Lease>(LEASE)).spec?.holderIdentity, 'intruder')
+})
+
+t.test('a leader whose renewal hangs steps down at the renew deadline by its own timer, the request aborted (client-go\'s context)', async (t) => {
+  const env = await setup(t)
+  const errors: string[] = []
+  // Real time throughout: the step-down must not need any answer from the network.
+  const a = candidate(t, { ...env, clock: realClock }, 'a', { leaseDurationMs: 1_500, renewDeadlineMs: 800, retryPeriodMs: 100, onError: (e) => errors.push(e.message) })
+  a.elector.start()
+  await eventually(t, 'a to lead', () => a.elector.isLeader())
+  await eventually(t, 'a renewal', () => (env.sb.requests.counts().byUserAgent['leader-test/a'] ?? 0) >= 3)
+  env.sb.faults.set({ paused: true })
+  t.teardown(() => env.sb.faults.set({}))
+  await eventually(t, 'a to step down while the server still holds its renewal', () => a.events.includes('stopped'))
+  t.ok(env.sb.faults.get().paused, 'the server never answered')
+  t.notOk(a.elector.isLeader())
+  t.ok(errors.some((m) => /aborted/.test(m)), 'the hanging renewal was aborted')
+  t.equal(await a.elector.release(), false, 'nothing to release after a loss')
+})

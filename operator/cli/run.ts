@@ -2,7 +2,9 @@
  * `memcached-operator run`: the operator. Connects with a kubeconfig (`--kubeconfig`,
  * `KUBECONFIG`, ~/.kube/config) or the in-cluster service account, serves /healthz, /readyz and
  * /metrics, optionally elects a leader, and reconciles until SIGTERM, when it drains in-flight
- * reconciles, releases the lease and exits 0.
+ * reconciles (aborting them after the graceful shutdown timeout), releases the lease and exits 0.
+ * A leader that loses its lease aborts every request in flight and exits 1, as
+ * controller-runtime's manager does.
  */
 import { KubeConfig } from '@kubernetes/client-node'
 import { readFileSync } from 'node:fs'
@@ -27,6 +29,14 @@ export interface RunOptions {
   leaderElect?: boolean
   leaderElectionNamespace?: string
   leaderElectionId: string
+  /** Go durations; defaults 15s, 10s, 2s (client-go's). */
+  leaderElectLeaseDuration?: string
+  leaderElectRenewDeadline?: string
+  leaderElectRetryPeriod?: string
+  /** Go duration (default 20s): the drain's bound, inside the pod's 30 s termination grace period. */
+  gracefulShutdownTimeout?: string
+  /** /healthz fails when an informer made no progress for this long (default 15 min; for tests). */
+  informerStallMs?: number
   metricsBindAddress: string
   healthProbeBindAddress: string
   logLevel?: string
@@ -97,6 +107,11 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const concurrency = Number(opts.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${JSON.stringify(opts.concurrency)}`)
   const resyncPeriodMs = parseDuration(opts.resyncPeriod)
+  const leaseDurationMs = parseDuration(opts.leaderElectLeaseDuration ?? '15s')
+  const renewDeadlineMs = parseDuration(opts.leaderElectRenewDeadline ?? '10s')
+  const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
+  if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) throw new UsageError('--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration must hold')
+  const shutdownTimeoutMs = parseDuration(opts.gracefulShutdownTimeout ?? '20s')
   for (const [flag, address] of [['--metrics-bind-address', opts.metricsBindAddress], ['--health-probe-bind-address', opts.healthProbeBindAddress]] as const) {
     try {
       parseBindAddress(address)
@@ -112,7 +127,28 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const cluster = kc.getCurrentCluster()!
   log.info({ cluster: cluster.server, context: kc.getCurrentContext(), chart: chartDir, namespaces: opts.namespace.length > 0 ? opts.namespace : 'all', version }, 'starting')
 
-  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER })
+  // Every request of the controller (reconciles, events, lists) shares this context: aborted when
+  // leadership is lost or the shutdown deadline passes, and then nothing more is sent.
+  const work = new AbortController()
+  let elector: LeaderElector | undefined
+  let led = false
+  let stopping = false
+  let fail: (code: number) => void = () => {}
+  const failed = new Promise<number>((r) => (fail = r))
+  const lose = (): void => {
+    if (work.signal.aborted) return
+    // As controller-runtime: a process that lost its lease must not write again.
+    log.error('lost the leader lease: aborting in-flight reconciles and exiting')
+    work.abort()
+    fail(1)
+  }
+  const requestSignal = (): AbortSignal => {
+    // The fence does not wait for a timer: asked past the renew deadline, the elector reports the
+    // loss (lose) at once, and nothing is sent.
+    if (led && !stopping) elector?.isLeader()
+    return work.signal
+  }
+  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal })
   const metrics = createMetrics()
   const controller = new MemcachedController({
     client,
@@ -123,20 +159,22 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     log,
     metrics: controllerMetrics(metrics),
   })
+  const informerStallMs = opts.informerStallMs ?? 15 * 60_000
   const endpoints = await startEndpoints({
     metricsBindAddress: opts.metricsBindAddress,
     healthProbeBindAddress: opts.healthProbeBindAddress,
     registry: metrics.registry,
+    // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
+    // wedged cache is only cured by a restart.
+    healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
     // Ready once the caches are synced, whatever the leader-election role.
     readyz: { informers: () => controller.hasSynced() },
   })
   log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
-  let fail: (code: number) => void = () => {}
-  const failed = new Promise<number>((r) => (fail = r))
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
-  let stopping: Promise<void> | undefined
+  let aborting: Promise<void> | undefined
   const abort = (): void => {
-    stopping ??= controller.stop()
+    aborting ??= controller.stop()
   }
   if (signal?.aborted) abort()
   signal?.addEventListener('abort', abort, { once: true })
@@ -145,29 +183,31 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   } finally {
     signal?.removeEventListener('abort', abort)
   }
-  if (stopping) {
-    await stopping
+  if (aborting) {
+    await aborting
     await endpoints.close()
     client.close()
     log.info('stopped before the caches synced')
     throw new StartAborted()
   }
   log.info('caches synced')
-  let elector: LeaderElector | undefined
-  if (opts.leaderElect) {
+  // The elector has its own client: its requests are bounded by its own deadlines, and the
+  // release on shutdown must pass after the controller's requests were aborted.
+  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}` }) : undefined
+  if (leaseClient) {
     elector = new LeaderElector({
-      client,
+      client: leaseClient,
       namespace: opts.leaderElectionNamespace ?? ownNamespace(),
       name: opts.leaderElectionId,
+      leaseDurationMs,
+      renewDeadlineMs,
+      retryPeriodMs,
       onStartedLeading: () => {
         log.info('became the leader')
+        led = true
         controller.runWorkers()
       },
-      onStoppedLeading: () => {
-        // As controller-runtime: a process that lost its lease must not write again.
-        log.error('lost the leader lease; exiting')
-        fail(1)
-      },
+      onStoppedLeading: lose,
       onNewLeader: (identity) => log.info({ leader: identity }, 'leader observed'),
       onError: (err) => log.warn({ err: err.message }, 'leader election request failed'),
     })
@@ -183,14 +223,21 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     async stop() {
       if (stopped) return
       stopped = true
-      log.info('shutting down: draining in-flight reconciles')
+      stopping = true
+      log.info({ timeoutMs: shutdownTimeoutMs }, 'shutting down: draining in-flight reconciles')
+      const deadline = setTimeout(() => {
+        log.warn('graceful shutdown timeout: aborting in-flight reconciles')
+        work.abort()
+      }, shutdownTimeoutMs)
       await controller.stop()
+      clearTimeout(deadline)
       if (elector) {
-        await elector.release()
+        if (await elector.release()) log.info('released the leader lease')
         await elector.stop()
       }
       await endpoints.close()
       client.close()
+      leaseClient?.close()
       log.info('stopped')
     },
   }

@@ -266,6 +266,8 @@ export interface WriteOptions {
   fieldManager?: string
   /** `dryRun=All`: validated and defaulted by the server, never persisted. */
   dryRun?: boolean
+  /** Aborts the request (e.g. a leader-election deadline). */
+  signal?: AbortSignal
 }
 
 /** Options of {@link KubeClient.apply}. */
@@ -302,6 +304,12 @@ export interface KubeClientOptions {
   requestTimeoutMs?: number
   /** Kinds beyond the built-in table, keyed `apiVersion/Kind` (e.g. `example.com/v1/Widget`). */
   resources?: Record<string, ResourceInfo>
+  /**
+   * Asked before every request but watches: a signal that aborts it, as a context shared by all
+   * of a process's work (cancelled when leadership is lost or a shutdown deadline passes). A
+   * request is never sent once the signal has fired.
+   */
+  requestSignal?: () => AbortSignal | undefined
 }
 
 const patchTypes: Record<PatchOptions['type'], string> = {
@@ -489,8 +497,12 @@ export class KubeClient {
       }
       const signal = req.signal
       if (signal) {
-        signal.addEventListener('abort', abort, { once: true })
-        r.once('close', () => signal.removeEventListener('abort', abort))
+        const aborted = (): void => {
+          if (timer) clearTimeout(timer)
+          r.destroy(new Error(`${req.method} ${req.path}: aborted`))
+        }
+        signal.addEventListener('abort', aborted, { once: true })
+        r.once('close', () => signal.removeEventListener('abort', aborted))
       }
       r.once('error', (err: NodeJS.ErrnoException) => {
         if (r.reusedSocket && replayable(req.method) && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && !signal?.aborted) {
@@ -515,6 +527,8 @@ export class KubeClient {
    * exec plugin's credential is sent once more with a fresh one (the server processed nothing).
    */
   async request(req: RawRequest): Promise<RawResponse> {
+    const shared = this.#opts.requestSignal?.()
+    if (shared) req = { ...req, signal: req.signal ? AbortSignal.any([req.signal, shared]) : shared }
     const first = await this.#read(req)
     return first.status === 401 && first.exec ? (await this.#read(req)) : first
   }
@@ -560,8 +574,8 @@ export class KubeClient {
   }
 
   /** GETs one object. @throws ApiError (404 when absent) */
-  get<T extends KubeObject = KubeObject>(ref: ObjectRef, opts: { subresource?: string } = {}): Promise<T> {
-    return this.#json<T>({ method: 'GET', path: this.#objectPath(ref, opts.subresource) })
+  get<T extends KubeObject = KubeObject>(ref: ObjectRef, opts: { subresource?: string; signal?: AbortSignal } = {}): Promise<T> {
+    return this.#json<T>({ method: 'GET', path: this.#objectPath(ref, opts.subresource), ...(opts.signal ? { signal: opts.signal } : {}) })
   }
 
   /**
@@ -714,12 +728,12 @@ export class KubeClient {
   /** POSTs a new object. @throws ApiError (409 AlreadyExists, 422 Invalid, …) */
   create<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: WriteOptions = {}): Promise<T> {
     const path = resourcePath(this.info(obj), { namespace: obj.metadata.namespace })
-    return this.#json<T>({ method: 'POST', path, query: this.#writeQuery(opts), body: obj })
+    return this.#json<T>({ method: 'POST', path, query: this.#writeQuery(opts), body: obj, ...(opts.signal ? { signal: opts.signal } : {}) })
   }
 
   /** PUTs an object (optimistic concurrency through its `metadata.resourceVersion`). */
   replace<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: WriteOptions = {}): Promise<T> {
-    return this.#json<T>({ method: 'PUT', path: this.#objectPath(obj), query: this.#writeQuery(opts), body: obj })
+    return this.#json<T>({ method: 'PUT', path: this.#objectPath(obj), query: this.#writeQuery(opts), body: obj, ...(opts.signal ? { signal: opts.signal } : {}) })
   }
 
   /** PUTs an object's `/status`. */

@@ -120,11 +120,13 @@ export class Informer<T extends KubeObject = KubeObject> {
   #listAbort: AbortController | undefined
   #retryTimer: TimerHandle | undefined
   #resyncTimer: TimerHandle | undefined
+  #progressAt = 0
 
   constructor(client: KubeClient, opts: InformerOptions<T>) {
     this.#client = client
     this.#opts = opts
     this.#clock = opts.clock ?? realClock
+    this.#progressAt = this.#clock.now()
     this.#random = opts.random ?? Math.random
     this.#backoff = new Backoff(opts.backoff ?? { initialMs: 800, maxMs: 30_000, factor: 2, jitter: 0.5 }, this.#random)
   }
@@ -209,9 +211,23 @@ export class Informer<T extends KubeObject = KubeObject> {
   start(): void {
     if (this.#started || this.#stopped) return
     this.#started = true
+    this.#progressAt = this.#clock.now()
     this.#list()
     const period = this.#opts.resyncPeriodMs ?? 0
     if (period > 0) this.#scheduleResync(period)
+  }
+
+  /**
+   * When the informer last made progress: started, finished a list, (re)started a watch, or got a
+   * watch event or bookmark. A stale value means a wedged cache (the liveness probe's concern).
+   */
+  lastProgress(): number {
+    return this.#progressAt
+  }
+
+  /** `Kind` and namespace, for messages. */
+  describe(): string {
+    return `${this.#opts.kind}${this.#opts.namespace ? ` in ${this.#opts.namespace}` : ''}`
   }
 
   /** Stops watching, cancels timers and in-flight requests; the cache stays readable. */
@@ -290,6 +306,7 @@ export class Informer<T extends KubeObject = KubeObject> {
           if (gen !== this.#generation || this.#stopped) return
           this.#listAbort = undefined
           this.#resourceVersionUnavailable = false
+          this.#progressAt = this.#clock.now()
           this.#replace(list.items.map((i) => this.#transform(i)), list.metadata.resourceVersion)
           if (!this.#synced) {
             this.#synced = true
@@ -312,6 +329,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     const gen = ++this.#generation
     const o = this.#opts
     const started = this.#clock.now()
+    this.#progressAt = started
     let received = 0
     let expired = false
     let failure: Error | undefined
@@ -322,6 +340,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       opts,
       (event) => {
         if (gen !== this.#generation || this.#stopped || expired || failure) return
+        this.#progressAt = this.#clock.now()
         if (event.type === 'ERROR') {
           const status = event.object as unknown as { code?: number; reason?: string; message?: string }
           const err = new ApiError(status.code ?? 500, status.reason ?? '', status.message ?? 'watch ERROR event')

@@ -3,9 +3,13 @@
  * a candidate takes the Lease when it is free or when its record has not changed for the
  * record's `leaseDurationSeconds` (judged by the candidate's own clock from the moment it first
  * saw that record, so clock skew between nodes does not matter); writes use the Lease's
- * resourceVersion, so two candidates never both win. The leader renews every retry period and
- * gives up when it could not renew within the renew deadline. Releasing empties the holder and
- * shortens the duration to 1 s so that a follower takes over at its next try.
+ * resourceVersion, so two candidates never both win. The leader renews every retry period with
+ * one optimistic update of the Lease it last saw (a GET only after a conflict), and every
+ * request is aborted when the renew deadline passes, as client-go's context does. The leader
+ * stops leading when its last successful renewal is older than the renew deadline — by a timer,
+ * whatever the network does — which is before any follower may take over (the lease duration).
+ * Releasing empties the holder and shortens the duration to 1 s so that a follower takes over at
+ * its next try.
  */
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
@@ -49,6 +53,8 @@ export interface LeaderElectorOptions {
   onNewLeader?: (identity: string) => void
   /** Told about failed requests (they are retried). */
   onError?: (err: Error) => void
+  /** Bound of the release request on shutdown (default 5 s). */
+  releaseTimeoutMs?: number
   clock?: Clock
   random?: () => number
 }
@@ -78,10 +84,13 @@ export class LeaderElector {
   #observedTime = 0
   #observedLease: Lease | undefined
   #leading = false
+  /** When the last successful acquire or renewal was sent: no follower can take over before this plus the lease duration. */
   #renewedAt = 0
   #started = false
   #stopped = false
   #timer: TimerHandle | undefined
+  #deadlineTimer: TimerHandle | undefined
+  #attempt: AbortController | undefined
   #running: Promise<void> | undefined
 
   constructor(opts: LeaderElectorOptions) {
@@ -96,9 +105,21 @@ export class LeaderElector {
     if (this.#retryPeriodMs >= this.#renewDeadlineMs) throw new Error('leader election: retryPeriod must be less than renewDeadline')
   }
 
-  /** Whether this candidate currently leads. */
+  /**
+   * Whether this candidate currently leads: it won, and its last renewal is younger than the renew
+   * deadline. Asking after the deadline ends the term there and then (and reports the loss, unless
+   * stopped), even if the step-down timer has not fired yet.
+   */
   isLeader(): boolean {
+    if (this.#leading && !this.#holds()) {
+      if (this.#stopped) this.#endTerm()
+      else this.#lose()
+    }
     return this.#leading
+  }
+
+  #holds(): boolean {
+    return this.#leading && this.#clock.now() - this.#renewedAt < this.#renewDeadlineMs
   }
 
   /** The holder last seen in the Lease (`''` when released), if any was seen. */
@@ -113,28 +134,44 @@ export class LeaderElector {
     this.#schedule(0)
   }
 
-  /** Stops trying and renewing without touching the Lease; waits for a request in flight. */
+  /** Stops trying and renewing without touching the Lease; aborts and waits for a request in flight. */
   async stop(): Promise<void> {
     this.#stopped = true
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
     this.#timer = undefined
+    // Without renewals the term lapses by the clock (isLeader); stopping is not a loss to report.
+    if (this.#deadlineTimer !== undefined) this.#clock.clearTimeout(this.#deadlineTimer)
+    this.#deadlineTimer = undefined
+    this.#attempt?.abort()
     await this.#running
   }
 
   /**
    * Stops, and if this candidate leads, hands the Lease back (empty holder, 1 s duration) so a
-   * follower takes over at its next try instead of after the lease duration.
+   * follower takes over at its next try instead of after the lease duration. One update of the
+   * Lease last seen (a GET only after a conflict), bounded by the release timeout.
    * @returns whether the Lease was released
    */
   async release(): Promise<boolean> {
     await this.stop()
-    if (!this.#leading) return false
-    this.#leading = false
+    const leading = this.#holds()
+    this.#endTerm()
+    if (!leading) return false
+    const signal = AbortSignal.timeout(this.#opts.releaseTimeoutMs ?? 5_000)
+    const client = this.#opts.client
+    const now = microTime(this.#clock.now())
+    const released = (lease: Lease): Lease => ({ ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now } })
     try {
-      const lease = await this.#opts.client.get<Lease>(this.#ref())
-      if (lease.spec?.holderIdentity !== this.identity) return false
-      const now = microTime(this.#clock.now())
-      await this.#opts.client.replace<Lease>({ ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now } })
+      let lease = this.#observedLease ?? (await client.get<Lease>(this.#ref(), { signal }))
+      try {
+        if (lease.spec?.holderIdentity !== this.identity) return false
+        await client.replace<Lease>(released(lease), { signal })
+      } catch (e) {
+        if (!isConflict(e)) throw e
+        lease = await client.get<Lease>(this.#ref(), { signal })
+        if (lease.spec?.holderIdentity !== this.identity) return false
+        await client.replace<Lease>(released(lease), { signal })
+      }
       return true
     } catch (e) {
       this.#report(e)
@@ -161,22 +198,54 @@ export class LeaderElector {
     }, ms)
   }
 
+  /** (Re)arms the step-down timer: it fires when the last renewal becomes older than the renew deadline. */
+  #armDeadline(): void {
+    if (this.#deadlineTimer !== undefined) this.#clock.clearTimeout(this.#deadlineTimer)
+    this.#deadlineTimer = this.#clock.setTimeout(() => {
+      this.#deadlineTimer = undefined
+      if (this.#leading && !this.#holds()) this.#lose()
+    }, this.#renewedAt + this.#renewDeadlineMs - this.#clock.now())
+  }
+
+  #endTerm(): void {
+    this.#leading = false
+    if (this.#deadlineTimer !== undefined) this.#clock.clearTimeout(this.#deadlineTimer)
+    this.#deadlineTimer = undefined
+  }
+
+  /** The renew deadline passed: stop leading at once, abort the renewal in flight, tell the owner. */
+  #lose(): void {
+    this.#endTerm()
+    this.#stopped = true
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#attempt?.abort()
+    this.#call(this.#opts.onStoppedLeading)
+  }
+
   async #tick(): Promise<void> {
     if (this.#stopped) return
+    const sentAt = this.#clock.now()
+    // A leader's requests end when its renew deadline does; a follower's after one renew deadline.
+    const attempt = new AbortController()
+    this.#attempt = attempt
+    const bound = this.#clock.setTimeout(() => attempt.abort(), this.#leading ? this.#renewedAt + this.#renewDeadlineMs - sentAt : this.#renewDeadlineMs)
     let ok = false
     try {
-      ok = await this.#tryAcquireOrRenew()
+      ok = await this.#tryAcquireOrRenew(attempt.signal)
     } catch (e) {
       this.#report(e)
+    } finally {
+      this.#clock.clearTimeout(bound)
+      if (this.#attempt === attempt) this.#attempt = undefined
     }
     if (this.#stopped) return
-    const now = this.#clock.now()
     if (this.#leading) {
-      if (ok) this.#renewedAt = now
-      else if (now - this.#renewedAt >= this.#renewDeadlineMs) {
-        this.#leading = false
-        this.#stopped = true
-        this.#call(this.#opts.onStoppedLeading)
+      if (ok && !attempt.signal.aborted) {
+        this.#renewedAt = sentAt
+        this.#armDeadline()
+      } else if (!this.#holds()) {
+        this.#lose()
         return
       }
       this.#schedule(this.#retryPeriodMs)
@@ -184,7 +253,8 @@ export class LeaderElector {
     }
     if (ok) {
       this.#leading = true
-      this.#renewedAt = now
+      this.#renewedAt = sentAt
+      this.#armDeadline()
       this.#call(this.#opts.onStartedLeading)
       this.#schedule(this.#retryPeriodMs)
       return
@@ -216,20 +286,34 @@ export class LeaderElector {
   }
 
   /** One try: create the Lease, take it over, or renew it. @returns whether this candidate holds it now */
-  async #tryAcquireOrRenew(): Promise<boolean> {
+  async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const client = this.#opts.client
     const nowMs = this.#clock.now()
     const now = microTime(nowMs)
     const durationSeconds = Math.max(1, Math.ceil(this.#leaseDurationMs / 1000))
+    // The leader's fast path, as client-go's: update the Lease it last wrote, assuming nobody else
+    // did; any failure falls back to reading it.
+    const mine = this.#observedLease
+    if (this.#leading && mine?.spec?.holderIdentity === this.identity) {
+      const spec: LeaseSpec = { ...mine.spec, leaseDurationSeconds: durationSeconds, renewTime: now }
+      try {
+        this.#observedLease = await client.replace<Lease>({ ...mine, spec }, { signal })
+        this.#observe(spec)
+        return true
+      } catch (e) {
+        if (signal.aborted) throw e
+        if (!isConflict(e)) this.#report(e)
+      }
+    }
     let lease: Lease
     try {
-      lease = await client.get<Lease>(this.#ref())
+      lease = await client.get<Lease>(this.#ref(), { signal })
     } catch (e) {
       if (!isNotFound(e)) throw e
       const spec: LeaseSpec = { holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 }
       const fresh: Lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.#opts.name, namespace: this.#opts.namespace }, spec }
       try {
-        this.#observedLease = await client.create<Lease>(fresh)
+        this.#observedLease = await client.create<Lease>(fresh, { signal })
       } catch (err) {
         if (isAlreadyExists(err)) return false
         throw err
@@ -237,6 +321,7 @@ export class LeaderElector {
       this.#observe(spec)
       return true
     }
+    this.#observedLease = lease
     const old = lease.spec ?? {}
     this.#observe(old)
     const holder = old.holderIdentity ?? ''
@@ -247,7 +332,7 @@ export class LeaderElector {
         ? { ...old, holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, renewTime: now }
         : { ...old, holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: (old.leaseTransitions ?? 0) + 1 }
     try {
-      this.#observedLease = await client.replace<Lease>({ ...lease, spec })
+      this.#observedLease = await client.replace<Lease>({ ...lease, spec }, { signal })
     } catch (e) {
       // Someone else wrote the Lease since our read: they won this round.
       if (isConflict(e)) return false
@@ -257,7 +342,7 @@ export class LeaderElector {
     return true
   }
 
-  /** The Lease as last written by this candidate (for diagnostics). */
+  /** The Lease as last seen or written by this candidate (for diagnostics). */
   get lease(): Lease | undefined {
     return this.#observedLease
   }

@@ -122,6 +122,8 @@ export class MemcachedController {
   #aggregator = new EventAggregator()
   #reconciler: Reconciler
   #workers: Promise<void>[] = []
+  /** Events are queued only once the workers run (on the leader): a standby's queue stays empty. */
+  #active = false
 
   constructor(opts: MemcachedControllerOptions) {
     this.#o = opts
@@ -173,7 +175,9 @@ export class MemcachedController {
 
   /** Maps every event to the key of the CR it concerns. */
   #wire(): void {
-    const enqueue = (o: KubeObject): void => this.#queue.add(objectKey(o))
+    const enqueue = (o: KubeObject): void => {
+      if (this.#active) this.#queue.add(objectKey(o))
+    }
     for (const i of this.#memcacheds.informers) {
       i.onAdd(enqueue)
       i.onUpdate((before, after) => {
@@ -240,13 +244,30 @@ export class MemcachedController {
     return this.#all().every((s) => s.hasSynced())
   }
 
-  /** Re-queues every Memcached (after a chart change). */
+  /**
+   * Informers that made no progress (a list, an event, a bookmark, a watch (re)started) for
+   * `thresholdMs`: wedged caches, for the liveness probe.
+   */
+  stalledInformers(thresholdMs: number, now: number = Date.now()): string[] {
+    const stalled: string[] = []
+    for (const s of this.#all()) for (const i of s.informers) if (now - i.lastProgress() > thresholdMs) stalled.push(i.describe())
+    return stalled
+  }
+
+  /** Re-queues every Memcached (after a chart change); nothing while the workers do not run. */
   enqueueAll(): void {
+    if (!this.#active) return
     for (const cr of this.#memcacheds.list()) this.#queue.add(objectKey(cr))
   }
 
-  /** Starts the workers (call once this process leads). */
+  /**
+   * Starts the workers (call once this process leads) and queues every Memcached once, as
+   * controller-runtime starts a controller's sources when it is elected.
+   */
   runWorkers(): void {
+    if (this.#active) return
+    this.#active = true
+    this.enqueueAll()
     for (let i = 0; i < this.#o.concurrency; i++) this.#workers.push(this.#work())
   }
 
