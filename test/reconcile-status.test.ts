@@ -90,6 +90,11 @@ t.test('every failed outcome is Degraded with its reason and message, and the ru
     t.same(s.nodes, ['cache-a', 'cache-b', 'cache-c'], `${reason}: the previous pods are still reported`)
     t.equal(findCondition(s.conditions, 'Available')?.status, 'True', `${reason}: still available`)
   }
+  // A Deployment of the rendered name that another owner controls exists: never "does not exist".
+  const foreign = computeStatus(input({ outcome: { kind: 'ownership', message: 'Deployment team/cache exists and has no controller', deployment: true }, liveDeployment: undefined, pods: [] }))
+  t.same([findCondition(foreign.conditions, 'Available')?.reason, findCondition(foreign.conditions, 'Available')?.message], ['OwnershipConflict', 'a Deployment of that name exists but is not controlled by this Memcached'])
+  const serviceOnly = computeStatus(input({ outcome: { kind: 'ownership', message: 'Service team/cache exists and has no controller' }, liveDeployment: undefined, pods: [] }))
+  t.equal(findCondition(serviceOnly.conditions, 'Available')?.reason, 'DeploymentNotFound', 'a conflict on another object: the Deployment indeed does not exist')
   const never = computeStatus(input({ outcome: { kind: 'invalid', message: 'bad' }, desiredDeployment: undefined, liveDeployment: undefined, pods: [] }))
   t.same(summary(never), { Available: 'False/DeploymentNotFound', Progressing: 'False/NotApplied', Degraded: 'True/InvalidSpec', Ready: 'False/InvalidSpec' }, 'invalid from the start')
   t.same([never.nodes, never.replicas, never.readyReplicas, never.selector], [[], 0, 0, undefined])

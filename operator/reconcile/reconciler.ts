@@ -145,7 +145,7 @@ export class Reconciler {
     for (const d of desired) live.set(objectKey(d), this.#cached(d) ?? (await this.#lookUp(cr, d, log)))
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) {
-      await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; ') }, desired, log)
+      await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; '), deployment: conflicts.some((c) => c.kind === 'Deployment') }, desired, log)
       return { requeueAfterMs: OWNERSHIP_RETRY_MS }
     }
 

@@ -22,7 +22,8 @@ export type ReconcileOutcome =
   | { kind: 'invalid'; message: string }
   | { kind: 'template'; message: string }
   | { kind: 'refused'; message: string }
-  | { kind: 'ownership'; message: string }
+  /** `deployment`: the conflicting objects include the Deployment of the render (it exists, but is not ours). */
+  | { kind: 'ownership'; message: string; deployment?: boolean }
   | { kind: 'apply-failed'; message: string }
   | { kind: 'immutable'; message: string }
   | { kind: 'prune-failed'; message: string }
@@ -189,7 +190,9 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   const want = size ?? 1
 
   const conditions: { type: string; status: Condition['status']; reason: Reason; message: string }[] = []
-  if (!dep) conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.DeploymentNotFound, message: 'the Deployment does not exist' })
+  if (!dep && outcome.kind === 'ownership' && outcome.deployment) {
+    conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.OwnershipConflict, message: 'a Deployment of that name exists but is not controlled by this Memcached' })
+  } else if (!dep) conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.DeploymentNotFound, message: 'the Deployment does not exist' })
   else if (want === 0) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.ScaledToZero, message: 'size is 0: no replicas are wanted' })
   else if (ready >= want) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.AllReplicasReady, message: `${ready}/${want} replicas ready` })
   else conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.ReplicasNotReady, message: `${ready}/${want} replicas ready` })
