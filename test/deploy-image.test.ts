@@ -7,9 +7,6 @@ import t from 'tap'
 import { ROOT } from './deploy-manifests.ts'
 import { assemble, contextFiles, dockerignorePatterns, ignored, parseDockerfile } from './image/assemble.ts'
 
-// Assembling the image runs `npm ci --omit=dev` (the registry, a cold cache) while other test files
-// load both cores: more than the default two minutes.
-t.setTimeout(360_000)
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> }
 const instructions = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))
 const patterns = dockerignorePatterns(readFileSync(join(ROOT, '.dockerignore'), 'utf8'))
