@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { parseAllDocuments } from 'yaml'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { kubectlPath } from './support/tools.ts'
+import type { PolicyRule } from '../operator/sandbox/auth/rbac.ts'
 
 /** The repository root. */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -26,14 +27,8 @@ export function kustomize(dir: string): KubeObject[] {
   })
 }
 
-/** A rule of a Role or ClusterRole. */
-export interface PolicyRule {
-  apiGroups?: string[]
-  resources?: string[]
-  resourceNames?: string[]
-  nonResourceURLs?: string[]
-  verbs: string[]
-}
+/** A rule of a Role or ClusterRole (the sandbox's RBAC type). */
+export type { PolicyRule }
 
 /** Rules granted to a ServiceAccount, and where: cluster-wide, or in one namespace. */
 export interface Grant {
