@@ -3,6 +3,7 @@
  * the server's Status and Retry-After, watch streams and their endings.
  */
 import t, { type Test } from 'tap'
+import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import { KubeConfig } from '@kubernetes/client-node'
 import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
@@ -367,4 +368,36 @@ t.test('a GET on a keep-alive socket that a load balancer dropped is sent again 
   t.equal(lb.resets, 2)
   const absent = await client.get({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'lb-2' }).then(() => undefined, (e: unknown) => e)
   t.ok(isNotFound(absent), 'the create never reached the server')
+})
+
+t.test('the client asks for gzip and inflates it, as Go\'s transport does for client-go; kube-apiserver gzips answers over 128 KiB', async (t) => {
+  const { sb } = await sandbox(t)
+  const seen: { acceptEncoding: string | undefined; contentEncoding: string | undefined; bytes: number }[] = []
+  const front = http.createServer((req, res) => {
+    const up = http.request(sb.url + (req.url ?? '/'), { method: req.method, headers: req.headers }, (upRes) => {
+      const record = { acceptEncoding: req.headers['accept-encoding'], contentEncoding: upRes.headers['content-encoding'], bytes: 0 }
+      seen.push(record)
+      res.writeHead(upRes.statusCode ?? 500, upRes.headers)
+      upRes.on('data', (c: Buffer) => (record.bytes += c.length))
+      upRes.pipe(res)
+    })
+    req.pipe(up)
+  })
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r))
+  t.teardown(() => new Promise<void>((r) => front.close(() => r())))
+  const kc = new KubeConfig()
+  kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${(front.address() as AddressInfo).port}` }], users: [{ name: 'u', token: 'sandbox' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' })
+  const client = new KubeClient(kc, { userAgent: UA, fieldManager: 'test-manager' })
+  t.teardown(() => client.close())
+  for (let i = 0; i < 160; i++) await client.create(configMap(`gz-${i}`, { blob: String(i).repeat(1024) }))
+  seen.length = 0
+  const list = await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: 'default' })
+  t.equal(list.items.length, 160)
+  t.equal((list.items.find((i) => i.metadata.name === 'gz-42') as { data?: Record<string, string> } | undefined)?.data?.['blob'], '42'.repeat(1024), 'the inflated answer is the list')
+  t.equal(seen[0]?.acceptEncoding, 'gzip')
+  t.equal(seen[0]?.contentEncoding, 'gzip', 'the server compressed it')
+  t.ok((seen[0]?.bytes ?? Infinity) < 64 * 1024, `${seen[0]?.bytes} bytes on the wire for a list of over 160 KiB`)
+  const one = await client.get({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'gz-1' })
+  t.equal(one.metadata.name, 'gz-1')
+  t.equal(seen[1]?.contentEncoding, undefined, 'a small answer comes as it is')
 })

@@ -4,6 +4,7 @@
  */
 import t from 'tap'
 import { request as httpRequest } from 'node:http'
+import { gunzipSync } from 'node:zlib'
 import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
 import { parseResourcePath, verbOf, type ResourcePath } from '../operator/sandbox/http.ts'
 import { configMap, deployment, widget, widgetCRDs } from './support/sandbox-requests.ts'
@@ -378,4 +379,37 @@ t.test('startSandbox writes a kubeconfig where asked and removes a temporary one
   await tmp.close()
   await t.rejects(access(tmp.kubeconfigPath))
   await t.rejects(startSandbox({ controllers: false, installCRDs: [{ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'bad' } }] }))
+})
+
+t.test('answers over 128 KiB are gzipped at level 1 for a client that lists gzip, as kube-apiserver does (apiserver endpoints/handlers/responsewriters/writers.go)', async (t) => {
+  const sb = await startSandbox({ controllers: false })
+  t.teardown(() => sb.close())
+  const raw = (path: string, acceptEncoding?: string): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> =>
+    new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { Authorization: 'Bearer sandbox' }
+      if (acceptEncoding !== undefined) headers['Accept-Encoding'] = acceptEncoding
+      httpRequest(sb.url + path, { headers }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }))
+      })
+        .on('error', reject)
+        .end()
+    })
+  await http(sb, 'POST', '/api/v1/namespaces/default/configmaps', configMap('small'))
+  const small = await raw('/api/v1/namespaces/default/configmaps', 'gzip')
+  t.equal(small.headers['content-encoding'], undefined, 'a small answer is sent as it is')
+
+  for (let i = 0; i < 160; i++) await http(sb, 'POST', '/api/v1/namespaces/default/configmaps', configMap(`big-${i}`, { blob: 'x'.repeat(1024) }))
+  const plain = await raw('/api/v1/namespaces/default/configmaps')
+  t.ok(plain.body.length > 128 * 1024, 'the list is over the threshold')
+  t.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding, no compression')
+  const zipped = await raw('/api/v1/namespaces/default/configmaps', 'deflate, gzip')
+  t.equal(zipped.headers['content-encoding'], 'gzip')
+  t.equal(zipped.headers['vary'], 'Accept-Encoding')
+  t.equal(Number(zipped.headers['content-length']), zipped.body.length)
+  t.ok(zipped.body.length < plain.body.length / 10, `compressed ${plain.body.length} → ${zipped.body.length} bytes`)
+  t.same(JSON.parse(gunzipSync(zipped.body).toString('utf8')).items.length, JSON.parse(plain.body.toString('utf8')).items.length)
+  const weighted = await raw('/api/v1/namespaces/default/configmaps', 'gzip;q=1.0')
+  t.equal(weighted.headers['content-encoding'], undefined, 'upstream matches the bare token only: "gzip;q=1.0" is not gzip to it')
 })

@@ -6,6 +6,8 @@
  */
 import http from 'node:http'
 import https from 'node:https'
+import { gunzip } from 'node:zlib'
+import { promisify } from 'node:util'
 import { KubeConfig } from '@kubernetes/client-node'
 import { ExecCredentials, trimBearer, type ExecConfig, type ExecStatus } from './credentials.ts'
 
@@ -318,6 +320,8 @@ const patchTypes: Record<PatchOptions['type'], string> = {
   strategic: 'application/strategic-merge-patch+json',
 }
 
+const inflate = promisify(gunzip)
+
 /** A raw request of {@link KubeClient.request}. */
 export interface RawRequest {
   method: string
@@ -470,11 +474,12 @@ export class KubeClient {
    * Go's transport does for replayable requests (net/http `persistConn.shouldRetryRequest`); any
    * other method may have been processed and is not retried.
    */
-  async #open(req: RawRequest, timeout: { ms: number; until: 'end' | 'response' } | undefined): Promise<{ res: http.IncomingMessage; abort: () => void; exec?: ExecStatus }> {
+  async #open(req: RawRequest, timeout: { ms: number; until: 'end' | 'response' } | undefined, gzip = false): Promise<{ res: http.IncomingMessage; abort: () => void; exec?: ExecStatus }> {
     const conn = await this.#connection()
     const url = this.#url(req.path, req.query)
     const bodyText = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
     const headers: Record<string, string> = { ...conn.headers, Accept: 'application/json', 'User-Agent': this.#opts.userAgent }
+    if (gzip) headers['Accept-Encoding'] = 'gzip'
     if (bodyText !== undefined) {
       headers['Content-Type'] = req.contentType ?? 'application/json'
       headers['Content-Length'] = String(Buffer.byteLength(bodyText))
@@ -507,7 +512,7 @@ export class KubeClient {
       r.once('error', (err: NodeJS.ErrnoException) => {
         if (r.reusedSocket && replayable(req.method) && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && !signal?.aborted) {
           if (timer) clearTimeout(timer)
-          this.#open(req, timeout).then(resolve, reject)
+          this.#open(req, timeout, gzip).then(resolve, reject)
           return
         }
         reject(err)
@@ -533,8 +538,14 @@ export class KubeClient {
     return first.status === 401 && first.exec ? (await this.#read(req)) : first
   }
 
+  /**
+   * Reads a whole answer. Like Go's transport (net/http `DisableCompression` false, as client-go
+   * leaves it), it asks for gzip and inflates a gzip answer: kube-apiserver compresses JSON answers
+   * over 128 KiB (apiserver `endpoints/handlers/responsewriters/writers.go`,
+   * `defaultGzipThresholdBytes`), which is what a relist of thousands of objects is.
+   */
   async #read(req: RawRequest): Promise<RawResponse & { exec?: ExecStatus }> {
-    const { res, exec } = await this.#open(req, { ms: this.#opts.requestTimeoutMs ?? 30_000, until: 'end' })
+    const { res, exec } = await this.#open(req, { ms: this.#opts.requestTimeoutMs ?? 30_000, until: 'end' }, true)
     const chunks: Buffer[] = []
     await new Promise<void>((resolve, reject) => {
       res.on('data', (c: Buffer) => chunks.push(c))
@@ -544,7 +555,15 @@ export class KubeClient {
         if (!res.complete) reject(new Error(`${req.method} ${req.path}: connection closed before the answer was complete`))
       })
     })
-    return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ...(exec ? { exec } : {}) }
+    let body = Buffer.concat(chunks)
+    if (res.headers['content-encoding'] === 'gzip') {
+      try {
+        body = await inflate(body)
+      } catch (e) {
+        throw new Error(`${req.method} ${req.path}: undecodable gzip answer: ${e instanceof Error ? e.message : String(e)}`)
+      }
+    }
+    return { status: res.statusCode ?? 0, headers: res.headers, body: body.toString('utf8'), ...(exec ? { exec } : {}) }
   }
 
   /** Sends a request and parses a 2xx JSON answer. @throws ApiError for any other status */

@@ -13,6 +13,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Auth, UserInfo } from './auth/index.ts'
 import type { Cluster, Reply } from './cluster.ts'
 import { createHash } from 'node:crypto'
+import { promisify } from 'node:util'
+import { gzip } from 'node:zlib'
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, openapiV3GroupVersion, openapiV3Root, versionInfo } from './discovery.ts'
 import { StatusError, badRequest, resourceNotFound, unsupportedMediaType, methodNotAllowed } from './errors.ts'
 import { FaultSpecError } from './faults.ts'
@@ -113,6 +115,35 @@ function sendReply(res: ServerResponse, reply: Reply): void {
   send(res, reply.status, reply.json ?? JSON.stringify(reply.body ?? null), reply.headers)
 }
 
+/**
+ * kube-apiserver gzips a JSON answer larger than 128 KiB, at level 1, when the request's
+ * Accept-Encoding lists `gzip` as a bare token (apiserver `endpoints/handlers/responsewriters/
+ * writers.go`: `negotiateContentEncoding`, `defaultGzipThresholdBytes`,
+ * `defaultGzipContentEncodingLevel`); smaller answers and watches go out as they are.
+ */
+const gzipThresholdBytes = 128 * 1024
+const gzipAsync = promisify(gzip)
+
+export function acceptsGzip(header: string | undefined): boolean {
+  return (header ?? '').split(',').some((token) => token.trim() === 'gzip')
+}
+
+async function sendAnswer(res: ServerResponse, reply: Reply, acceptEncoding: string | undefined): Promise<void> {
+  if (reply.text === undefined && acceptsGzip(acceptEncoding)) {
+    const json = reply.json ?? JSON.stringify(reply.body ?? null)
+    const size = Buffer.byteLength(json)
+    if (size > gzipThresholdBytes) {
+      const body = await gzipAsync(json, { level: 1 })
+      res.writeHead(reply.status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...reply.headers, 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding', 'Content-Length': body.length })
+      res.end(body)
+      return
+    }
+    send(res, reply.status, json, reply.headers)
+    return
+  }
+  sendReply(res, reply)
+}
+
 function sendError(res: ServerResponse, e: unknown): void {
   const err = e instanceof StatusError ? e : new StatusError(500, 'InternalError', `Internal error occurred: ${e instanceof Error ? e.message : String(e)}`)
   send(res, err.code, JSON.stringify(err.status), err.headers)
@@ -204,7 +235,7 @@ async function handle(cluster: Cluster, serverAddress: () => string, auth: Auth 
   }
   if (verb === 'watch') return watch(cluster, apiReq, res)
   const reply = await cluster.dispatch(apiReq, { faults: true, account: true })
-  sendReply(res, reply)
+  await sendAnswer(res, reply, req.headers['accept-encoding'])
 }
 
 async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse): Promise<void> {
