@@ -141,6 +141,25 @@ t.test('renaming the chart re-creates the Deployment with the new selector on ev
   t.equal(deletes({ sandbox }, 'deployments').length, 2, 'one delete per instance')
 })
 
+t.test('an immutable ConfigMap whose data changes is re-created with the new data (core/validation ValidateConfigMapUpdate refuses it in place)', async (t) => {
+  const template = ['apiVersion: v1', 'kind: ConfigMap', 'metadata:', '  name: <%= fullname() + "-settings" %>', 'immutable: true', 'data:', '  size: <%= String(values.size) %>', ''].join('\n')
+  const bed = await startBed({ chart: loadChart(chartWith({ 'templates/configmap.ejs': template })) })
+  t.teardown(() => bed.stop())
+  const CM = { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'frozen-settings' } as const
+  await bed.client.create(sample('frozen', { size: 1 }))
+  await ready(bed.client, 'frozen', 1)
+  const old = await bed.client.get(CM)
+  t.same(old.data, { size: '1' })
+  await bed.client.patch({ ...MC, namespace: 'default', name: 'frozen' }, { spec: { size: 2 } }, { type: 'merge' })
+  const cr = await ready(bed.client, 'frozen', 2)
+  const now = await bed.client.get(CM)
+  t.not(now.metadata.uid, old.metadata.uid, 'a new ConfigMap')
+  t.same(now.data, { size: '2' })
+  t.equal(condition(cr, 'Degraded')?.reason, 'AsExpected')
+  t.match(await events(bed.client, 'Recreated', 'frozen'), [{ type: 'Normal', message: /ConfigMap default\/frozen-settings \(data cannot change in place\)/ }])
+  t.equal(deletes(bed, 'configmaps').length, 1)
+})
+
 t.test('an object opted out with the recreate annotation is not deleted: the CR is Degraded ImmutableField with the server’s message', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())

@@ -213,3 +213,31 @@ t.test('several failed fields: one message in validator order, identical message
   t.equal(dup.body.details.causes.length, 2, 'both causes are listed')
   t.equal(dup.body.message.match(/metadata\.labels: Invalid value: "-x"/g)?.length, 1, 'the identical message is printed once')
 })
+
+// ---------------------------------------------------------------- ConfigMap, Secret
+
+t.test('an immutable ConfigMap keeps its data and its mark; its metadata still changes (core/validation ValidateConfigMapUpdate)', async (t) => {
+  const c = createCluster()
+  const CM = '/api/v1/namespaces/default/configmaps'
+  t.equal(call(c, `POST ${CM}`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { a: '1' }, immutable: true }).status, 201)
+  invalid(t, call(c, `PATCH ${CM}/c`, { data: { a: '2' } }), 'ConfigMap "c" is invalid: data: Forbidden: field is immutable when `immutable` is set', [{ field: 'data', message: 'Forbidden: field is immutable when `immutable` is set' }])
+  invalid(t, apply(c, `PATCH ${CM}/c`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, binaryData: { b: 'AA==' } }), 'ConfigMap "c" is invalid: binaryData: Forbidden: field is immutable when `immutable` is set', [{ field: 'binaryData', message: 'Forbidden: field is immutable when `immutable` is set' }])
+  invalid(t, call(c, `PUT ${CM}/c`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, binaryData: { b: 'AA==' } }), 'ConfigMap "c" is invalid: [immutable: Forbidden: field is immutable when `immutable` is set, data: Forbidden: field is immutable when `immutable` is set, binaryData: Forbidden: field is immutable when `immutable` is set]')
+  invalid(t, call(c, `PATCH ${CM}/c`, { immutable: false }), 'ConfigMap "c" is invalid: immutable: Forbidden: field is immutable when `immutable` is set')
+  t.equal(call(c, `PATCH ${CM}/c`, { metadata: { labels: { tier: 'cache' } } }).status, 200, 'labels change')
+  t.equal(call(c, `PATCH ${CM}/c`, { data: { a: '1' } }).status, 200, 'the same data is no change')
+  t.equal(call(c, `DELETE ${CM}/c`).status, 200, 'and it can be deleted, the way to change it')
+  t.equal(call(c, `POST ${CM}`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'm' }, data: { a: '1' } }).status, 201)
+  t.equal(call(c, `PATCH ${CM}/m`, { data: { a: '2' }, immutable: true }).status, 200, 'a mutable ConfigMap may change and become immutable in one update')
+})
+
+t.test('a Secret\'s type never changes; an immutable Secret keeps its data, stringData included (core/validation ValidateSecretUpdate)', async (t) => {
+  const c = createCluster()
+  const S = '/api/v1/namespaces/default/secrets'
+  t.equal(call(c, `POST ${S}`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'MQ==' } }).status, 201)
+  invalid(t, call(c, `PATCH ${S}/s`, { type: 'example.com/other' }), 'Secret "s" is invalid: type: Invalid value: "example.com/other": field is immutable', [{ field: 'type', message: 'Invalid value: "example.com/other": field is immutable' }])
+  t.equal(call(c, `PATCH ${S}/s`, { immutable: true }).status, 200)
+  invalid(t, call(c, `PATCH ${S}/s`, { stringData: { a: '2' } }), 'Secret "s" is invalid: data: Forbidden: field is immutable when `immutable` is set')
+  invalid(t, call(c, `PATCH ${S}/s`, { immutable: null }), 'Secret "s" is invalid: immutable: Forbidden: field is immutable when `immutable` is set')
+  t.equal(call(c, `PATCH ${S}/s`, { stringData: { a: '1' } }).status, 200, 'stringData equal to the data is no change')
+})

@@ -416,6 +416,30 @@ function validateEvent(obj: KubeObject, newApi: boolean): FieldCause[] {
   return out
 }
 
+/** An absent map and an empty one: the same after storage's round trip. */
+function mapOrNull(v: unknown): unknown {
+  return isObj(v) && Object.keys(v).length === 0 ? null : (v ?? null)
+}
+
+/**
+ * ConfigMaps and Secrets marked `immutable: true` (core/validation ValidateConfigMapUpdate,
+ * ValidateSecretUpdate): the mark cannot be removed and the data cannot change — one
+ * `Forbidden` per field, in upstream's order; a Secret's `type` never changes.
+ */
+function validateImmutableData(obj: KubeObject, old: KubeObject | undefined): FieldCause[] {
+  const out: FieldCause[] = []
+  if (!old) return out
+  const secret = obj.kind === 'Secret'
+  if (secret && (obj.type ?? 'Opaque') !== (old.type ?? 'Opaque')) out.push(invalid('type', goValue(obj.type ?? 'Opaque'), 'field is immutable'))
+  if (old.immutable !== true) return out
+  const locked = 'field is immutable when `immutable` is set'
+  if (obj.immutable !== true) out.push(forbiddenField('immutable', locked))
+  for (const field of secret ? ['data'] : ['data', 'binaryData']) {
+    if (!deepEqual(mapOrNull(obj[field]), mapOrNull(old[field]))) out.push(forbiddenField(field, locked))
+  }
+  return out
+}
+
 /** A kind's validation: `old` is undefined on create. Causes come in the upstream validator's order. */
 type KindValidator = (obj: KubeObject, old: KubeObject | undefined) => FieldCause[]
 
@@ -425,6 +449,8 @@ const validators: Record<string, KindValidator> = {
   'apps/v1/ReplicaSet': (o, old) => validateReplicated(o, old, 'ReplicaSet'),
   'apps/v1/StatefulSet': validateStatefulSet,
   'v1/Pod': (o) => validatePodSpec('spec', o.spec),
+  'v1/ConfigMap': validateImmutableData,
+  'v1/Secret': validateImmutableData,
   'v1/Service': validateService,
   'policy/v1/PodDisruptionBudget': validatePDB,
   'v1/ResourceQuota': validateResourceQuota,
