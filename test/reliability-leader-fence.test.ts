@@ -7,13 +7,8 @@
  * order the server handled them) the old leader's last write precedes the new leader's first.
  */
 import t from 'tap'
-import type { KubeObject } from '../operator/controller/client.ts'
-import { memcachedCRD } from '../operator/api/crd.ts'
-import { loadChart } from '../operator/render/chart.ts'
-import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
-import { clientFor } from './support/operator.ts'
-import { stallingProxy } from './support/stalling-proxy.ts'
-import { kubeconfigFor, MC, memcached, sleep, spawnOperator, waitConverged, type OperatorProcess } from './fixtures/reliability/support.ts'
+import type { Sandbox } from '../operator/sandbox/index.ts'
+import { MC, memcached, sleep, twoReplicas, waitConverged } from './fixtures/reliability/support.ts'
 
 const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection'])
 const FAST = ['--leader-elect-lease-duration', '4s', '--leader-elect-renew-deadline', '3s', '--leader-elect-retry-period', '500ms']
@@ -28,26 +23,7 @@ function writesBy(sb: Sandbox, tag: string): { at: number; what: string }[] {
 }
 
 t.test('a leader whose Lease requests stall stops writing and exits 1 before a follower may take over (client-go renew deadline, controller-runtime exit)', async (t) => {
-  const chart = loadChart()
-  const sb = await startSandbox({ podReadyDelayMs: 20, requestLogSize: 100_000, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
-  t.teardown(() => sb.close())
-  const c = clientFor(sb, 'test-user/1', 'test-user')
-  t.teardown(() => c.close())
-  const procs: OperatorProcess[] = []
-  t.teardown(async () => {
-    for (const p of procs) await p.kill()
-  })
-  const proxies = { A: await stallingProxy(sb.url, 'A'), B: await stallingProxy(sb.url, 'B') }
-  t.teardown(async () => {
-    await proxies.A.close()
-    await proxies.B.close()
-  })
-  const args = ['--leader-elect', '--leader-election-namespace', 'default', ...FAST]
-  const a = spawnOperator(kubeconfigFor(sb.kubeconfigPath, proxies.A.url), args)
-  procs.push(a)
-  await a.waitFor(/became the leader/)
-  const b = spawnOperator(kubeconfigFor(sb.kubeconfigPath, proxies.B.url), args)
-  procs.push(b)
+  const { chart, sb, c, proxies, a, b } = await twoReplicas(t, FAST)
   await b.waitFor(/leader observed/)
   for (let i = 0; i < 4; i++) await c.create(memcached(`fence-${i}`, { size: 1 }))
   await waitConverged(c, chart, 30_000)

@@ -6,12 +6,8 @@
  * (no release) the follower takes over once the lease expires and converges what changed.
  */
 import t from 'tap'
-import type { KubeObject } from '../operator/controller/client.ts'
-import { memcachedCRD } from '../operator/api/crd.ts'
-import { loadChart } from '../operator/render/chart.ts'
-import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
-import { clientFor } from './support/operator.ts'
-import { kubeconfigFor, MC, memcached, problems, sleep, spawnOperator, taggingProxy, waitConverged, type OperatorProcess } from './fixtures/reliability/support.ts'
+import type { Sandbox } from '../operator/sandbox/index.ts'
+import { MC, memcached, problems, sleep, twoReplicas, waitConverged } from './fixtures/reliability/support.ts'
 
 const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection'])
 const LEASE = { group: 'coordination.k8s.io', resource: 'leases' }
@@ -30,26 +26,7 @@ function leaderOf(line: string): string | undefined {
 }
 
 t.test('two replicas with leader election: only the leader writes; SIGKILL of the leader hands over within the lease duration', async (t) => {
-  const chart = loadChart()
-  const sb = await startSandbox({ podReadyDelayMs: 20, requestLogSize: 100_000, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
-  t.teardown(() => sb.close())
-  const c = clientFor(sb, 'test-user/1', 'test-user')
-  t.teardown(() => c.close())
-  const procs: OperatorProcess[] = []
-  t.teardown(async () => {
-    for (const p of procs) await p.kill()
-  })
-  const proxies = { A: await taggingProxy(sb.url, 'A'), B: await taggingProxy(sb.url, 'B') }
-  t.teardown(async () => {
-    await proxies.A.close()
-    await proxies.B.close()
-  })
-  const args = ['--leader-elect', '--leader-election-namespace', 'default']
-  const a = spawnOperator(kubeconfigFor(sb.kubeconfigPath, proxies.A.url), args)
-  procs.push(a)
-  await a.waitFor(/became the leader/)
-  const b = spawnOperator(kubeconfigFor(sb.kubeconfigPath, proxies.B.url), args)
-  procs.push(b)
+  const { chart, sb, c, a, b } = await twoReplicas(t, [])
   await b.waitFor(/caches synced/)
   const aIdentity = leaderOf(await b.waitFor(/leader observed/))
   t.ok(aIdentity, 'the follower sees a leader')
