@@ -10,21 +10,12 @@ import { startOperator, type Operator, type RunOptions } from '../operator/cli/r
 import { loadChart } from '../operator/render/chart.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { captureIO } from './support/io.ts'
-import { clientFor, eventually } from './support/operator.ts'
+import { clientFor, eventually, runOptions as base } from './support/operator.ts'
 import { stallingProxy } from './support/stalling-proxy.ts'
 import { kubeconfigFor } from './fixtures/reliability/support.ts'
 
 const LEASE = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'default', name: 'memcached-operator-leader' }
 
-const base = (kubeconfig: string): RunOptions => ({
-  kubeconfig,
-  namespace: [],
-  concurrency: '2',
-  resyncPeriod: '10m',
-  leaderElectionId: 'memcached-operator-leader',
-  metricsBindAddress: '127.0.0.1:0',
-  healthProbeBindAddress: '127.0.0.1:0',
-})
 const elect: Partial<RunOptions> = { leaderElect: true, leaderElectionNamespace: 'default', leaderElectLeaseDuration: '3s', leaderElectRenewDeadline: '2s', leaderElectRetryPeriod: '200ms' }
 
 const mc = (name: string): KubeObject => ({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name, namespace: 'default' }, spec: { size: 1 } })

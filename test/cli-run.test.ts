@@ -3,21 +3,12 @@ import t from 'tap'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { runCli } from '../operator/cli/program.ts'
-import { parseDuration, runOperator, startOperator, type RunOptions } from '../operator/cli/run.ts'
+import { parseDuration, runOperator, startOperator } from '../operator/cli/run.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { captureIO } from './support/io.ts'
-import { clientFor, eventually } from './support/operator.ts'
+import { clientFor, eventually, runOptions as base } from './support/operator.ts'
 
-const base = (kubeconfig: string): RunOptions => ({
-  kubeconfig,
-  namespace: [],
-  concurrency: '2',
-  resyncPeriod: '10m',
-  leaderElectionId: 'memcached-operator-leader',
-  metricsBindAddress: '127.0.0.1:0',
-  healthProbeBindAddress: '127.0.0.1:0',
-})
 
 t.test('run: probes, metrics, a leader Lease released on stop', async (t) => {
   const sandbox = await startSandbox({ podReadyDelayMs: 10, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })

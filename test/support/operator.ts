@@ -1,6 +1,7 @@
 /** An operator against a sandbox, in-process, for integration tests. */
 import { KubeConfig } from '@kubernetes/client-node'
 import pino from 'pino'
+import type { RunOptions } from '../../operator/cli/run.ts'
 import { memcachedCRD } from '../../operator/api/crd.ts'
 import { KubeClient, type KubeObject } from '../../operator/controller/client.ts'
 import { loadChart, type Chart } from '../../operator/render/chart.ts'
@@ -137,3 +138,14 @@ export async function reconciles(metrics: CountingMetrics, from: number, n: numb
 export function reconcileCount(metrics: CountingMetrics): number {
   return Object.entries(metrics.counts).filter(([k]) => k.startsWith('reconciled:')).reduce((a, [, v]) => a + v, 0)
 }
+
+/** `run`'s options as its flags' defaults give them, for `kubeconfig`, with ports chosen by the system. */
+export const runOptions = (kubeconfig: string): RunOptions => ({
+  kubeconfig,
+  namespace: [],
+  concurrency: '2',
+  resyncPeriod: '10m',
+  leaderElectionId: 'memcached-operator-leader',
+  metricsBindAddress: '127.0.0.1:0',
+  healthProbeBindAddress: '127.0.0.1:0',
+})
