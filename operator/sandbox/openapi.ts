@@ -424,3 +424,53 @@ export function openapiV2(registry: Registry): Served {
     security: [{ BearerToken: [] }],
   }))
 }
+
+/**
+ * What decoding a built-in kind into its Go type does to fields the type does not have: drops
+ * them, and reports each (`spec.replicass`, `spec.template.spec.containers[0].imagee`, in the
+ * order of the document) for `fieldValidation` Warn and Strict (apimachinery's strict JSON
+ * decoding, sigs.k8s.io/json). Walks upstream's definition of the kind; undefined for a kind
+ * without one. Free-form objects (no `properties`, no `additionalProperties`: RawExtension,
+ * FieldsV1) keep everything.
+ */
+export function builtinPruner(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string[]) | undefined {
+  const name = load().byGvk.get(`${group}/${version}/${kind}`)
+  if (!name) return undefined
+  return (obj) => {
+    const out: string[] = []
+    pruneWith(load().definitions[name]!, obj, '', out)
+    return out
+  }
+}
+
+function resolve(s: Schema): Schema {
+  let cur = s
+  for (let i = 0; i < 8 && typeof cur.$ref === 'string'; i++) {
+    const r = cur.$ref as string
+    cur = load().definitions[r.slice(r.lastIndexOf('/') + 1)] ?? {}
+  }
+  return cur
+}
+
+function pruneWith(schema: Schema, value: unknown, path: string, out: string[]): void {
+  const s = resolve(schema)
+  if (Array.isArray(value)) {
+    if (s.items) value.forEach((v, i) => pruneWith(s.items as Schema, v, `${path}[${i}]`, out))
+    return
+  }
+  if (typeof value !== 'object' || value === null) return
+  const obj = value as Record<string, unknown>
+  const props = s.properties as Record<string, Schema> | undefined
+  if (props) {
+    for (const k of Object.keys(obj)) {
+      const at = path === '' ? k : `${path}.${k}`
+      if (Object.hasOwn(props, k)) pruneWith(props[k]!, obj[k], at, out)
+      else {
+        delete obj[k]
+        out.push(at)
+      }
+    }
+  } else if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) {
+    for (const k of Object.keys(obj)) pruneWith(s.additionalProperties as Schema, obj[k], path === '' ? k : `${path}.${k}`, out)
+  }
+}
