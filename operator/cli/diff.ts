@@ -97,6 +97,9 @@ async function liveByList(client: KubeClient, crs: Memcached[]): Promise<Live> {
   }
 }
 
+/** CRs compared at once: their dry-run applies are what takes the time. */
+const DIFF_CONCURRENCY = 8
+
 /** Runs `diff`; returns 0 (no difference), 1 (differences) or 2 (error). */
 export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
@@ -126,7 +129,10 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     }
     let differences = 0
     let failed = false
-    for (const given of crs) {
+    // Each CR is compared on its own (its reads and dry runs), a few at a time; what each prints
+    // is kept and printed in the order of the CRs, as one after the other would print it.
+    const compare = async (given: Memcached): Promise<{ out: string[]; err: string[]; differences: number; failed: boolean }> => {
+      const r = { out: [] as string[], err: [] as string[], differences: 0, failed: false }
       const namespace = given.metadata.namespace ?? 'default'
       const name = given.metadata.name
       // The live CR gives the uid the operator's ownerReferences carry.
@@ -139,27 +145,45 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       } catch (err) {
         // One CR that does not render must not hide what the others would change.
         if (!(err instanceof RenderError)) throw err
-        io.stderr(`error: Memcached ${namespace}/${name}: ${err.message}\n`)
-        failed = true
-        continue
+        r.err.push(`error: Memcached ${namespace}/${name}: ${err.message}\n`)
+        r.failed = true
+        return r
       }
-      if (!liveCr) io.stderr(`Memcached ${namespace}/${name} is not in the cluster: its objects are compared without ownerReferences\n`)
+      if (!liveCr) r.err.push(`Memcached ${namespace}/${name} is not in the cluster: its objects are compared without ownerReferences\n`)
       const seen = new Set<string>()
       for (const d of desired) {
         seen.add(fileName(d))
         const current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
         const merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
-        differences += emit(io, d, comparable(current), comparable(merged))
+        r.differences += patch(r.out, d, comparable(current), comparable(merged))
       }
       if (liveCr?.metadata.uid) {
         for (const kind of MANAGED_KINDS) {
           for (const o of await live.owned(kind.apiVersion, kind.kind, namespace, name)) {
             const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
             if (seen.has(fileName(id)) || !isControlledBy(o, liveCr)) continue
-            differences += emit(io, id, comparable(o), '')
+            r.differences += patch(r.out, id, comparable(o), '')
           }
         }
       }
+      return r
+    }
+    const results: ReturnType<typeof compare>[] = []
+    let next = 0
+    const pool = Array.from({ length: Math.min(DIFF_CONCURRENCY, crs.length) }, async () => {
+      while (next < crs.length) {
+        const i = next++
+        results[i] = compare(crs[i]!)
+        await results[i]!.catch(() => {})
+      }
+    })
+    await Promise.all(pool)
+    for (const result of results) {
+      const r = await result
+      for (const line of r.err) io.stderr(line)
+      for (const text of r.out) io.stdout(text)
+      differences += r.differences
+      failed ||= r.failed
     }
     return failed ? 2 : differences > 0 ? 1 : 0
   } catch (err) {
@@ -171,8 +195,9 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   }
 }
 
-function emit(io: CliIO, id: Parameters<typeof fileName>[0], before: string, after: string): number {
+/** Adds the unified diff of one object to `out`; returns 1 when there is one. */
+function patch(out: string[], id: Parameters<typeof fileName>[0], before: string, after: string): number {
   if (before === after) return 0
-  io.stdout(createTwoFilesPatch(`live/${fileName(id)}`, `merged/${fileName(id)}`, before, after, undefined, undefined, { context: 3 }).replace(/^=+\n/, ''))
+  out.push(createTwoFilesPatch(`live/${fileName(id)}`, `merged/${fileName(id)}`, before, after, undefined, undefined, { context: 3 }).replace(/^=+\n/, ''))
   return 1
 }
