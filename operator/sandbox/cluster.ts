@@ -1429,6 +1429,8 @@ function initialStatus(type: ResourceType, obj: KubeObject): Json {
       return { replicas: 0 }
     case 'StatefulSet':
       return { replicas: 0, availableReplicas: 0 }
+    case 'HorizontalPodAutoscaler':
+      return { desiredReplicas: 0 }
     case 'PodDisruptionBudget':
       return { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 }
     default:

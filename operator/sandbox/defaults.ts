@@ -65,6 +65,9 @@ export function defaultBuiltin(object: KubeObject, hooks: DefaultingHooks = {}):
     case 'v1/Namespace':
       defaultNamespace(o)
       break
+    case 'autoscaling/v2/HorizontalPodAutoscaler':
+      defaultHorizontalPodAutoscaler(o)
+      break
     default:
       break
   }
@@ -114,6 +117,28 @@ function defaultStatefulSet(o: JsonObject): void {
       setDefault(obj(c, 'status'), 'phase', 'Pending')
     }
   }
+}
+
+/**
+ * autoscaling/v2 SetDefaults_HorizontalPodAutoscaler (pkg/apis/autoscaling/v2/defaults.go):
+ * minReplicas 1, CPU at 80% average utilization when no metric is given, and a `behavior` that is
+ * present gets every unset rule filled from the default scale-up and scale-down rules.
+ */
+function defaultHorizontalPodAutoscaler(o: JsonObject): void {
+  const spec = obj(o, 'spec')
+  if (typeof spec.minReplicas !== 'number') spec.minReplicas = 1
+  if (!Array.isArray(spec.metrics) || spec.metrics.length === 0) {
+    spec.metrics = [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }]
+  }
+  if (!isObj(spec.behavior)) return
+  const rules = (key: string, dflt: JsonObject): void => {
+    const from = isObj(spec.behavior) && isObj((spec.behavior as JsonObject)[key]) ? ((spec.behavior as JsonObject)[key] as JsonObject) : {}
+    const to: JsonObject = structuredClone(dflt)
+    for (const k of ['selectPolicy', 'stabilizationWindowSeconds', 'policies', 'tolerance']) if (from[k] !== undefined && from[k] !== null) to[k] = from[k] as Json
+    ;(spec.behavior as JsonObject)[key] = to
+  }
+  rules('scaleUp', { stabilizationWindowSeconds: 0, selectPolicy: 'Max', policies: [{ type: 'Pods', value: 4, periodSeconds: 15 }, { type: 'Percent', value: 100, periodSeconds: 15 }] })
+  rules('scaleDown', { selectPolicy: 'Max', policies: [{ type: 'Percent', value: 100, periodSeconds: 15 }] })
 }
 
 function defaultPodTemplate(parent: JsonObject, key: string): void {

@@ -1,6 +1,7 @@
 /**
  * Decoding of the Kubernetes protobuf envelope for the few kinds that kubectl's generators send
- * as protobuf (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment`) and
+ * as protobuf (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment`,
+ * `kubectl autoscale`) and
  * for the DeleteOptions of typed clients (helm): client-go's typed clients write protobuf and do
  * not fall back to JSON on 415. The schemas below are the k8s.io/api `generated.proto` field numbers of what
  * those commands fill in; any other field makes the body undecodable (415) rather than silently
@@ -195,6 +196,41 @@ const kinds: Record<string, Message> = {
   'apps/v1/Deployment': msg('Deployment', { 1: f('metadata', objectMeta), 2: f('spec', deploymentSpec), 3: f('status', deploymentStatus) }),
 }
 
+// autoscaling/v2 (k8s.io/api autoscaling/v2/generated.proto): what `kubectl autoscale` sends.
+const crossVersionObjectReference = msg('CrossVersionObjectReference', { 1: f('kind', 'string'), 2: f('name', 'string'), 3: f('apiVersion', 'string') })
+const metricTarget = msg('MetricTarget', { 1: f('type', 'string'), 2: f('value', 'quantity'), 3: f('averageValue', 'quantity'), 4: f('averageUtilization', 'int', { keep: true }) })
+const metricIdentifier = msg('MetricIdentifier', { 1: f('name', 'string'), 2: f('selector', labelSelector) })
+const metricValueStatus = msg('MetricValueStatus', { 1: f('value', 'quantity'), 2: f('averageValue', 'quantity'), 3: f('averageUtilization', 'int', { keep: true }) })
+const scalingRules = msg('HPAScalingRules', {
+  1: f('selectPolicy', 'string', { keep: true }),
+  2: f('policies', msg('HPAScalingPolicy', { 1: f('type', 'string'), 2: f('value', 'int', { keep: true }), 3: f('periodSeconds', 'int', { keep: true }) }), { repeated: true }),
+  3: f('stabilizationWindowSeconds', 'int', { keep: true }),
+  4: f('tolerance', 'quantity'),
+})
+kinds['autoscaling/v2/HorizontalPodAutoscaler'] = msg('HorizontalPodAutoscaler', {
+  1: f('metadata', objectMeta),
+  2: f('spec', msg('HorizontalPodAutoscalerSpec', {
+    1: f('scaleTargetRef', crossVersionObjectReference),
+    2: f('minReplicas', 'int', { keep: true }),
+    3: f('maxReplicas', 'int', { keep: true }),
+    4: f('metrics', msg('MetricSpec', {
+      1: f('type', 'string'),
+      2: f('object', msg('ObjectMetricSource', { 1: f('describedObject', crossVersionObjectReference), 2: f('target', metricTarget), 3: f('metric', metricIdentifier) })),
+      3: f('pods', msg('PodsMetricSource', { 1: f('metric', metricIdentifier), 2: f('target', metricTarget) })),
+      4: f('resource', msg('ResourceMetricSource', { 1: f('name', 'string'), 2: f('target', metricTarget) })),
+      5: f('external', msg('ExternalMetricSource', { 1: f('metric', metricIdentifier), 2: f('target', metricTarget) })),
+      7: f('containerResource', msg('ContainerResourceMetricSource', { 1: f('name', 'string'), 2: f('target', metricTarget), 3: f('container', 'string') })),
+    }), { repeated: true }),
+    5: f('behavior', msg('HorizontalPodAutoscalerBehavior', { 1: f('scaleUp', scalingRules), 2: f('scaleDown', scalingRules) })),
+  })),
+  3: f('status', msg('HorizontalPodAutoscalerStatus', {
+    1: f('observedGeneration', 'int'),
+    2: f('lastScaleTime', 'time'),
+    3: f('currentReplicas', 'int'),
+    4: f('desiredReplicas', 'int'),
+    5: f('currentMetrics', msg('MetricStatus', { 1: f('type', 'string'), 4: f('resource', msg('ResourceMetricStatus', { 1: f('name', 'string'), 2: f('current', metricValueStatus) })) }), { repeated: true }),
+  })),
+})
 // authorization.k8s.io/v1 and authentication.k8s.io/v1: what `kubectl auth can-i|whoami` and
 // `kubectl create token` send.
 const resourceAttributes = msg('ResourceAttributes', { 1: f('namespace', 'string'), 2: f('verb', 'string'), 3: f('group', 'string'), 4: f('version', 'string'), 5: f('resource', 'string'), 6: f('subresource', 'string'), 7: f('name', 'string') })

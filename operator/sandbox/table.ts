@@ -199,6 +199,42 @@ function podStatus(o: KubeObject): string {
   return reason
 }
 
+/** printers.go formatHPAMetrics: at most two metrics, `cpu: <unknown>/80%`, then `+ N more...`. */
+function hpaMetrics(specs: Json[], statuses: Json[]): string {
+  if (specs.length === 0) return '<none>'
+  const list = specs.map((raw, i) => {
+    const spec = obj(raw)
+    const status = obj(statuses[i])
+    const value = (v: unknown) => (v === undefined || v === null ? '<unknown>' : str(v))
+    const source = (key: string) => ({ s: obj(spec[key]), c: obj(obj(status[key])['current']), present: status[key] !== undefined && status[key] !== null })
+    switch (spec['type']) {
+      case 'External':
+      case 'Object': {
+        const { s, c, present } = source(spec['type'] === 'External' ? 'external' : 'object')
+        const target = obj(s['target'])
+        if (target['averageValue'] !== undefined && target['averageValue'] !== null) return `${present && c['averageValue'] !== undefined ? str(c['averageValue']) : '<unknown>'}/${str(target['averageValue'])} (avg)`
+        return `${present ? value(c['value']) : '<unknown>'}/${value(target['value'])}`
+      }
+      case 'Pods': {
+        const { s, c, present } = source('pods')
+        return `${present ? value(c['averageValue']) : '<unknown>'}/${value(obj(s['target'])['averageValue'])}`
+      }
+      case 'Resource':
+      case 'ContainerResource': {
+        const { s, c, present } = source(spec['type'] === 'Resource' ? 'resource' : 'containerResource')
+        const target = obj(s['target'])
+        if (target['averageValue'] !== undefined && target['averageValue'] !== null) return `${str(s['name'])}: ${present ? value(c['averageValue']) : '<unknown>'}/${str(target['averageValue'])}`
+        const current = present && typeof c['averageUtilization'] === 'number' ? `${c['averageUtilization']}%` : '<unknown>'
+        const wanted = typeof target['averageUtilization'] === 'number' ? `${target['averageUtilization']}%` : '<auto>'
+        return `${str(s['name'])}: ${current}/${wanted}`
+      }
+      default:
+        return '<unknown type>'
+    }
+  })
+  return list.length > 2 ? `${list.slice(0, 2).join(', ')} + ${list.length - 2} more...` : list.join(', ')
+}
+
 const rolePrinter: Printer = {
   columns: [col('Created At', 'date', ageDescription)],
   cells: (o) => [str(o.metadata.creationTimestamp, '<unknown>')],
@@ -253,6 +289,30 @@ const builtinPrinters: Record<string, Printer> = {
       const spec = obj(o['spec'])
       const c = containersOf(obj(spec['template'])['spec'])
       return [`${num(obj(o['status'])['readyReplicas'])}/${typeof spec['replicas'] === 'number' ? spec['replicas'] : 1}`, age(o.metadata.creationTimestamp, at), c.names, c.images]
+    },
+  },
+  // pkg/printers/internalversion/printers.go printControllerRevision: the controller as `statefulset.apps/web`.
+  'apps/controllerrevisions': {
+    columns: [col('Controller', 'string', 'Controller of the object'), col('Revision', 'integer', 'Revision indicates the revision of the state represented by Data.'), col('Age', 'string', ageDescription)],
+    cells(o, at) {
+      const ref = o.metadata.ownerReferences?.find((r) => r.controller === true)
+      let controller = '<none>'
+      if (ref) {
+        const i = ref.apiVersion.indexOf('/')
+        const group = i < 0 ? '' : ref.apiVersion.slice(0, i)
+        controller = `${(group ? `${ref.kind}.${group}` : ref.kind).toLowerCase()}/${ref.name}`
+      }
+      return [controller, num(o['revision']), age(o.metadata.creationTimestamp, at)]
+    },
+  },
+  // printers.go printHorizontalPodAutoscaler and formatHPAMetrics.
+  'autoscaling/horizontalpodautoscalers': {
+    columns: [col('Reference', 'string', 'scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.'), col('Targets', 'string', 'metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond. If not set, the default metric will be set to 80% average CPU utilization.'), col('MinPods', 'string', 'minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.'), col('MaxPods', 'integer', 'maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.'), col('Replicas', 'integer', 'currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.'), col('Age', 'string', ageDescription)],
+    cells(o, at) {
+      const spec = obj(o['spec'])
+      const ref = obj(spec['scaleTargetRef'])
+      const status = obj(o['status'])
+      return [`${str(ref['kind'])}/${str(ref['name'])}`, hpaMetrics(arr(spec['metrics']), arr(status['currentMetrics'])), typeof spec['minReplicas'] === 'number' ? String(spec['minReplicas']) : '<unset>', num(spec['maxReplicas']), num(status['currentReplicas']), age(o.metadata.creationTimestamp, at)]
     },
   },
   '/resourcequotas': {

@@ -8,6 +8,7 @@
 import { deepEqual } from './apply/json.ts'
 import { validateResourceQuota } from './admission/quota.ts'
 import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
+import { compareQuantities, quantityOf, zeroQuantity } from './quantity.ts'
 import { validateService } from './service.ts'
 import type { FieldCause, KubeObject } from './types.ts'
 
@@ -440,6 +441,171 @@ function validateImmutableData(obj: KubeObject, old: KubeObject | undefined): Fi
   return out
 }
 
+/** apimachinery path validation IsValidPathSegmentName. */
+function pathSegmentProblems(field: string, name: string): FieldCause[] {
+  if (name === '.' || name === '..') return [invalid(field, q(name), `may not be '${name}'`)]
+  const out: FieldCause[] = []
+  for (const c of ['/', '%']) if (name.includes(c)) out.push(invalid(field, q(name), `may not contain '${c}'`))
+  return out
+}
+
+/** A quantity's sign (1, 0, -1); NaN when it does not parse (the decoder would have refused it). */
+function quantitySign(v: unknown): number {
+  try {
+    return compareQuantities(quantityOf(v as string | number), zeroQuantity)
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** autoscaling/validation ValidateCrossVersionObjectReference. */
+function validateCrossVersionRef(field: string, ref: unknown): FieldCause[] {
+  const r = isObj(ref) ? ref : {}
+  const out: FieldCause[] = []
+  for (const k of ['kind', 'name']) {
+    const v = typeof r[k] === 'string' ? (r[k] as string) : ''
+    if (v === '') out.push(required(`${field}.${k}`))
+    else out.push(...pathSegmentProblems(`${field}.${k}`, v))
+  }
+  return out
+}
+
+/** autoscaling/validation validateMetricTarget. */
+function validateMetricTarget(field: string, target: unknown): FieldCause[] {
+  const t = isObj(target) ? target : {}
+  const out: FieldCause[] = []
+  const type = typeof t.type === 'string' ? t.type : ''
+  if (type === '') out.push(required(`${field}.type`, 'must specify a metric target type'))
+  if (type !== 'Utilization' && type !== 'Value' && type !== 'AverageValue') out.push(invalid(`${field}.type`, q(type), 'must be either Utilization, Value, or AverageValue'))
+  for (const k of ['value', 'averageValue']) if (t[k] !== undefined && t[k] !== null && quantitySign(t[k]) !== 1) out.push(invalid(`${field}.${k}`, q(String(t[k])), 'must be positive'))
+  if (typeof t.averageUtilization === 'number' && t.averageUtilization < 1) out.push(invalid(`${field}.averageUtilization`, String(t.averageUtilization), 'must be greater than 0'))
+  return out
+}
+
+function validateMetricIdentifier(field: string, id: unknown): FieldCause[] {
+  const name = isObj(id) && typeof id.name === 'string' ? id.name : ''
+  if (name === '') return [required(`${field}.name`, 'must specify a metric name')]
+  return pathSegmentProblems(`${field}.name`, name)
+}
+
+const has = (o: Record<string, unknown>, k: string): boolean => o[k] !== undefined && o[k] !== null
+
+/** One metric source, as validateObjectSource, validateExternalSource, validatePodsSource, validate(Container)ResourceSource. */
+function validateMetricSource(kind: string, field: string, src: Record<string, unknown>): FieldCause[] {
+  const out: FieldCause[] = []
+  const target = isObj(src.target) ? src.target : {}
+  const tf = `${field}.target`
+  if (kind === 'resource' || kind === 'containerResource') {
+    const name = typeof src.name === 'string' ? src.name : ''
+    if (name === '') out.push(required(`${field}.name`, 'must specify a resource name'))
+    if (kind === 'containerResource') {
+      const c = typeof src.container === 'string' ? src.container : ''
+      if (c === '') out.push(required(`${field}.container`, 'must specify a container'))
+    }
+    out.push(...validateMetricTarget(tf, target))
+    if (!has(target, 'averageUtilization') && !has(target, 'averageValue')) out.push(required(`${tf}.averageUtilization`, 'must set either a target raw value or a target utilization'))
+    if (has(target, 'averageUtilization') && has(target, 'averageValue')) out.push(forbiddenField(`${tf}.averageValue`, 'may not set both a target raw value and a target utilization'))
+    return out
+  }
+  if (kind === 'object') out.push(...validateCrossVersionRef(`${field}.describedObject`, src.describedObject))
+  out.push(...validateMetricIdentifier(`${field}.metric`, src.metric))
+  out.push(...validateMetricTarget(tf, target))
+  if (kind === 'pods') {
+    if (!has(target, 'averageValue')) out.push(required(`${tf}.averageValue`, 'must specify a positive target averageValue'))
+  } else if (kind === 'object') {
+    if (!has(target, 'value') && !has(target, 'averageValue')) out.push(required(`${tf}.averageValue`, 'must set either a target value or averageValue'))
+  } else {
+    if (!has(target, 'value') && !has(target, 'averageValue')) out.push(required(`${tf}.averageValue`, 'must set either a target value for metric or a per-pod target'))
+    if (has(target, 'value') && has(target, 'averageValue')) out.push(forbiddenField(`${tf}.value`, 'may not set both a target value for metric and a per-pod target'))
+  }
+  return out
+}
+
+const metricSourceTypes = ['ContainerResource', 'External', 'Object', 'Pods', 'Resource']
+
+/** autoscaling/validation validateMetricSpec. */
+function validateMetricSpec(field: string, spec: Record<string, unknown>): FieldCause[] {
+  const out: FieldCause[] = []
+  const type = typeof spec.type === 'string' ? spec.type : ''
+  if (type === '') out.push(required(`${field}.type`, 'must specify a metric source type'))
+  if (!metricSourceTypes.includes(type)) out.push(notSupported(`${field}.type`, q(type), metricSourceTypes))
+  const present: string[] = []
+  for (const k of ['object', 'external', 'pods', 'resource', 'containerResource']) {
+    if (!isObj(spec[k])) continue
+    present.push(k)
+    if (present.length === 1) out.push(...validateMetricSource(k, `${field}.${k}`, spec[k] as Record<string, unknown>))
+  }
+  const expected = metricSourceTypes.includes(type) ? type.charAt(0).toLowerCase() + type.slice(1) : ''
+  if (metricSourceTypes.includes(type)) {
+    if (!present.includes(expected)) out.push(required(`${field}.${expected}`, 'must populate information for the given metric source'))
+  } else out.push(notSupported(`${field}.type`, q(type), metricSourceTypes))
+  if (present.length !== 1) for (const k of present.filter((k) => k !== expected)) out.push(forbiddenField(`${field}.${k}`, 'must populate the given metric source only'))
+  return out
+}
+
+/** autoscaling/validation validateScalingRules. */
+function validateScalingRules(field: string, rules: unknown): FieldCause[] {
+  if (!isObj(rules)) return []
+  const out: FieldCause[] = []
+  const sw = rules.stabilizationWindowSeconds
+  if (typeof sw === 'number' && sw < 0) out.push(invalid(`${field}.stabilizationWindowSeconds`, String(sw), 'must be greater than or equal to zero'))
+  if (typeof sw === 'number' && sw > 3600) out.push(invalid(`${field}.stabilizationWindowSeconds`, String(sw), 'must be less than or equal to 3600'))
+  if (has(rules, 'selectPolicy') && !['Disabled', 'Max', 'Min'].includes(String(rules.selectPolicy))) out.push(notSupported(`${field}.selectPolicy`, q(String(rules.selectPolicy)), ['Disabled', 'Max', 'Min']))
+  const policies = Array.isArray(rules.policies) ? rules.policies : []
+  if (policies.length === 0) out.push(required(`${field}.policies`, 'must specify at least one Policy'))
+  policies.forEach((p, i) => {
+    const pol = isObj(p) ? p : {}
+    const pf = `${field}.policies[${i}]`
+    if (pol.type !== 'Pods' && pol.type !== 'Percent') out.push(notSupported(`${pf}.type`, q(String(pol.type ?? '')), ['Percent', 'Pods']))
+    const value = typeof pol.value === 'number' ? pol.value : 0
+    const period = typeof pol.periodSeconds === 'number' ? pol.periodSeconds : 0
+    if (value <= 0) out.push(invalid(`${pf}.value`, String(value), 'must be greater than zero'))
+    if (period <= 0) out.push(invalid(`${pf}.periodSeconds`, String(period), 'must be greater than zero'))
+    if (period > 1800) out.push(invalid(`${pf}.periodSeconds`, String(period), 'must be less than or equal to 1800'))
+  })
+  return out
+}
+
+/**
+ * autoscaling/v2 HorizontalPodAutoscalers (pkg/apis/autoscaling/validation/validation.go
+ * validateHorizontalPodAutoscalerSpec), with HPAScaleToZero off as in a default 1.34 cluster:
+ * minReplicas ≥ 1 (an update keeps an existing 0), maxReplicas ≥ 1 and ≥ minReplicas, the
+ * scale target's kind and name, each metric, the behavior's scaling rules.
+ */
+function validateHorizontalPodAutoscaler(obj: KubeObject, old: KubeObject | undefined): FieldCause[] {
+  const spec = isObj(obj.spec) ? obj.spec : {}
+  const out: FieldCause[] = []
+  const oldMin = old && isObj(old.spec) ? old.spec.minReplicas : undefined
+  const lower = oldMin === 0 ? 0 : 1
+  const min = typeof spec.minReplicas === 'number' ? spec.minReplicas : undefined
+  const max = typeof spec.maxReplicas === 'number' ? spec.maxReplicas : 0
+  if (min !== undefined && min < lower) out.push(invalid('spec.minReplicas', String(min), `must be greater than or equal to ${lower}`))
+  if (max < 1) out.push(invalid('spec.maxReplicas', String(max), 'must be greater than 0'))
+  if (min !== undefined && max < min) out.push(invalid('spec.maxReplicas', String(max), 'must be greater than or equal to `minReplicas`'))
+  out.push(...validateCrossVersionRef('spec.scaleTargetRef', spec.scaleTargetRef))
+  const metrics = Array.isArray(spec.metrics) ? spec.metrics : []
+  metrics.forEach((m, i) => out.push(...validateMetricSpec(`spec.metrics[${i}]`, isObj(m) ? m : {})))
+  if (min === 0 && !metrics.some((m) => isObj(m) && (m.type === 'Object' || m.type === 'External')))
+    out.push(forbiddenField('spec.metrics', 'must specify at least one Object or External metric to support scaling to zero replicas'))
+  if (isObj(spec.behavior)) {
+    out.push(...validateScalingRules('spec.behavior.scaleUp', spec.behavior.scaleUp))
+    out.push(...validateScalingRules('spec.behavior.scaleDown', spec.behavior.scaleDown))
+  }
+  return out
+}
+
+/**
+ * apps/v1 ControllerRevisions (pkg/apis/apps/validation ValidateControllerRevisionCreate and
+ * ValidateControllerRevisionUpdate): `data` is required and never changes, `revision` is not negative.
+ */
+function validateControllerRevision(obj: KubeObject, old: KubeObject | undefined): FieldCause[] {
+  const out: FieldCause[] = []
+  if (obj.data === undefined || obj.data === null) out.push(required('data', 'data is mandatory'))
+  out.push(...nonNegative('revision', obj.revision ?? 0))
+  if (old && !deepEqual(obj.data ?? null, old.data ?? null)) out.push(invalid('data', goJson(obj.data ?? null), 'field is immutable'))
+  return out
+}
+
 /** A kind's validation: `old` is undefined on create. Causes come in the upstream validator's order. */
 type KindValidator = (obj: KubeObject, old: KubeObject | undefined) => FieldCause[]
 
@@ -448,6 +614,8 @@ const validators: Record<string, KindValidator> = {
   'apps/v1/Deployment': (o, old) => validateReplicated(o, old, 'Deployment'),
   'apps/v1/ReplicaSet': (o, old) => validateReplicated(o, old, 'ReplicaSet'),
   'apps/v1/StatefulSet': validateStatefulSet,
+  'apps/v1/ControllerRevision': validateControllerRevision,
+  'autoscaling/v2/HorizontalPodAutoscaler': validateHorizontalPodAutoscaler,
   'v1/Pod': (o) => validatePodSpec('spec', o.spec),
   'v1/ConfigMap': validateImmutableData,
   'v1/Secret': validateImmutableData,

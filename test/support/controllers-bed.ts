@@ -1,8 +1,11 @@
 /** The sandbox with its simulated controllers, for the tests of those controllers. */
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import type { Test } from 'tap'
 import { startControllers } from '../../operator/sandbox/controllers/index.ts'
 import { startSandbox, type Sandbox } from '../../operator/sandbox/index.ts'
 import type { ApiRequest, ApiResponse, KubeObject } from '../../operator/sandbox/types.ts'
+import { kubectlPath } from './tools.ts'
 
 // Tests read arbitrary fields of what the server returns.
 export type Obj = Record<string, any>
@@ -51,5 +54,17 @@ export async function until<T>(what: string, check: () => Promise<T | undefined 
     if (v !== undefined && v !== false) return v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+/**
+ * Runs real kubectl against a sandbox (asynchronously: the sandbox answers in this process);
+ * resolves with stdout, or rejects with an error whose message carries stderr.
+ */
+export function kubectlFor(sb: Sandbox): (args: string[], input?: string) => Promise<string> {
+  return async (args, input) => {
+    const run = promisify(execFile)(kubectlPath(), ['--kubeconfig', sb.kubeconfigPath, ...args], { timeout: 60_000 })
+    if (input !== undefined) run.child.stdin?.end(input)
+    return (await run).stdout
   }
 }

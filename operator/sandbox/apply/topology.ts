@@ -173,6 +173,17 @@ const CRD = object({
 const ROLE = object({ rules: ATOMIC_LIST })
 const CLUSTER_ROLE = object({ rules: ATOMIC_LIST, aggregationRule: struct({ clusterRoleSelectors: ATOMIC_LIST }) })
 const ROLE_BINDING = object({ subjects: ATOMIC_LIST, roleRef: implicitStruct({}) })
+// k8s.io/api autoscaling/v2: metrics, policies and current metrics are `+listType=atomic`, conditions a map on type.
+const HPA = object({
+  spec: implicitStruct({
+    scaleTargetRef: implicitStruct({}),
+    metrics: ATOMIC_LIST,
+    behavior: struct({ scaleUp: struct({ policies: ATOMIC_LIST }), scaleDown: struct({ policies: ATOMIC_LIST }) }),
+  }),
+  status: implicitStruct({ currentMetrics: ATOMIC_LIST, conditions: CONDITIONS }),
+})
+// apps/v1 ControllerRevision: `data` is a RawExtension, replaced whole.
+const CONTROLLER_REVISION = object({ data: ATOMIC_STRUCT })
 /** A kind the sandbox does not model: metadata typed, everything else open. */
 const UNKNOWN = object({})
 
@@ -180,6 +191,8 @@ const BUILTIN: Record<string, Topology> = {
   'apps/v1/Deployment': DEPLOYMENT,
   'apps/v1/ReplicaSet': REPLICA_SET,
   'apps/v1/StatefulSet': STATEFUL_SET,
+  'apps/v1/ControllerRevision': CONTROLLER_REVISION,
+  'autoscaling/v2/HorizontalPodAutoscaler': HPA,
   '/v1/ResourceQuota': RESOURCE_QUOTA,
   '/v1/Pod': POD,
   '/v1/PodTemplate': object({ template: POD_TEMPLATE_SPEC }),
