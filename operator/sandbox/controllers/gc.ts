@@ -31,13 +31,15 @@ const builtinKinds: Record<string, Kind> = {
   'v1/Namespace': { gvr: { group: '', version: 'v1', resource: 'namespaces' }, namespaced: false },
   'apps/Deployment': { gvr: { group: 'apps', version: 'v1', resource: 'deployments' }, namespaced: true },
   'apps/ReplicaSet': { gvr: { group: 'apps', version: 'v1', resource: 'replicasets' }, namespaced: true },
+  'apps/StatefulSet': { gvr: { group: 'apps', version: 'v1', resource: 'statefulsets' }, namespaced: true },
+  'apps/ControllerRevision': { gvr: { group: 'apps', version: 'v1', resource: 'controllerrevisions' }, namespaced: true },
   'policy/PodDisruptionBudget': { gvr: { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets' }, namespaced: true },
   'coordination.k8s.io/Lease': { gvr: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' }, namespaced: true },
   'apiextensions.k8s.io/CustomResourceDefinition': { gvr: { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' }, namespaced: false },
 }
 
 /** The built-in resources the collector watches (objects of other kinds can still be owners). */
-export const watchedBuiltins = ['v1/Pod', 'v1/Service', 'v1/ConfigMap', 'v1/Secret', 'v1/ServiceAccount', 'apps/Deployment', 'apps/ReplicaSet', 'policy/PodDisruptionBudget']
+export const watchedBuiltins = ['v1/Pod', 'v1/Service', 'v1/ConfigMap', 'v1/Secret', 'v1/ServiceAccount', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet', 'apps/ControllerRevision', 'policy/PodDisruptionBudget']
 
 function groupOf(apiVersion: string): string {
   const i = apiVersion.indexOf('/')

@@ -1,5 +1,5 @@
 /**
- * The simulated kube-controller-manager (Deployment, ReplicaSet and clusterrole-aggregation controllers, garbage
+ * The simulated kube-controller-manager (Deployment, ReplicaSet, StatefulSet and clusterrole-aggregation controllers, garbage
  * collector), kube-scheduler and kubelet of the sandbox, talking to it through
  * {@link ClusterAccess} under their real user agents — so their requests are counted, and their
  * writes carry the field managers a real cluster shows (`kube-controller-manager`, `kubelet`).
@@ -12,6 +12,7 @@ import { GarbageCollector } from './gc.ts'
 import { Informer } from './informer.ts'
 import { Kubelet } from './kubelet.ts'
 import { ReplicaSetController } from './replicaset.ts'
+import { controllerRevisions, StatefulSetController, statefulSets } from './statefulset.ts'
 
 /** Options of {@link startControllers}. */
 export interface ControllerOptions {
@@ -52,19 +53,22 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const podInformer = new Informer(informerClient, pods)
   const rsInformer = new Informer(informerClient, replicaSets)
   const deploymentInformer = new Informer(informerClient, deployments)
+  const setInformer = new Informer(informerClient, statefulSets)
+  const revisionInformer = new Informer(informerClient, controllerRevisions)
   const crdInformer = new Informer(informerClient, crds)
   const roleInformer = new Informer(informerClient, clusterRoles)
   const aggregation = new ClusterRoleAggregation(new Client(access, controllerAgent('clusterrole-aggregation-controller'), account), roleInformer)
 
   const deploymentController = new DeploymentController(new Client(access, controllerAgent('deployment-controller'), account), deploymentInformer, rsInformer)
   const rsController = new ReplicaSetController(new Client(access, controllerAgent('replicaset-controller'), account), rsInformer, podInformer)
+  const setController = new StatefulSetController(new Client(access, controllerAgent('statefulset-controller'), account), setInformer, revisionInformer, podInformer)
   const kubelet = new Kubelet(
     new Client(access, 'kube-scheduler/v1.34.0 (linux/amd64) kubernetes/sandbox/scheduler', account),
     new Client(access, 'kubelet/v1.34.0 (linux/amd64) kubernetes/sandbox', account),
     podInformer,
     opts.podReadyDelayMs,
   )
-  const gc = new GarbageCollector(new Client(access, controllerAgent('generic-garbage-collector'), account), [podInformer, rsInformer, deploymentInformer])
+  const gc = new GarbageCollector(new Client(access, controllerAgent('generic-garbage-collector'), account), [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer])
 
   let stopped = false
   const pending = new Set<Promise<void>>()
@@ -80,11 +84,12 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   })
 
   const started = (async () => {
-    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
+    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), setInformer.start(), revisionInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
     if (stopped) return
     aggregation.resync()
     deploymentController.run()
     rsController.run()
+    setController.run()
     gc.run()
     kubelet.resync()
   })()
@@ -93,6 +98,7 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const timer = setInterval(() => {
     deploymentController.resync()
     rsController.resync()
+    setController.resync()
     kubelet.resync()
     gc.sweep()
   }, opts.resyncMs ?? 30_000)
@@ -103,9 +109,9 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
       if (stopped) return
       stopped = true
       clearInterval(timer)
-      for (const inf of [podInformer, rsInformer, deploymentInformer, crdInformer, roleInformer]) inf.stop()
+      for (const inf of [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer, crdInformer, roleInformer]) inf.stop()
       // Each stop() halts its timers and watches at once, then waits for work in flight.
-      const halted = [deploymentController.stop(), rsController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
+      const halted = [deploymentController.stop(), rsController.stop(), setController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
       await Promise.allSettled([...pending])
       await Promise.all(halted)
     },
