@@ -259,9 +259,17 @@ export class StatefulSetController {
       else condemned.push(pod)
     }
     condemned.sort((a, b) => ordinalOf(set, b) - ordinalOf(set, a))
-    const firstUnhealthy = [...replicas, ...condemned].find((p) => p !== undefined && !isHealthy(p))
     const at = Date.now()
     let waitMs = 0
+    // isUnavailable: not Running and Ready, terminating, or ready for less than minReadySeconds.
+    const unavailable = (p: KubeObject) => {
+      if (!isHealthy(p)) return true
+      const wait = untilAvailable(p, spec.minReadySeconds, at)
+      if (wait > 0) waitMs = waitMs === 0 ? wait : Math.min(waitMs, wait)
+      return wait > 0
+    }
+    // The first unavailable replica, else the lowest-numbered unavailable condemned pod.
+    const firstUnavailable = [...replicas, ...[...condemned].reverse()].find((p) => p !== undefined && unavailable(p))
 
     for (let i = 0; i < replicas.length; i++) {
       const pod = replicas[i]
@@ -284,11 +292,7 @@ export class StatefulSetController {
         if (monotonic) return 0
         continue
       }
-      const wait = untilAvailable(pod, spec.minReadySeconds, at)
-      if (wait > 0) {
-        waitMs = waitMs === 0 ? wait : Math.min(waitMs, wait)
-        if (monotonic) return waitMs
-      }
+      if (unavailable(pod) && monotonic) return waitMs
     }
 
     for (const pod of condemned) {
@@ -296,7 +300,7 @@ export class StatefulSetController {
         if (monotonic) return waitMs
         continue
       }
-      if (monotonic && pod !== firstUnhealthy && (!isRunningAndReady(pod) || untilAvailable(pod, spec.minReadySeconds, at) > 0)) return waitMs
+      if (monotonic && pod !== firstUnavailable && (!isRunningAndReady(pod) || unavailable(pod))) return waitMs
       await this.#deletePod(set, pod)
       if (monotonic) return waitMs
     }
@@ -309,7 +313,7 @@ export class StatefulSetController {
         await this.#deletePod(set, pod)
         return waitMs
       }
-      if (!isHealthy(pod)) return waitMs
+      if (unavailable(pod)) return waitMs
     }
     return waitMs
   }
