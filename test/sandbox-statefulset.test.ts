@@ -87,7 +87,15 @@ t.test('real kubectl: apply, rollout status, get sts, set image, rollout history
   t.match(await kubectl(['rollout', 'history', 'sts/web', '--revision=1']), /Image:\s+memcached:1\.6\.38/)
   t.match(await kubectl(['get', 'controllerrevisions']), new RegExp(`\\n${set.status.updateRevision}\\s+statefulset.apps/web\\s+1\\s`))
 
-  await kubectl(['scale', 'sts/web', '--replicas=1'])
+  // rollout undo patches the template back from revision 1: that revision is reused as revision 3.
+  t.match(await kubectl(['rollout', 'undo', 'sts/web']), /statefulset.apps\/web rolled back/)
+  t.match(await kubectl(['rollout', 'status', 'sts/web', '--timeout=30s']), /partitioned roll out complete: 3 new pods have been updated/)
+  const undone = await rolledOut(bed, 'web', 3)
+  t.equal(undone.status.updateRevision, set.status.updateRevision)
+  t.same((await podsOf(bed, 'web')).map((p) => p.spec.containers[0].image), ['memcached:1.6.38', 'memcached:1.6.38', 'memcached:1.6.38'])
+  t.match(await kubectl(['rollout', 'history', 'sts/web']), /REVISION\s+CHANGE-CAUSE\n2\s+<none>\n3\s+<none>\n/)
+
+  t.match(await kubectl(['scale', 'sts/web', '--replicas=1']), /statefulset.apps\/web scaled/)
   await rolledOut(bed, 'web', 1)
   t.same((await podsOf(bed, 'web')).map((p) => p.metadata.name), ['web-0'])
   t.match(await kubectl(['describe', 'sts', 'web']), /SuccessfulDelete\s+.*statefulset-controller\s+delete Pod web-2 in StatefulSet web successful/)
@@ -214,4 +222,21 @@ t.test('minReadySeconds: a ready pod is available only after it, and OrderedRead
     return s?.status.availableReplicas === 2 ? s : undefined
   }, 10_000)
   t.equal(done.status.readyReplicas, 2)
+})
+
+t.test('graceful termination: OrderedReady waits for a terminating pod before deleting or re-creating the next', async (t) => {
+  const bed = await controllersBed(t, { podReadyDelayMs: 10, podTerminationMs: 150 })
+  await apply(bed, sts('grace'))
+  await rolledOut(bed, 'grace', 3)
+  const log: string[] = []
+  const stop = bed.sb.cluster.watch({ verb: 'watch', group: '', version: 'v1', resource: 'pods', namespace: 'default', query: new URLSearchParams({ resourceVersion: (await bed.get('statefulsets', 'grace', 'apps'))?.metadata.resourceVersion }) } as ApiRequest, (e: WatchEvent) => {
+    const p = e.object as Obj
+    if (e.type === 'DELETED') log.push(`gone ${p.metadata.name}`)
+    else if (e.type === 'MODIFIED' && p.metadata.deletionTimestamp && !log.includes(`terminating ${p.metadata.name}`)) log.push(`terminating ${p.metadata.name}`)
+    else if (e.type === 'ADDED') log.push(`add ${p.metadata.name}`)
+  })
+  t.teardown(stop)
+  await apply(bed, sts('grace', {}, 'memcached:1.6.39'))
+  await rolledOut(bed, 'grace', 3)
+  t.same(log, ['terminating grace-2', 'gone grace-2', 'add grace-2', 'terminating grace-1', 'gone grace-1', 'add grace-1', 'terminating grace-0', 'gone grace-0', 'add grace-0'])
 })

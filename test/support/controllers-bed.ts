@@ -22,8 +22,8 @@ export interface ControllersBed {
 }
 
 /** Starts a sandbox (with `crds` installed) and its controllers; both stop when `t` ends. */
-export async function controllersBed(t: Test, opts: { podReadyDelayMs: number; resyncMs?: number; crds?: KubeObject[] }): Promise<ControllersBed> {
-  const sb = await startSandbox({ controllers: false, installCRDs: opts.crds ?? [] })
+export async function controllersBed(t: Test, opts: { podReadyDelayMs: number; resyncMs?: number; crds?: KubeObject[]; podTerminationMs?: number }): Promise<ControllersBed> {
+  const sb = await startSandbox({ controllers: false, installCRDs: opts.crds ?? [], ...(opts.podTerminationMs !== undefined ? { podTerminationMs: opts.podTerminationMs } : {}) })
   const controllers = startControllers(sb.cluster, { podReadyDelayMs: opts.podReadyDelayMs, ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}) })
   t.teardown(async () => {
     await controllers.stop()
