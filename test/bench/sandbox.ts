@@ -14,6 +14,8 @@ import type { ApiRequest, KubeObject } from '../../operator/sandbox/types.ts'
 
 interface Load {
   url: string
+  /** Bearer token of every request (the sandbox answers 401 without one). */
+  token: string
   method: string
   /** Paths are taken round-robin. */
   paths: string[]
@@ -49,7 +51,7 @@ async function client(load: Load): Promise<{ rps: number; errors: number }> {
   let errors = 0
   const one = (i: number): Promise<void> =>
     new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { 'User-Agent': 'bench/v1' }
+      const headers: Record<string, string> = { 'User-Agent': 'bench/v1', Authorization: `Bearer ${load.token}` }
       if (load.contentType) headers['Content-Type'] = load.contentType
       const req = request({ host: u.hostname, port: u.port, method: load.method, path: load.paths[i % load.paths.length], agent, headers }, (res) => {
         if ((res.statusCode ?? 0) >= 300) errors++
@@ -87,10 +89,12 @@ if (process.argv.includes('--client')) {
   }
 
   const sb = await startSandbox({ controllers: false })
+  const token = sb.issueToken({ user: 'bench', groups: ['system:masters'] })
   const D = '/apis/apps/v1/namespaces/default/deployments'
   const N = 1000
   const apply = (image: string): Load => ({
     url: sb.url,
+    token,
     method: 'PATCH',
     paths: Array.from({ length: N }, (_, i) => `${D}/d${i}?fieldManager=bench`),
     bodies: Array.from({ length: N }, (_, i) => JSON.stringify(deployment(i, image))),
@@ -101,8 +105,8 @@ if (process.argv.includes('--client')) {
   report('apply (create)', await run(apply('memcached:1.6.38')))
   report('apply (unchanged)', await run({ ...apply('memcached:1.6.38'), n: 5 * N }))
   report('apply (changed)', await run(apply('memcached:1.6.39')))
-  report('get', await run({ url: sb.url, method: 'GET', paths: Array.from({ length: N }, (_, i) => `${D}/d${i}`), n: 20_000, concurrency: 16 }))
-  report(`list (${N} deployments)`, await run({ url: sb.url, method: 'GET', paths: [D], n: 200, concurrency: 4 }))
+  report('get', await run({ url: sb.url, token, method: 'GET', paths: Array.from({ length: N }, (_, i) => `${D}/d${i}`), n: 20_000, concurrency: 16 }))
+  report(`list (${N} deployments)`, await run({ url: sb.url, token, method: 'GET', paths: [D], n: 200, concurrency: 4 }))
 
   // Watch fan-out: W HTTP watch connections (read in this process, so a lower bound) and W
   // in-process watchers of the same resource; E writes; events delivered per second.
@@ -118,7 +122,7 @@ if (process.argv.includes('--client')) {
       { length: W },
       () =>
         new Promise<ReturnType<typeof request>>((resolve) => {
-          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}` }, (res) => {
+          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}`, headers: { Authorization: `Bearer ${token}` } }, (res) => {
             res.setEncoding('utf8')
             res.on('data', (chunk: string) => {
               for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) received++
