@@ -21,12 +21,15 @@
  *   currentRevision, updateRevision, observedGeneration, collisionCount; a rolling update is
  *   complete (current = update) once every pod is updated and ready;
  * - Events `SuccessfulCreate`/`SuccessfulDelete`/`FailedCreate` with upstream's messages.
+ * - orphan pods of the wanted ordinals (left by `--cascade=orphan`) and an orphan revision with
+ *   the same data are adopted.
  * Not simulated: PersistentVolumeClaims (not served here, so claims are not created),
  * `maxUnavailable` (the MaxUnavailableStatefulSet gate is off in 1.34: one pod at a time),
- * adoption and release of pods whose labels change, and in-place identity repairs.
+ * adoption of orphans beyond the wanted ordinals, release of pods whose labels stop matching,
+ * and in-place identity repairs.
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
-import { goJson } from '../validation.ts'
+import { goJson, selectorMatches } from '../validation.ts'
 import { ApiError, Client, events, isConflict, isNotFound, pods, type GVR } from './client.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { safeAlphabet } from './names.ts'
@@ -195,6 +198,8 @@ export class StatefulSetController {
     const collisionCount = typeof obj(set['status'])['collisionCount'] === 'number' ? (obj(set['status'])['collisionCount'] as number) : 0
     const { update, current } = await this.#revisionsOf(set, revisions, collisionCount)
     const spec = specOf(set)
+    // Adopted pods arrive as MODIFIED events, which queue the next sync.
+    if (await this.#adoptOrphans(set, spec, this.#pods.dependentsOf(uid).filter(ownedBy).length)) return
     const waitMs = await this.#manage(set, spec, current, update)
     const owned = this.#pods.dependentsOf(uid).filter(ownedBy)
     await this.#updateStatus(set, spec, owned, current, update, collisionCount)
@@ -234,12 +239,40 @@ export class StatefulSetController {
       return await this.#client.create(controllerRevisions, set.metadata.namespace, cr)
     } catch (err) {
       if (!isConflict(err)) throw err
-      // The name is taken: the same data is that revision; other data is a hash collision.
+      // The name is taken: the same data is that revision (an orphan is adopted, as
+      // adoptOrphanRevisions would have); other data is a hash collision.
       const existing = await this.#client.get(controllerRevisions, set.metadata.namespace, name)
-      if (controllerOf(existing)?.uid === set.metadata.uid && sameJson(existing['data'], data)) return existing
+      if (sameJson(existing['data'], data)) return controllerOf(existing) ? existing : await this.#adopt(set, controllerRevisions, existing)
       await this.#client.update(statefulSets, { ...set, status: { ...obj(set['status']), collisionCount: collisionCount + 1 } }, { subresource: 'status' })
       throw err // retried with the new collision count once the StatefulSet's update arrives
     }
+  }
+
+  /** Adds the set's controller reference to an orphan (ControllerRefManager.AdoptPod/AdoptControllerRevision), guarded by its uid. */
+  async #adopt(set: KubeObject, gvr: GVR, orphan: KubeObject): Promise<KubeObject> {
+    const refs = [...(orphan.metadata.ownerReferences ?? []), controllerRef(set)]
+    return await this.#client.mergePatch(gvr, orphan.metadata.namespace, orphan.metadata.name ?? '', { metadata: { uid: orphan.metadata.uid, ownerReferences: refs } })
+  }
+
+  /**
+   * ClaimPods, for the ordinals the set wants: a pod of that name with no controller whose labels
+   * match the selector is adopted rather than re-created (orphans left by `--cascade=orphan`).
+   */
+  async #adoptOrphans(set: KubeObject, spec: Spec, owned: number): Promise<boolean> {
+    if (owned >= spec.replicas) return false
+    const selector = obj(obj(set['spec'])['selector'])
+    let adopted = false
+    for (let ord = spec.start; ord < spec.start + spec.replicas; ord++) {
+      const pod = this.#pods.get(`${set.metadata.namespace ?? ''}/${set.metadata.name ?? ''}-${ord}`)
+      if (!pod || controllerOf(pod) || pod.metadata.deletionTimestamp || !selectorMatches(selector, pod.metadata.labels ?? {})) continue
+      try {
+        await this.#adopt(set, pods, pod)
+        adopted = true
+      } catch (err) {
+        if (!isNotFound(err) && !isConflict(err)) throw err
+      }
+    }
+    return adopted
   }
 
   /**
