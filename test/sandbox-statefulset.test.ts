@@ -274,3 +274,19 @@ t.test('orphans (ControllerRefManager.ClaimPods, adoptOrphanRevisions): a set re
   t.equal(after.status.updateRevision, before.status.updateRevision, 'the orphaned revision is adopted')
   t.equal(((await bed.get('controllerrevisions', after.status.updateRevision, 'apps')) as Obj).metadata.ownerReferences[0].uid, after.metadata.uid)
 })
+
+t.test('a pod the server refuses (stateful_pod_control.go recordPodEvent): one FailedCreate Warning with the server\'s message, not one per retry', async (t) => {
+  const bed = await controllersBed(t, { podReadyDelayMs: 10 })
+  await bed.call({ verb: 'create', resource: 'namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'locked', labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } } })
+  const set = sts('web')
+  set.metadata.namespace = 'locked'
+  const created = await bed.call({ verb: 'create', group: 'apps', version: 'v1', resource: 'statefulsets', namespace: 'locked', body: set })
+  t.equal(created.status, 201)
+  const failed = async () => (await bed.list('events', '', 'locked')).filter((e) => e.reason === 'FailedCreate')
+  const [event] = await until('a FailedCreate event', async () => ((await failed()).length > 0 ? failed() : undefined))
+  t.match(event, { type: 'Warning', involvedObject: { kind: 'StatefulSet', name: 'web' }, source: { component: 'statefulset-controller' } })
+  t.match(event?.message, /^create Pod web-0 in StatefulSet web failed error: pods "web-0" is forbidden: violates PodSecurity "restricted:latest": /)
+  await new Promise((r) => setTimeout(r, 500))
+  t.equal((await failed()).length, 1, 'retries write no new Event')
+  t.same((await bed.list('pods', '', 'locked')).length, 0)
+})

@@ -20,7 +20,8 @@
  * - status: replicas, readyReplicas, currentReplicas, updatedReplicas, availableReplicas,
  *   currentRevision, updateRevision, observedGeneration, collisionCount; a rolling update is
  *   complete (current = update) once every pod is updated and ready;
- * - Events `SuccessfulCreate`/`SuccessfulDelete`/`FailedCreate` with upstream's messages.
+ * - Events `SuccessfulCreate`/`SuccessfulDelete`/`FailedCreate`/`FailedDelete` with upstream's
+ *   messages (stateful_pod_control.go recordPodEvent), a Warning once per distinct message.
  * - orphan pods of the wanted ordinals (left by `--cascade=orphan`) and an orphan revision with
  *   the same data are adopted.
  * Not simulated: PersistentVolumeClaims (not served here, so claims are not created),
@@ -165,6 +166,7 @@ export class StatefulSetController {
     this.#queue = new WorkQueue((key) => this.#sync(key))
     setInformer.on((type, set) => {
       if (type !== 'DELETED') this.#queue.add(keyOf(set))
+      else for (const k of this.#warningsSent) if (k.startsWith(`${set.metadata.uid ?? ''}\n`)) this.#warningsSent.delete(k)
     })
     const owned = (_type: string, o: KubeObject) => {
       const ref = controllerOf(o)
@@ -393,13 +395,22 @@ export class StatefulSetController {
       await this.#client.delete(pods, pod.metadata.namespace, pod.metadata.name ?? '', { uid: pod.metadata.uid ?? '' })
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return
+      if (err instanceof ApiError) await this.#event(set, 'Warning', 'FailedDelete', `delete Pod ${pod.metadata.name ?? ''} in StatefulSet ${set.metadata.name ?? ''} failed error: ${err.message}`)
       throw err
     }
     await this.#event(set, 'Normal', 'SuccessfulDelete', `delete Pod ${pod.metadata.name ?? ''} in StatefulSet ${set.metadata.name ?? ''} successful`)
   }
 
+  /** Warning Events already written (set uid, reason, message): a create retried with backoff is not a new Event each time. */
+  #warningsSent = new Set<string>()
+
   /** An Event on the StatefulSet, as the controller's recorder writes it. Best effort. */
   async #event(set: KubeObject, type: string, reason: string, message: string): Promise<void> {
+    if (type === 'Warning') {
+      const seen = `${set.metadata.uid ?? ''}\n${reason}\n${message}`
+      if (this.#warningsSent.has(seen)) return
+      this.#warningsSent.add(seen)
+    }
     const time = now()
     const ev = {
       apiVersion: 'v1',
