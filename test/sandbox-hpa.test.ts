@@ -21,7 +21,7 @@ async function sandbox(t: Test) {
   return { sb, create, kubectl: kubectlFor(sb) }
 }
 
-t.test('kubectl autoscale creates an autoscaling/v2 HPA for a Memcached (scale subresource) and a Deployment; kubectl get hpa prints it', async (t) => {
+t.test('kubectl autoscale creates an autoscaling/v2 HPA for a Memcached (scale subresource), a Deployment and a StatefulSet; kubectl get hpa prints it', async (t) => {
   const { kubectl } = await sandbox(t)
   await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'mc1', namespace: 'default' }, spec: { size: 2 } }))
   await kubectl(['create', 'deployment', 'web', '--image=memcached:1.6.38'])
@@ -38,6 +38,9 @@ t.test('kubectl autoscale creates an autoscaling/v2 HPA for a Memcached (scale s
   t.match(table, /^NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE\n/)
   t.match(table, /\nmc1\s+Memcached\/mc1\s+cpu: <unknown>\/80%\s+2\s+5\s+0\s+\d+s\n/)
   t.match(table, /\nweb\s+Deployment\/web\s+cpu: <unknown>\/500m, memory: <unknown>\/70%\s+1\s+4\s+0\s+\d+s\n/)
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'db', namespace: 'default' }, spec: { serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: { metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'memcached', image: 'memcached:1.6.38' }] } } } }))
+  t.match(await kubectl(['autoscale', 'sts', 'db', '--max=3']), /horizontalpodautoscaler.autoscaling\/db autoscaled/)
+  t.match(await kubectl(['get', 'hpa', 'db']), /\ndb\s+StatefulSet\/db\s+cpu: <unknown>\/80%\s+1\s+3\s+0\s/)
   t.match(await kubectl(['api-resources', '--api-group=autoscaling']), /horizontalpodautoscalers\s+hpa\s+autoscaling\/v2\s+true\s+HorizontalPodAutoscaler/)
 })
 
