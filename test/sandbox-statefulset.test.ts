@@ -290,3 +290,15 @@ t.test('a pod the server refuses (stateful_pod_control.go recordPodEvent): one F
   t.equal((await failed()).length, 1, 'retries write no new Event')
   t.same((await bed.list('pods', '', 'locked')).length, 0)
 })
+
+t.test('identity (stateful_set_utils.go identityMatches, updateIdentity): a pod that loses its pod-name label gets it back', async (t) => {
+  const bed = await controllersBed(t, { podReadyDelayMs: 10 })
+  await apply(bed, sts('id', { replicas: 1 }))
+  await rolledOut(bed, 'id', 1)
+  await bed.call({ verb: 'patch', resource: 'pods', namespace: 'default', name: 'id-0', body: { metadata: { labels: { 'statefulset.kubernetes.io/pod-name': null, 'apps.kubernetes.io/pod-index': '7' } } }, contentType: 'application/merge-patch+json' })
+  const pod = await until('labels restored', async () => {
+    const p = await bed.get('pods', 'id-0')
+    return p?.metadata.labels['statefulset.kubernetes.io/pod-name'] === 'id-0' ? p : undefined
+  })
+  t.equal(pod.metadata.labels['apps.kubernetes.io/pod-index'], '0')
+})

@@ -27,7 +27,7 @@
  * Not simulated: PersistentVolumeClaims (not served here, so claims are not created),
  * `maxUnavailable` (the MaxUnavailableStatefulSet gate is off in 1.34: one pod at a time),
  * adoption of orphans beyond the wanted ordinals, release of pods whose labels stop matching,
- * and in-place identity repairs.
+ * and repairs of a pod's volumes (its identity labels are restored).
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
 import { goJson, selectorMatches } from '../validation.ts'
@@ -328,6 +328,15 @@ export class StatefulSetController {
         continue
       }
       if (unavailable(pod) && monotonic) return waitMs
+      // identityMatches / UpdateStatefulPod: a pod that lost its identity labels gets them back.
+      const name = `${set.metadata.name ?? ''}-${ordinal}`
+      if (pod.metadata.labels?.[podNameLabel] !== name) {
+        try {
+          await this.#client.mergePatch(pods, pod.metadata.namespace, name, { metadata: { uid: pod.metadata.uid, labels: { [podNameLabel]: name, [podIndexLabel]: String(ordinal) } } })
+        } catch (err) {
+          if (!isNotFound(err) && !isConflict(err)) throw err
+        }
+      }
     }
 
     for (const pod of condemned) {
