@@ -9,7 +9,7 @@ import { memcachedCRD } from '../operator/api/crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import type { ApiRequest, KubeObject } from '../operator/sandbox/types.ts'
-import { kubectlFor, type Obj } from './support/controllers-bed.ts'
+import { controllersBed, kubectlFor, type Obj, until } from './support/controllers-bed.ts'
 
 const hpa = (name: string, spec: Obj): Obj => ({ apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', metadata: { name, namespace: 'default' }, spec })
 const target = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' }
@@ -91,4 +91,47 @@ t.test('validation (autoscaling/validation validateHorizontalPodAutoscalerSpec):
     'spec.behavior.scaleUp.policies[0].value: Invalid value: 0: must be greater than zero',
     'spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 1801: must be less than or equal to 1800',
   ])
+})
+
+t.test('the HPA controller (podautoscaler/horizontal.go reconcileAutoscaler) without a metrics API: bounds enforced through /scale, ScalingActive=False otherwise', async (t) => {
+  const bed = await controllersBed(t, { podReadyDelayMs: 10, hpaSyncPeriodMs: 100, crds: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  const kubectl = kubectlFor(bed.sb)
+  const getHpa = async (name: string) => {
+    const res = await bed.call({ verb: 'get', group: 'autoscaling', version: 'v2', resource: 'horizontalpodautoscalers', namespace: 'default', name })
+    return res.status === 200 ? (res.body as Obj) : undefined
+  }
+  await kubectl(['create', 'deployment', 'web', '--image=memcached:1.6.38', '--replicas=1'])
+  await kubectl(['autoscale', 'deploy', 'web', '--min=2', '--max=4', '--cpu=80%'])
+  const scaled = await until('the Deployment scaled to minReplicas', async () => {
+    const d = await bed.get('deployments', 'web', 'apps')
+    return d?.spec.replicas === 2 ? d : undefined
+  })
+  t.equal(scaled.spec.replicas, 2)
+  const hpa = await until('ScalingActive=False', async () => {
+    const h = await getHpa('web')
+    return h?.status.conditions?.some((c: Obj) => c.type === 'ScalingActive') ? h : undefined
+  })
+  t.equal(hpa.status.currentReplicas, 2)
+  t.ok(hpa.status.lastScaleTime, 'lastScaleTime is set by the rescale')
+  t.match(hpa.status.conditions, [
+    { type: 'AbleToScale', status: 'True', reason: 'SucceededGetScale', message: "the HPA controller was able to get the target's current scale" },
+    { type: 'ScalingActive', status: 'False', reason: 'FailedGetResourceMetric', message: 'the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)' },
+  ])
+  const events = (await bed.list('events')).filter((e) => e.involvedObject.kind === 'HorizontalPodAutoscaler').map((e) => `${e.type} ${e.reason}: ${e.message}`)
+  t.ok(events.includes('Normal SuccessfulRescale: New size: 2; reason: Current number of replicas below Spec.MinReplicas'))
+  t.ok(events.includes('Warning FailedComputeMetricsReplicas: invalid metrics (1 invalid out of 1), first error is: failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)'))
+  t.match(await kubectl(['get', 'hpa', 'web']), /\nweb\s+Deployment\/web\s+cpu: <unknown>\/80%\s+2\s+4\s+2\s/)
+
+  // A Memcached above maxReplicas is scaled down through the CRD's scale subresource (spec.size).
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'mc1', namespace: 'default' }, spec: { size: 6 } }))
+  await kubectl(['autoscale', 'mc', 'mc1', '--min=1', '--max=3'])
+  await until('the Memcached scaled to maxReplicas', async () => (await bed.get('memcacheds', 'mc1', 'cache.example.com'))?.spec.size === 3)
+  // A target at zero replicas is left alone.
+  await kubectl(['scale', 'deploy', 'web', '--replicas=0'])
+  const disabled = await until('ScalingDisabled', async () => {
+    const h = await getHpa('web')
+    return h?.status.conditions?.some((c: Obj) => c.reason === 'ScalingDisabled') ? h : undefined
+  })
+  t.match(disabled.status.conditions.find((c: Obj) => c.type === 'ScalingActive'), { status: 'False', message: 'scaling is disabled since the replica count of the target is zero' })
+  t.equal((await bed.get('deployments', 'web', 'apps'))?.spec.replicas, 0)
 })

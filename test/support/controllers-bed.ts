@@ -22,9 +22,13 @@ export interface ControllersBed {
 }
 
 /** Starts a sandbox (with `crds` installed) and its controllers; both stop when `t` ends. */
-export async function controllersBed(t: Test, opts: { podReadyDelayMs: number; resyncMs?: number; crds?: KubeObject[]; podTerminationMs?: number }): Promise<ControllersBed> {
+export async function controllersBed(t: Test, opts: { podReadyDelayMs: number; resyncMs?: number; crds?: KubeObject[]; podTerminationMs?: number; hpaSyncPeriodMs?: number }): Promise<ControllersBed> {
   const sb = await startSandbox({ controllers: false, installCRDs: opts.crds ?? [], ...(opts.podTerminationMs !== undefined ? { podTerminationMs: opts.podTerminationMs } : {}) })
-  const controllers = startControllers(sb.cluster, { podReadyDelayMs: opts.podReadyDelayMs, ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}) })
+  const controllers = startControllers(sb.cluster, {
+    podReadyDelayMs: opts.podReadyDelayMs,
+    ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
+    ...(opts.hpaSyncPeriodMs !== undefined ? { hpaSyncPeriodMs: opts.hpaSyncPeriodMs } : {}),
+  })
   t.teardown(async () => {
     await controllers.stop()
     await sb.close()

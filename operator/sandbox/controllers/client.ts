@@ -85,9 +85,9 @@ export class Client {
     return res
   }
 
-  /** GET one object. */
-  async get(gvr: GVR, namespace: string | undefined, name: string): Promise<KubeObject> {
-    return (await this.#send(this.#req('get', gvr, namespace, name))).body as KubeObject
+  /** GET one object (or one of its subresources). */
+  async get(gvr: GVR, namespace: string | undefined, name: string, opts: Options = {}): Promise<KubeObject> {
+    return (await this.#send(this.#req('get', gvr, namespace, name, opts))).body as KubeObject
   }
 
   /** LIST (all namespaces when `namespace` is undefined). */

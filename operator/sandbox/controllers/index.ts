@@ -1,5 +1,5 @@
 /**
- * The simulated kube-controller-manager (Deployment, ReplicaSet, StatefulSet and clusterrole-aggregation controllers, garbage
+ * The simulated kube-controller-manager (Deployment, ReplicaSet, StatefulSet, HorizontalPodAutoscaler and clusterrole-aggregation controllers, garbage
  * collector), kube-scheduler and kubelet of the sandbox, talking to it through
  * {@link ClusterAccess} under their real user agents — so their requests are counted, and their
  * writes carry the field managers a real cluster shows (`kube-controller-manager`, `kubelet`).
@@ -9,6 +9,7 @@ import { Client, controllerAgent, deployments, pods, replicaSets, type GVR } fro
 import { ClusterRoleAggregation } from './clusterrole-aggregation.ts'
 import { DeploymentController } from './deployment.ts'
 import { GarbageCollector } from './gc.ts'
+import { HorizontalPodAutoscalerController, horizontalPodAutoscalers } from './hpa.ts'
 import { Informer } from './informer.ts'
 import { Kubelet } from './kubelet.ts'
 import { ReplicaSetController } from './replicaset.ts'
@@ -22,6 +23,15 @@ export interface ControllerOptions {
   resyncMs?: number
   /** Count the components' requests in the sandbox's request accounting (default true). */
   account?: boolean
+  /** How often each HorizontalPodAutoscaler is reconciled (`--horizontal-pod-autoscaler-sync-period`, default 15 s). */
+  hpaSyncPeriodMs?: number
+}
+
+/** The built-in kinds with a `/scale` subresource, by group/kind (what an HPA may target). */
+const scalable: Record<string, GVR> = {
+  'apps/Deployment': deployments,
+  'apps/ReplicaSet': replicaSets,
+  'apps/StatefulSet': { group: 'apps', version: 'v1', resource: 'statefulsets' },
 }
 
 const crds: GVR = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' }
@@ -68,6 +78,14 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     podInformer,
     opts.podReadyDelayMs,
   )
+  // The HPA controller's REST mapping: built-in scalable kinds, and each Established CRD's kind.
+  const crdKinds = new Map<string, { crd: string; gvr: GVR }>()
+  const hpaInformer = new Informer(informerClient, horizontalPodAutoscalers)
+  const resolveTarget = (apiVersion: string, kind: string): GVR | undefined => {
+    const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : ''
+    return scalable[`${group}/${kind}`] ?? crdKinds.get(`${group}/${kind}`)?.gvr
+  }
+  const hpaController = new HorizontalPodAutoscalerController(new Client(access, controllerAgent('horizontal-pod-autoscaler'), account), hpaInformer, resolveTarget, opts.hpaSyncPeriodMs ?? 15_000)
   const gc = new GarbageCollector(new Client(access, controllerAgent('generic-garbage-collector'), account), [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer])
 
   let stopped = false
@@ -79,17 +97,20 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   crdInformer.on((type, crd) => {
     const name = crd.metadata.name ?? ''
     const served = type === 'DELETED' ? undefined : servedResource(crd)
+    for (const [k, v] of crdKinds) if (v.crd === name) crdKinds.delete(k)
+    if (served) crdKinds.set(`${served.gvr.group}/${served.kind}`, { crd: name, gvr: served.gvr })
     if (!served) gc.removeCustomResource(name)
     else if (!stopped) track(gc.addCustomResource(name, served.gvr, served.kind, served.namespaced))
   })
 
   const started = (async () => {
-    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), setInformer.start(), revisionInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
+    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), setInformer.start(), revisionInformer.start(), hpaInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
     if (stopped) return
     aggregation.resync()
     deploymentController.run()
     rsController.run()
     setController.run()
+    hpaController.run()
     gc.run()
     kubelet.resync()
   })()
@@ -99,6 +120,7 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     deploymentController.resync()
     rsController.resync()
     setController.resync()
+    hpaController.resync()
     kubelet.resync()
     gc.sweep()
   }, opts.resyncMs ?? 30_000)
@@ -109,9 +131,9 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
       if (stopped) return
       stopped = true
       clearInterval(timer)
-      for (const inf of [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer, crdInformer, roleInformer]) inf.stop()
+      for (const inf of [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer, hpaInformer, crdInformer, roleInformer]) inf.stop()
       // Each stop() halts its timers and watches at once, then waits for work in flight.
-      const halted = [deploymentController.stop(), rsController.stop(), setController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
+      const halted = [deploymentController.stop(), rsController.stop(), setController.stop(), hpaController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
       await Promise.allSettled([...pending])
       await Promise.all(halted)
     },
