@@ -78,14 +78,18 @@ export class HorizontalPodAutoscalerController {
     this.#resolve = resolve
     this.#periodMs = periodMs
     this.#queue = new WorkQueue((key) => this.#sync(key))
+    // enqueueHPA: "Requests are always added to queue with resyncPeriod delay. If there's already
+    // request for the HPA in the queue then a new request is always dropped": a new HPA is first
+    // reconciled one period after it appears, and a change (the controller's own status writes
+    // included) waits for the pending periodic sync.
     hpaInformer.on((type, hpa) => {
-      if (type !== 'DELETED') this.#queue.add(keyOf(hpa))
+      if (type !== 'DELETED') this.#queue.addAfter(keyOf(hpa), this.#periodMs)
     })
   }
 
-  /** Queues every HPA (periodic resync). */
+  /** Queues every HPA not already waiting for its period (the informer's resync). */
   resync(): void {
-    for (const hpa of this.#hpas.list()) this.#queue.add(keyOf(hpa))
+    for (const hpa of this.#hpas.list()) this.#queue.addAfter(keyOf(hpa), this.#periodMs)
   }
 
   /** Starts processing (once the caches have listed). */
