@@ -152,7 +152,8 @@ t.test('request pipeline edge cases', async (t) => {
   t.test('names: required, validated per kind', async (t) => {
     t.match(call(c, `POST ${CM}`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: {} }).body.message, 'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required')
     t.match(call(c, `POST ${CM}`, configMap('Bad_Name')).body.message, /metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/)
-    t.match(call(c, 'POST /api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a.b' } }).body.message, /RFC 1123 label/)
+    t.match(call(c, 'POST /api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a_b' } }).body.message, /RFC 1123 label/)
+    t.match(call(c, 'POST /api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a.b' } }).body.message, /Invalid value: "a.b": must not contain dots$/)
     t.match(call(c, '/api/v1/namespaces/default/services'.replace(/^/, 'POST '), { apiVersion: 'v1', kind: 'Service', metadata: { name: '1svc' }, spec: {} }).body.message, /DNS-1035 label/)
     t.equal(call(c, `POST ${CM}`, configMap('x'.repeat(254))).status, 422)
     t.equal(call(c, 'POST /api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x'.repeat(64) } }).status, 422)
