@@ -488,6 +488,57 @@ const cases: Case[] = [
     },
   },
   {
+    ref: '6',
+    name: 'a bad label key gets one cause per IsQualifiedName message (ValidateLabelName)',
+    run(tt, c) {
+      const r = call(c, `POST ${CM}`, configMap('x', {}, { 'example.com/': 'v' }))
+      ok(tt, r, 422)
+      tt.same(
+        r.body.details.causes.map((x: { message: string }) => x.message),
+        [
+          'Invalid value: "example.com/": name part must be non-empty',
+          `Invalid value: "example.com/": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+        ],
+      )
+    },
+  },
+  {
+    ref: '4',
+    name: 'list with a label selector using > and < (labels.Parse gt/lt), keys and values validated',
+    run(tt, c) {
+      call(c, `POST ${CM}`, configMap('a', {}, { rank: '1' }))
+      call(c, `POST ${CM}`, configMap('b', {}, { rank: '5' }))
+      call(c, `POST ${CM}`, configMap('c', {}, { rank: 'x' }))
+      const names = (sel: string): string[] => call(c, `GET ${CM}?labelSelector=${encodeURIComponent(sel)}`).body.items.map((i: { metadata: { name: string } }) => i.metadata.name)
+      tt.same(names('rank>1'), ['b'])
+      tt.same(names('rank<5'), ['a'])
+      tt.same(names('rank>0,rank<9'), ['a', 'b'])
+      const bad = call(c, `GET ${CM}?labelSelector=${encodeURIComponent('rank<x')}`)
+      ok(tt, bad, 400)
+      tt.equal(bad.body.message, `unable to parse requirement: values[0]: Invalid value: "x": for 'Gt', 'Lt' operators, the value must be an integer`)
+      const badKey = call(c, `GET ${CM}?labelSelector=${encodeURIComponent('a/b/c=d')}`)
+      ok(tt, badKey, 400)
+      tt.match(badKey.body.message, /^unable to parse requirement: <nil>: Invalid value: "a\/b\/c": a qualified name must consist of/)
+      ok(tt, call(c, `GET ${CM}?labelSelector=${encodeURIComponent('a=b@c')}`), 400)
+    },
+  },
+  {
+    ref: '4',
+    name: 'a field selector value takes backslash escapes (fields.ParseSelector), an unescaped = or , is refused',
+    run(tt, c) {
+      call(c, `POST ${CM}`, configMap('a'))
+      const list = (sel: string): Result => call(c, `GET ${CM}?fieldSelector=${encodeURIComponent(sel)}`)
+      tt.same(list('metadata.name=a').body.items.map((i: { metadata: { name: string } }) => i.metadata.name), ['a'])
+      const escaped = list('metadata.name=a\\=b')
+      ok(tt, escaped, 200)
+      tt.same(escaped.body.items, [])
+      const bad = list('metadata.name=a=b')
+      ok(tt, bad, 400)
+      tt.equal(bad.body.message, 'invalid field selector: unescaped character in value: 61')
+      tt.equal(list('metadata.name=a\\x').body.message, 'invalid field selector: invalid escape sequence: \\x')
+    },
+  },
+  {
     ref: '4',
     name: 'list pages with limit and continue',
     run(tt, c) {
