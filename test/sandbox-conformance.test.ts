@@ -441,6 +441,24 @@ const cases: Case[] = [
       tt.same(r.body.spec.template.spec.containers[0].resources, { limits: { cpu: '500m', memory: '1Gi' }, requests: { cpu: '100m' } })
     },
   },
+  {
+    ref: '3',
+    name: 'a quantity the parser finds canonical keeps its spelling (resource.ParseQuantity caches it), the others are rewritten',
+    run(tt, c) {
+      const d = deployment('q')
+      ;(d.spec as { template: { spec: { containers: { resources?: unknown }[] } } }).template.spec.containers[0]!.resources = {
+        limits: { cpu: '+1', memory: '1E6', 'ephemeral-storage': '100.035k' },
+        requests: { cpu: '1.', memory: '01Ki', 'ephemeral-storage': '2048Ki' },
+      }
+      const r = call(c, `POST ${D}`, d)
+      ok(tt, r, 201)
+      tt.same(r.body.spec.template.spec.containers[0].resources, {
+        limits: { cpu: '+1', memory: '1E6', 'ephemeral-storage': '100.035k' },
+        requests: { cpu: '1.', memory: '01Ki', 'ephemeral-storage': '2Mi' },
+      })
+      tt.same(call(c, `GET ${D}/q`).body.spec.template.spec.containers[0].resources.limits, { cpu: '+1', memory: '1E6', 'ephemeral-storage': '100.035k' }, 'and after the stored round trip')
+    },
+  },
   // §4 list and watch
   {
     ref: '4',
