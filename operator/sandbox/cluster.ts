@@ -34,7 +34,7 @@ import {
   expired,
 } from './errors.ts'
 import { Faults, type FaultTarget } from './faults.ts'
-import { fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
+import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
@@ -1273,7 +1273,7 @@ export class Cluster implements ClusterAccess {
       throw e
     }
     if (req.name) {
-      const byName = parseFieldSelector(`metadata.name=${req.name}`)
+      const byName = parseFieldSelector(`metadata.name=${escapeFieldValue(req.name)}`)
       const fields = filter.fields
       filter = { ...filter, fields: { empty: false, fields: [...fields.fields, 'metadata.name'], matches: (f) => byName.matches(f) && fields.matches(f) } }
     }

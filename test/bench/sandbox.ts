@@ -12,6 +12,9 @@ import { runInNewContext } from 'node:vm'
 import { createCluster, startSandbox } from '../../operator/sandbox/index.ts'
 import type { ApiRequest, KubeObject } from '../../operator/sandbox/types.ts'
 
+/** A static token of the sandbox (system:masters): requests without credentials are 401. */
+const BENCH_TOKEN = 'bench-token'
+
 interface Load {
   url: string
   method: string
@@ -49,7 +52,7 @@ async function client(load: Load): Promise<{ rps: number; errors: number }> {
   let errors = 0
   const one = (i: number): Promise<void> =>
     new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { 'User-Agent': 'bench/v1' }
+      const headers: Record<string, string> = { 'User-Agent': 'bench/v1', Authorization: `Bearer ${BENCH_TOKEN}` }
       if (load.contentType) headers['Content-Type'] = load.contentType
       const req = request({ host: u.hostname, port: u.port, method: load.method, path: load.paths[i % load.paths.length], agent, headers }, (res) => {
         if ((res.statusCode ?? 0) >= 300) errors++
@@ -86,7 +89,7 @@ if (process.argv.includes('--client')) {
     console.log(`${name.padEnd(34)} ${Math.round(r.rps).toString().padStart(7)} req/s${r.errors ? `  (${r.errors} errors)` : ''}`)
   }
 
-  const sb = await startSandbox({ controllers: false })
+  const sb = await startSandbox({ controllers: false, tokens: [{ token: BENCH_TOKEN, user: 'bench', groups: ['system:masters'] }] })
   const D = '/apis/apps/v1/namespaces/default/deployments'
   const N = 1000
   const apply = (image: string): Load => ({
@@ -118,7 +121,7 @@ if (process.argv.includes('--client')) {
       { length: W },
       () =>
         new Promise<ReturnType<typeof request>>((resolve) => {
-          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}` }, (res) => {
+          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}`, headers: { Authorization: `Bearer ${BENCH_TOKEN}` } }, (res) => {
             res.setEncoding('utf8')
             res.on('data', (chunk: string) => {
               for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) received++
