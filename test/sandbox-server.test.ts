@@ -77,6 +77,8 @@ t.test('label selectors, field selectors and LabelSelector formatting', async (t
     formatLabelSelector({ matchLabels: { b: '2', a: '1' }, matchExpressions: [{ key: 'c', operator: 'In', values: ['y', 'x'] }, { key: 'd', operator: 'NotIn', values: ['z'] }, { key: 'e', operator: 'Exists' }, { key: 'f', operator: 'DoesNotExist' }] }),
     'a=1,b=2,c in (x,y),d notin (z),e,!f',
   )
+  // LabelSelectorAsSelector sorts every requirement by key, expressions among them.
+  t.equal(formatLabelSelector({ matchLabels: { z: '1' }, matchExpressions: [{ key: 'a', operator: 'Exists' }, { key: 'm', operator: 'In', values: ['b', 'a'] }] }), 'a,m in (a,b),z=1')
   t.equal(formatLabelSelector(null), '')
 })
 

@@ -422,18 +422,21 @@ export function fieldsOf(obj: unknown, paths: string[]): Record<string, string> 
   return out
 }
 
-/** Renders a LabelSelector object (`matchLabels`/`matchExpressions`) in the string syntax. */
+/**
+ * Renders a LabelSelector object (`matchLabels`/`matchExpressions`) in the string syntax, as
+ * `metav1.LabelSelectorAsSelector(...).String()` does: every requirement sorted by key (matchLabels
+ * first among equal keys), set values sorted.
+ */
 export function formatLabelSelector(sel: unknown): string {
   if (sel === null || typeof sel !== 'object') return ''
   const s = sel as { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
-  const parts: string[] = []
-  for (const [k, v] of Object.entries(s.matchLabels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) parts.push(`${k}=${v}`)
+  const ops: Record<string, Operator> = { In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!' }
+  const reqs: Requirement[] = Object.entries(s.matchLabels ?? {})
+    .sort(([x], [y]) => byteOrder(x, y))
+    .map(([key, v]) => ({ key, operator: '=', values: [v] }))
   for (const e of s.matchExpressions ?? []) {
-    const values = [...(e.values ?? [])].sort().join(',')
-    if (e.operator === 'In') parts.push(`${e.key} in (${values})`)
-    else if (e.operator === 'NotIn') parts.push(`${e.key} notin (${values})`)
-    else if (e.operator === 'Exists') parts.push(e.key)
-    else if (e.operator === 'DoesNotExist') parts.push(`!${e.key}`)
+    const operator = ops[e.operator]
+    if (operator !== undefined) reqs.push({ key: e.key, operator, values: [...(e.values ?? [])] })
   }
-  return parts.join(',')
+  return selectorOf(reqs).toString()
 }
