@@ -1,9 +1,10 @@
 /**
  * apimachinery's field selector tables, transcribed from kubernetes/apimachinery
  * pkg/fields/selector_test.go at v0.34.10 (57ea95fcdaa372b20bbb922fa22a8dbd2f4b87db):
- * TestSplitTerms, TestSplitTerm, TestEscapeValue, TestSelectorParse, TestDeterministicParse and
- * TestSelectorMatches. The Go-only API (OneTermEqualSelector, SelectorFromSet, Empty,
- * RequiresExactMatch, Transform) has no wire form and is not transcribed.
+ * TestSplitTerms, TestSplitTerm, TestEscapeValue, TestSelectorParse, TestDeterministicParse,
+ * TestSelectorMatches and TestRequiresExactMatch (its selectors written in the string syntax; the
+ * server uses it to name the object of a list by `metadata.name`). The Go-only API
+ * (OneTermEqualSelector, SelectorFromSet, Empty, Transform) has no wire form and is not transcribed.
  */
 import t from 'tap'
 import { escapeFieldValue, parseFieldSelector, splitFieldTerm, splitFieldTerms, unescapeFieldValue } from '../operator/sandbox/labels.ts'
@@ -138,6 +139,32 @@ t.test('fields/selector_test.go TestSelectorMatches', async (t) => {
     check: () => (parseFieldSelector(sel).matches(set) === want ? undefined : `matches gave ${!want}`),
   }))
   runUpstreamTable(t, 'fields/selector_test.go TestSelectorMatches', cases)
+})
+
+t.test('fields/selector_test.go TestRequiresExactMatch', async (t) => {
+  // [case, the selector in string form, label, value, found]
+  const rows: [string, string, string, string, boolean][] = [
+    ['empty set', '', 'test', '', false],
+    ['empty hasTerm', '=', 'test', '', false],
+    ['skipped hasTerm', 'a=b', 'test', '', false],
+    ['valid hasTerm', 'test=b', 'test', 'b', true],
+    ['valid hasTerm no value', 'test=', 'test', '', true],
+    ['valid notHasTerm', 'test!=b', 'test', '', false],
+    ['valid notHasTerm no value', 'test!=', 'test', '', false],
+    ['nil andTerm', '', 'test', '', false],
+    ['empty andTerm', ',', 'test', '', false],
+    ['nested andTerm', ',', 'test', '', false],
+    ['nested andTerm matches', 'test=b', 'test', 'b', true],
+    ['andTerm with non-match', '=,test=b', 'test', 'b', true],
+  ]
+  const cases = rows.map(([name, sel, label, value, found]) => ({
+    name,
+    check() {
+      const got = parseFieldSelector(sel).requiresExactMatch(label)
+      return (got !== undefined) === found && (got ?? '') === value ? undefined : `got ${JSON.stringify(got)}`
+    },
+  }))
+  runUpstreamTable(t, 'fields/selector_test.go TestRequiresExactMatch', cases)
 })
 
 t.test('field selector errors carry upstream messages', async (t) => {

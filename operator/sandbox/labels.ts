@@ -377,6 +377,13 @@ export function splitFieldTerm(term: string): { lhs: string; op: string; rhs: st
   return { lhs: term.slice(0, m.index), op: m[0], rhs: term.slice(m.index + m[0].length) }
 }
 
+/** A parsed field selector; `fields` are the paths its terms read. */
+export interface FieldSelector extends Selector {
+  readonly fields: string[]
+  /** Selector.RequiresExactMatch: the value an `=` term requires of `field`, if any. */
+  requiresExactMatch(field: string): string | undefined
+}
+
 interface FieldTerm {
   field: string
   value: string
@@ -388,8 +395,8 @@ interface FieldTerm {
  * backslash escapes, no white space trimmed. The returned selector takes a flat map of field path
  * → value built by {@link fieldsOf}.
  */
-export function parseFieldSelector(selector: string | null | undefined): Selector & { fields: string[] } {
-  if (!selector) return { ...everything, fields: [] }
+export function parseFieldSelector(selector: string | null | undefined): FieldSelector {
+  if (!selector) return { ...everything, fields: [], requiresExactMatch: () => undefined }
   const terms: FieldTerm[] = []
   for (const part of splitFieldTerms(selector).sort(byteOrder)) {
     if (part === '') continue
@@ -405,6 +412,7 @@ export function parseFieldSelector(selector: string | null | undefined): Selecto
       return true
     },
     toString: () => terms.map((t) => `${t.field}${t.not ? '!=' : '='}${escapeFieldValue(t.value)}`).join(','),
+    requiresExactMatch: (field) => terms.find((t) => !t.not && t.field === field)?.value,
   }
 }
 
