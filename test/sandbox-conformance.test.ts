@@ -379,6 +379,22 @@ const cases: Case[] = [
   },
   {
     ref: '2',
+    name: 'strategic merge patch: $setElementOrder orders the list; a list item without its merge key is answered raw (500, no reason)',
+    run(tt, c) {
+      const d = deployment('x')
+      ;(d.spec as { template: { spec: { containers: unknown[] } } }).template.spec.containers.push({ name: 'side', image: 'busybox' })
+      ok(tt, call(c, `POST ${D}`, d), 201)
+      const r = call(c, `PATCH ${D}/x`, { spec: { template: { spec: { '$setElementOrder/containers': [{ name: 'side' }, { name: 'app' }], containers: [{ name: 'side', image: 'busybox:2' }] } } } }, { type: 'strategic' })
+      ok(tt, r, 200)
+      tt.same(r.body.spec.template.spec.containers.map((x: { name: string; image: string }) => `${x.name}=${x.image}`), ['side=busybox:2', 'app=memcached:1.6'])
+      const bad = call(c, `PATCH ${D}/x`, { spec: { template: { spec: { containers: [{ image: 'nginx' }] } } } }, { type: 'strategic' })
+      ok(tt, bad, 500)
+      tt.equal(bad.body.reason, undefined, 'StatusReasonUnknown is empty, and omitted')
+      tt.equal(bad.body.message, 'map: map[image:nginx] does not contain declared merge key: name')
+    },
+  },
+  {
+    ref: '2',
     name: 'json patch and merge patch (null deletes) apply to the live object',
     run(tt, c) {
       ok(tt, call(c, `POST ${CM}`, configMap('x', { a: '1', b: '2' })), 201)
