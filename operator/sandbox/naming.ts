@@ -28,7 +28,6 @@ const cIdentifierFmt = '[A-Za-z_][A-Za-z0-9_]*'
 const identifierErrMsg = "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_'"
 const percentFmt = '[0-9]+%'
 const httpHeaderNameFmt = '[-A-Za-z0-9]+'
-const envVarNameFmt = '[-._a-zA-Z][-._a-zA-Z0-9]*'
 const configMapKeyFmt = '[-._a-zA-Z0-9]+'
 const httpPathFmt = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
 
@@ -43,7 +42,6 @@ const wildcardRe = whole(wildcardDNS1123SubdomainFmt)
 const cIdentifierRe = whole(cIdentifierFmt)
 const percentRe = whole(percentFmt)
 const httpHeaderNameRe = whole(httpHeaderNameFmt)
-const envVarNameRe = whole(envVarNameFmt)
 const configMapKeyRe = whole(configMapKeyFmt)
 const httpPathRe = whole(httpPathFmt)
 
@@ -185,22 +183,6 @@ function hasChDirPrefix(value: string): string[] {
   if (value === '..') return ["must not be '..'"]
   if (value.startsWith('..')) return ["must not start with '..'"]
   return []
-}
-
-/** IsEnvVarName. */
-export function isEnvVarName(value: string): string[] {
-  const errs: string[] = []
-  if (!envVarNameRe.test(value))
-    errs.push(
-      regexError(
-        "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit",
-        envVarNameFmt,
-        'my.env-name',
-        'MY_ENV.NAME',
-        'MyEnvName1',
-      ),
-    )
-  return [...errs, ...hasChDirPrefix(value)]
 }
 
 /** IsRelaxedEnvVarName: printable ASCII but `=`. */
