@@ -63,7 +63,9 @@ const cases: { name: string; patch: unknown; check: (o: Any) => unknown; want: u
     check: (o) => o.metadata.labels,
     want: { z: '9' },
   },
-  { name: '$patch: delete on a map removes it', patch: { metadata: { labels: { $patch: 'delete' } } }, check: (o) => o.metadata.labels, want: undefined },
+  // patch.go handleDirectiveInMergeMap: a map that exists is emptied, not removed.
+  { name: '$patch: delete on an existing map leaves {}', patch: { metadata: { labels: { $patch: 'delete' } } }, check: (o) => o.metadata.labels, want: {} },
+  { name: '$patch: delete on an absent map adds nothing', patch: { metadata: { annotations: { $patch: 'delete' } } }, check: (o) => o.metadata.annotations, want: undefined },
   { name: 'atomic lists are replaced', patch: { spec: { template: { spec: { tolerations: [{ key: 't2' }] } } } }, check: (o) => o.spec.template.spec.tolerations, want: [{ key: 't2' }] },
   {
     name: 'args (atomic) replaced',
@@ -71,13 +73,28 @@ const cases: { name: string; patch: unknown; check: (o: Any) => unknown; want: u
     check: (o) => o.spec.template.spec.containers[0].args,
     want: ['-x'],
   },
-  { name: 'primitive merge lists (finalizers) union', patch: { metadata: { finalizers: ['f2', 'f1'] } }, check: (o) => o.metadata.finalizers, want: ['f1', 'f2'] },
+  // patch.go mergeSlice: a union, the patch's items in the patch's order (normalizeElementOrder).
+  { name: 'primitive merge lists (finalizers) union', patch: { metadata: { finalizers: ['f2', 'f1'] } }, check: (o) => o.metadata.finalizers, want: ['f2', 'f1'] },
+  // mergeSortedSlice: a server-only item absent from the patch cannot be ordered against it and goes after.
+  { name: 'primitive merge lists put the patch items first', patch: { metadata: { finalizers: ['f0'] } }, check: (o) => o.metadata.finalizers, want: ['f0', 'f1'] },
   { name: '$deleteFromPrimitiveList', patch: { metadata: { '$deleteFromPrimitiveList/finalizers': ['f1'] } }, check: (o) => o.metadata.finalizers, want: [] },
   {
-    name: '$setElementOrder is accepted and ignored',
+    name: '$setElementOrder sets the order of a merged list',
     patch: { spec: { template: { spec: { '$setElementOrder/containers': [{ name: 'side' }, { name: 'app' }], containers: [{ name: 'side', image: 's:3' }] } } } },
-    check: (o) => o.spec.template.spec.containers.map((c: Any) => c.name),
-    want: ['app', 'side'],
+    check: (o) => o.spec.template.spec.containers.map((c: Any) => `${c.name}=${c.image}`),
+    want: ['side=s:3', 'app=a:1'],
+  },
+  {
+    name: '$setElementOrder of a primitive list',
+    patch: { metadata: { '$setElementOrder/finalizers': ['f2', 'f1'], finalizers: ['f2'] } },
+    check: (o) => o.metadata.finalizers,
+    want: ['f2', 'f1'],
+  },
+  {
+    name: '$setElementOrder that does not match the patch list is refused',
+    patch: { metadata: { '$setElementOrder/finalizers': ['f1'], finalizers: ['f2'] } },
+    check: () => undefined,
+    want: 'throws',
   },
   {
     name: '$retainKeys clears other fields',
@@ -99,6 +116,10 @@ for (const c of cases) {
   t.test(c.name, async (t) => {
     const before = live()
     const snapshot = structuredClone(before)
+    if (c.want === 'throws') {
+      t.throws(() => strategicMergePatch(before, c.patch, DEPLOY), StrategicPatchError)
+      return
+    }
     const out = strategicMergePatch(before, c.patch, DEPLOY) as unknown as Any
     t.same(c.check(out), c.want)
     t.same(before, snapshot, 'the live object is not modified')
@@ -107,6 +128,9 @@ for (const c of cases) {
 
 t.test('malformed patches', async (t) => {
   t.throws(() => strategicMergePatch(live(), [1], DEPLOY), StrategicPatchError)
-  t.throws(() => strategicMergePatch(live(), { metadata: { $patch: 'bogus' } }, DEPLOY), { message: 'Unknown patch type: bogus' })
+  t.throws(() => strategicMergePatch(live(), { metadata: { $patch: 'bogus' } }, DEPLOY), { message: 'unknown patch type: bogus in map: map[$patch:bogus]', status: 500 })
+  t.throws(() => strategicMergePatch(live(), { metadata: { $retainKeys: ['labels'], name: 'x' } }, DEPLOY), { message: 'invalid patch format of retainKeys', status: 400 })
+  t.throws(() => strategicMergePatch(live(), { metadata: { $setElementOrder: ['x'] } }, DEPLOY), { message: 'invalid patch format of setElementOrder list', status: 400 })
+  t.throws(() => strategicMergePatch(live(), { metadata: { $deleteFromPrimitiveList: ['x'] } }, DEPLOY), { message: 'invalid patch format of primitive list', status: 400 })
   t.throws(() => strategicMergePatch(live(), { spec: { template: { spec: { containers: [{ image: 'x' }] } } } }, DEPLOY), /does not contain declared merge key: name/)
 })

@@ -114,6 +114,9 @@ t.test('resourceNames restrict get and update, and allow no create nor plain lis
   t.equal((await jane('GET', '/api/v1/namespaces/default/configmaps/two')).status, 403)
   t.equal((await jane('GET', '/api/v1/namespaces/default/configmaps')).status, 403, 'a list names no object')
   t.equal((await jane('GET', '/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Done')).status, 200, 'a list by metadata.name does')
+  // requestinfo.go reads the name with fields.ParseSelector and RequiresExactMatch: any term order, `==`.
+  t.equal((await jane('GET', `/api/v1/namespaces/default/configmaps?fieldSelector=${encodeURIComponent('metadata.namespace=default,metadata.name==one')}`)).status, 200, 'among other terms')
+  t.equal((await jane('GET', `/api/v1/namespaces/default/configmaps?fieldSelector=${encodeURIComponent('metadata.name!=two')}`)).status, 403, 'a != term names nothing')
   t.equal((await jane('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'one' } })).status, 403, 'create is not restricted by name: no rule with resourceNames allows it')
 })
 

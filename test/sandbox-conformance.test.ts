@@ -379,6 +379,22 @@ const cases: Case[] = [
   },
   {
     ref: '2',
+    name: 'strategic merge patch: $setElementOrder orders the list; a list item without its merge key is answered raw (500, no reason)',
+    run(tt, c) {
+      const d = deployment('x')
+      ;(d.spec as { template: { spec: { containers: unknown[] } } }).template.spec.containers.push({ name: 'side', image: 'busybox' })
+      ok(tt, call(c, `POST ${D}`, d), 201)
+      const r = call(c, `PATCH ${D}/x`, { spec: { template: { spec: { '$setElementOrder/containers': [{ name: 'side' }, { name: 'app' }], containers: [{ name: 'side', image: 'busybox:2' }] } } } }, { type: 'strategic' })
+      ok(tt, r, 200)
+      tt.same(r.body.spec.template.spec.containers.map((x: { name: string; image: string }) => `${x.name}=${x.image}`), ['side=busybox:2', 'app=memcached:1.6'])
+      const bad = call(c, `PATCH ${D}/x`, { spec: { template: { spec: { containers: [{ image: 'nginx' }] } } } }, { type: 'strategic' })
+      ok(tt, bad, 500)
+      tt.equal(bad.body.reason, undefined, 'StatusReasonUnknown is empty, and omitted')
+      tt.equal(bad.body.message, 'map: map[image:nginx] does not contain declared merge key: name')
+    },
+  },
+  {
+    ref: '2',
     name: 'json patch and merge patch (null deletes) apply to the live object',
     run(tt, c) {
       ok(tt, call(c, `POST ${CM}`, configMap('x', { a: '1', b: '2' })), 201)
@@ -441,6 +457,24 @@ const cases: Case[] = [
       tt.same(r.body.spec.template.spec.containers[0].resources, { limits: { cpu: '500m', memory: '1Gi' }, requests: { cpu: '100m' } })
     },
   },
+  {
+    ref: '3',
+    name: 'a quantity the parser finds canonical keeps its spelling (resource.ParseQuantity caches it), the others are rewritten',
+    run(tt, c) {
+      const d = deployment('q')
+      ;(d.spec as { template: { spec: { containers: { resources?: unknown }[] } } }).template.spec.containers[0]!.resources = {
+        limits: { cpu: '+1', memory: '1E6', 'ephemeral-storage': '100.035k' },
+        requests: { cpu: '1.', memory: '01Ki', 'ephemeral-storage': '2048Ki' },
+      }
+      const r = call(c, `POST ${D}`, d)
+      ok(tt, r, 201)
+      tt.same(r.body.spec.template.spec.containers[0].resources, {
+        limits: { cpu: '+1', memory: '1E6', 'ephemeral-storage': '100.035k' },
+        requests: { cpu: '1.', memory: '01Ki', 'ephemeral-storage': '2Mi' },
+      })
+      tt.same(call(c, `GET ${D}/q`).body.spec.template.spec.containers[0].resources.limits, { cpu: '+1', memory: '1E6', 'ephemeral-storage': '100.035k' }, 'and after the stored round trip')
+    },
+  },
   // §4 list and watch
   {
     ref: '4',
@@ -485,6 +519,57 @@ const cases: Case[] = [
       tt.same(names('!env'), ['b', 'c'])
       tt.same(names('tier,!env'), ['b'])
       ok(tt, call(c, `GET ${CM}?labelSelector=${encodeURIComponent('a in b')}`), 400)
+    },
+  },
+  {
+    ref: '6',
+    name: 'a bad label key gets one cause per IsQualifiedName message (ValidateLabelName)',
+    run(tt, c) {
+      const r = call(c, `POST ${CM}`, configMap('x', {}, { 'example.com/': 'v' }))
+      ok(tt, r, 422)
+      tt.same(
+        r.body.details.causes.map((x: { message: string }) => x.message),
+        [
+          'Invalid value: "example.com/": name part must be non-empty',
+          `Invalid value: "example.com/": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+        ],
+      )
+    },
+  },
+  {
+    ref: '4',
+    name: 'list with a label selector using > and < (labels.Parse gt/lt), keys and values validated',
+    run(tt, c) {
+      call(c, `POST ${CM}`, configMap('a', {}, { rank: '1' }))
+      call(c, `POST ${CM}`, configMap('b', {}, { rank: '5' }))
+      call(c, `POST ${CM}`, configMap('c', {}, { rank: 'x' }))
+      const names = (sel: string): string[] => call(c, `GET ${CM}?labelSelector=${encodeURIComponent(sel)}`).body.items.map((i: { metadata: { name: string } }) => i.metadata.name)
+      tt.same(names('rank>1'), ['b'])
+      tt.same(names('rank<5'), ['a'])
+      tt.same(names('rank>0,rank<9'), ['a', 'b'])
+      const bad = call(c, `GET ${CM}?labelSelector=${encodeURIComponent('rank<x')}`)
+      ok(tt, bad, 400)
+      tt.equal(bad.body.message, `unable to parse requirement: values[0]: Invalid value: "x": for 'Gt', 'Lt' operators, the value must be an integer`)
+      const badKey = call(c, `GET ${CM}?labelSelector=${encodeURIComponent('a/b/c=d')}`)
+      ok(tt, badKey, 400)
+      tt.match(badKey.body.message, /^unable to parse requirement: <nil>: Invalid value: "a\/b\/c": a qualified name must consist of/)
+      ok(tt, call(c, `GET ${CM}?labelSelector=${encodeURIComponent('a=b@c')}`), 400)
+    },
+  },
+  {
+    ref: '4',
+    name: 'a field selector value takes backslash escapes (fields.ParseSelector), an unescaped = or , is refused',
+    run(tt, c) {
+      call(c, `POST ${CM}`, configMap('a'))
+      const list = (sel: string): Result => call(c, `GET ${CM}?fieldSelector=${encodeURIComponent(sel)}`)
+      tt.same(list('metadata.name=a').body.items.map((i: { metadata: { name: string } }) => i.metadata.name), ['a'])
+      const escaped = list('metadata.name=a\\=b')
+      ok(tt, escaped, 200)
+      tt.same(escaped.body.items, [])
+      const bad = list('metadata.name=a=b')
+      ok(tt, bad, 400)
+      tt.equal(bad.body.message, 'invalid field selector: unescaped character in value: 61')
+      tt.equal(list('metadata.name=a\\x').body.message, 'invalid field selector: invalid escape sequence: \\x')
     },
   },
   {

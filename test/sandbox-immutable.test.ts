@@ -185,7 +185,9 @@ t.test('StatefulSet spec validation and name rules (ValidateStatefulSetSpec, Val
   invalid(t, call(c, `POST ${STS}`, statefulSet('db', { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: -1 } } })), 'StatefulSet.apps "db" is invalid: spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0')
   invalid(t, call(c, `POST ${STS}`, statefulSet('db', { persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Keep' } })), 'StatefulSet.apps "db" is invalid: spec.persistentVolumeClaimRetentionPolicy.whenDeleted: Unsupported value: "Keep": supported values: "Retain", "Delete"')
   invalid(t, call(c, `POST ${STS}`, statefulSet('db', { selector: {} })), 'StatefulSet.apps "db" is invalid: spec.selector: Invalid value: {}: empty selector is invalid for statefulset')
-  invalid(t, call(c, `POST ${STS}`, statefulSet('a.b')), 'StatefulSet.apps "a.b" is invalid: metadata.name: Invalid value: "a.b": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character (e.g. \'my-name\',  or \'123-abc\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')')
+  // IsDNS1123Label (apimachinery 1.34) says so when the name is a valid subdomain.
+  invalid(t, call(c, `POST ${STS}`, statefulSet('a.b')), 'StatefulSet.apps "a.b" is invalid: metadata.name: Invalid value: "a.b": must not contain dots')
+  invalid(t, call(c, `POST ${STS}`, statefulSet('A_b')), 'StatefulSet.apps "A_b" is invalid: metadata.name: Invalid value: "A_b": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character (e.g. \'my-name\',  or \'123-abc\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')')
 })
 
 // ---------------------------------------------------------------- PodDisruptionBudget

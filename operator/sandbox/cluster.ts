@@ -8,6 +8,7 @@
  * the optimistic-concurrency check and the write — as etcd's compare-and-swap guarantees.
  */
 import { rbacNameProblem } from './auth/rbac-api.ts'
+import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from './naming.ts'
 import { randomUUID } from 'node:crypto'
 import jsonpatch from 'fast-json-patch'
 import type { Operation } from 'fast-json-patch'
@@ -33,7 +34,7 @@ import {
   expired,
 } from './errors.ts'
 import { Faults, type FaultTarget } from './faults.ts'
-import { fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
+import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
@@ -42,7 +43,7 @@ import type { Attributes, Decision } from './auth/rbac.ts'
 import { admitPodSecurity } from './admission/podsecurity.ts'
 import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
 import { prepareService } from './service.ts'
-import { goJson, goValue, validateBuiltin, validateMetadata } from './validation.ts'
+import { goJson, goValue, invalid as invalidCause, validateBuiltin, validateMetadata } from './validation.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
 
 /** One field that an apply could not take from its other owner. */
@@ -197,36 +198,17 @@ function setPath(obj: Record<string, unknown>, path: string, value: unknown): vo
   if (last !== undefined) cur[last] = value
 }
 
-const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
-const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
-const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/
-
-/** The real validation message for an object name, or undefined when valid. */
-function nameProblem(type: ResourceType, name: string): string | undefined {
-  if (type.group === 'rbac.authorization.k8s.io') return rbacNameProblem(name)
-  if (type.kind === 'Namespace' && type.group === '') {
-    if (name.length > 63) return 'must be no more than 63 characters'
-    if (!dns1123Label.test(name))
-      return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-    return undefined
+/** The validation messages for an object name (ValidateObjectMeta's name function per kind); empty when valid. */
+function nameProblems(type: ResourceType, name: string): string[] {
+  if (type.group === 'rbac.authorization.k8s.io') {
+    const p = rbacNameProblem(name)
+    return p === undefined ? [] : [p]
   }
-  if (type.kind === 'StatefulSet' && type.group === 'apps') {
-    // ValidateStatefulSetName: a DNS label, room for the pods' ordinal suffix.
-    if (name.length > 63) return 'must be no more than 63 characters'
-    if (!dns1123Label.test(name))
-      return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-    return undefined
-  }
-  if (type.kind === 'Service' && type.group === '') {
-    if (name.length > 63) return 'must be no more than 63 characters'
-    if (!dns1035Label.test(name))
-      return "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-    return undefined
-  }
-  if (name.length > 253) return 'must be no more than 253 characters'
-  if (!dns1123Subdomain.test(name))
-    return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-  return undefined
+  // Namespaces and StatefulSets (room for the pods' ordinal suffix) are DNS labels, Services DNS-1035 labels.
+  if (type.kind === 'Namespace' && type.group === '') return isDNS1123Label(name)
+  if (type.kind === 'StatefulSet' && type.group === 'apps') return isDNS1123Label(name)
+  if (type.kind === 'Service' && type.group === '') return isDNS1035Label(name)
+  return isDNS1123Subdomain(name)
 }
 
 const generateAlphabet = 'bcdfghjklmnpqrstvwxz2456789'
@@ -726,8 +708,8 @@ export class Cluster implements ClusterAccess {
       }
     }
     const name = m.name ?? ''
-    const problem = nameProblem(type, name)
-    if (problem) throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: ${problem}` }])
+    const problems = nameProblems(type, name)
+    if (problems.length > 0) throw invalidObject(type, name, problems.map((p) => invalidCause('metadata.name', JSON.stringify(name), p)))
     return name
   }
 
@@ -912,8 +894,8 @@ export class Cluster implements ClusterAccess {
       if (subresource) throw notFound(type.group, type.resource, name)
       const ns = type.namespaced ? (req.namespace ?? '') : ''
       admitNamespaceLifecycle(type, cfg, ns, this.#namespace(ns))
-      const nameIssue = nameProblem(type, name)
-      if (nameIssue) throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: ${nameIssue}` }])
+      const problems = nameProblems(type, name)
+      if (problems.length > 0) throw invalidObject(type, name, problems.map((p) => invalidCause('metadata.name', JSON.stringify(name), p)))
     }
     const call: ApplyCall = { manager, force, topology: type.topology, apiVersion: gv, resetFields: resetFieldsOf(type, subresource), defaulter: (o) => this.#default(type, o, live?.obj) }
     if (subresource) call.subresource = subresource
@@ -1293,7 +1275,7 @@ export class Cluster implements ClusterAccess {
       throw e
     }
     if (req.name) {
-      const byName = parseFieldSelector(`metadata.name=${req.name}`)
+      const byName = parseFieldSelector(`metadata.name=${escapeFieldValue(req.name)}`)
       const fields = filter.fields
       filter = { ...filter, fields: { empty: false, fields: [...fields.fields, 'metadata.name'], matches: (f) => byName.matches(f) && fields.matches(f) } }
     }

@@ -25,7 +25,7 @@ import { defaultBuiltin } from './defaults.ts'
 import { startControllers } from './controllers/index.ts'
 import { resourceTypesFromCRD, crdStatus, defaultCRD, validateCRD } from './crd.ts'
 import { toTable } from './table.ts'
-import { badRequest } from './errors.ts'
+import { badRequest, StatusError } from './errors.ts'
 import type { KubeObject } from './types.ts'
 import { Auth, type AuthOptions, type IdentitySpec } from './auth/index.ts'
 
@@ -116,7 +116,13 @@ export const applyEngine: WriteEngine = {
     try {
       return strategicMergePatch(live, patch, topology)
     } catch (e) {
-      if (e instanceof StrategicPatchError) throw badRequest(e.message)
+      // apiserver interpretStrategicMergePatchError: 400 for a malformed patch, 422 for lists of
+      // lists, and any other merge error unconverted (500, no reason).
+      if (e instanceof StrategicPatchError) {
+        if (e.status === 400) throw badRequest(e.message)
+        if (e.status === 422) throw new StatusError(422, 'Invalid', 'the server rejected our request due to an error in our request')
+        throw new StatusError(500, '', e.message)
+      }
       throw e
     }
   },

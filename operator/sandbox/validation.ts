@@ -10,6 +10,7 @@ import { validateResourceQuota } from './admission/quota.ts'
 import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
 import { compareQuantities, quantityOf, zeroQuantity } from './quantity.ts'
 import { validateService } from './service.ts'
+import { isQualifiedName, isValidLabelValue } from './naming.ts'
 import type { FieldCause, KubeObject } from './types.ts'
 
 export function isObj(v: unknown): v is Record<string, unknown> {
@@ -74,41 +75,9 @@ function goMap(m: unknown): string {
   return goJson(isObj(m) ? m : null)
 }
 
-const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
-const qualifiedName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/
-const subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
-
-const labelValueMsg =
-  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-const namePartMsg =
-  "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-const prefixMsg =
-  "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-
-/** A label or annotation key (`prefix/name`), as IsQualifiedName checks it. */
+/** A label or annotation key (`prefix/name`): one cause per IsQualifiedName message, as ValidateLabelName makes them. */
 function keyProblems(field: string, key: string, shown = key): FieldCause[] {
-  const out: FieldCause[] = []
-  const parts = key.split('/')
-  let name = key
-  if (parts.length === 2) {
-    const prefix = parts[0] ?? ''
-    name = parts[1] ?? ''
-    if (prefix.length === 0) out.push(invalid(field, q(shown), 'prefix part must be non-empty'))
-    else if (prefix.length > 253) out.push(invalid(field, q(shown), 'prefix part must be no more than 253 characters'))
-    else if (!subdomain.test(prefix)) out.push(invalid(field, q(shown), prefixMsg))
-  } else if (parts.length > 2) {
-    return [
-      invalid(
-        field,
-        q(shown),
-        "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-      ),
-    ]
-  }
-  if (name.length === 0) out.push(invalid(field, q(shown), 'name part must be non-empty'))
-  else if (name.length > 63) out.push(invalid(field, q(shown), 'name part must be no more than 63 characters'))
-  else if (!qualifiedName.test(name)) out.push(invalid(field, q(shown), namePartMsg))
-  return out
+  return isQualifiedName(key).map((m) => invalid(field, q(shown), m))
 }
 
 /** Labels as ValidateLabels checks them: qualified-name keys, values of ≤ 63 label characters. */
@@ -123,9 +92,7 @@ export function validateLabels(field: string, labels: unknown): FieldCause[] {
 }
 
 function labelValueProblems(field: string, value: string): FieldCause[] {
-  if (value.length > 63) return [invalid(field, q(value), 'must be no more than 63 characters')]
-  if (!labelValue.test(value)) return [invalid(field, q(value), labelValueMsg)]
-  return []
+  return isValidLabelValue(value).map((m) => invalid(field, q(value), m))
 }
 
 /** Annotation keys (checked lower-cased, as ValidateAnnotations does) and their total size. */

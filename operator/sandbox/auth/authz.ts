@@ -8,6 +8,7 @@ import { StatusError } from '../errors.ts'
 import type { ApiRequest } from '../types.ts'
 import type { Attributes } from './rbac.ts'
 import type { UserInfo } from './user.ts'
+import { parseFieldSelector, SelectorError } from '../labels.ts'
 
 /**
  * The attributes of a resource request. A GET of a Namespace (or of its subresources) is in that
@@ -21,9 +22,14 @@ export function resourceAttributes(req: ApiRequest, user: UserInfo): Attributes 
   if (req.name) a.name = req.name
   if (req.group === '' && req.resource === 'namespaces' && req.name) a.namespace = req.name
   if ((req.verb === 'list' || req.verb === 'watch') && !req.name) {
-    const selector = req.query.get('fieldSelector') ?? ''
-    const m = /^metadata\.name(?:==?)([^,]*)$/.exec(selector.trim())
-    if (m && /^[^/%]+$/.test(m[1] ?? '') && m[1] !== '.' && m[1] !== '..') a.name = m[1]
+    // requestinfo.go: fields.ParseSelector, RequiresExactMatch("metadata.name"), a valid path segment.
+    let name: string | undefined
+    try {
+      name = parseFieldSelector(req.query.get('fieldSelector')).requiresExactMatch('metadata.name')
+    } catch (e) {
+      if (!(e instanceof SelectorError)) throw e
+    }
+    if (name !== undefined && /^[^/%]+$/.test(name) && name !== '.' && name !== '..') a.name = name
   }
   return a
 }

@@ -5,7 +5,7 @@
  * anything. It answers allow or no-opinion (RBAC never denies), with the reason the real one
  * gives: which binding allowed, or the bindings whose role is missing.
  */
-import { parseLabelSelector, formatLabelSelector } from '../labels.ts'
+import { parseLabelSelector, formatLabelSelector, SelectorError, type Selector } from '../labels.ts'
 import type { Store } from '../store.ts'
 import type { KubeObject } from '../types.ts'
 import { privilegedGroup, splitServiceAccountUsername, type UserInfo } from './user.ts'
@@ -186,7 +186,14 @@ export class RbacAuthorizer {
 
 /** ClusterRoles whose labels one of the aggregation rule's selectors matches, by name, without `self`. */
 function aggregated(self: KubeObject, all: readonly KubeObject[]): PolicyRule[] {
-  const selectors = ((self.aggregationRule as { clusterRoleSelectors?: unknown[] } | undefined)?.clusterRoleSelectors ?? []).map((s) => parseLabelSelector(formatLabelSelector(s)))
+  let selectors: Selector[]
+  try {
+    selectors = ((self.aggregationRule as { clusterRoleSelectors?: unknown[] } | undefined)?.clusterRoleSelectors ?? []).map((s) => parseLabelSelector(formatLabelSelector(s)))
+  } catch (e) {
+    // The aggregation controller's LabelSelectorAsSelector fails, and the role's sync with it.
+    if (e instanceof SelectorError) return []
+    throw e
+  }
   const out: PolicyRule[] = []
   const seen = new Set<string>()
   for (const selector of selectors) {
