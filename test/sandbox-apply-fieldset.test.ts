@@ -9,7 +9,6 @@ import {
   isEmpty,
   members,
   pathString,
-  removable,
   toFieldsV1,
   union,
   withoutPrefixes,
@@ -75,27 +74,6 @@ t.test('set algebra', async (t) => {
   t.notOk(equals(a, b))
   t.same(toFieldsV1(withoutPrefixes(a, [['f:y']])), { 'f:x': {} }, 'a prefix removes its whole subtree')
   t.same(toFieldsV1(difference(fromPaths([['f:a'], ['f:a', 'f:b']]), fromPaths([['f:a']]))), { 'f:a': { 'f:b': {} } }, 'removing a member keeps its children')
-})
-
-t.test('removable: a node with kept paths below it is not removable itself, only its unkept members are', async (t) => {
-  const last = fromFieldsV1({ 'f:metadata': { 'f:labels': { '.': {}, 'f:a': {}, 'f:b': {} } }, 'f:spec': { 'f:x': {} } })
-  t.same(
-    toFieldsV1(removable(last, fromPaths([['f:metadata', 'f:labels', 'f:a']]))),
-    { 'f:metadata': { 'f:labels': { 'f:b': {} } }, 'f:spec': { 'f:x': {} } },
-    'the "." goes, the still-applied child is kept, the other child stays removable',
-  )
-  t.same(toFieldsV1(difference(last, fromPaths([['f:metadata', 'f:labels', 'f:a']])))['f:metadata'], { 'f:labels': { '.': {}, 'f:b': {} } }, 'plain difference keeps the "."')
-  t.same(toFieldsV1(removable(last, fromPaths([['f:spec', 'f:y']]))), toFieldsV1(last), 'nothing kept below labels: all of it is removable')
-  t.ok(isEmpty(removable(last, last)))
-  t.equal(removable(last, EMPTY), last)
-  t.equal(removable(last, fromPaths([['f:nope']])), last, 'identity kept when nothing changes')
-  const item = fromFieldsV1({ 'f:c': { 'k:{"name":"a"}': { '.': {}, 'f:name': {}, 'f:image': {}, 'f:args': {} } } })
-  t.same(
-    toFieldsV1(removable(item, fromPaths([['f:c', 'k:{"name":"a"}', 'f:image']]))),
-    { 'f:c': { 'k:{"name":"a"}': { 'f:args': {}, 'f:name': {} } } },
-    'a list item someone still owns a field of is kept; its other fields are removable',
-  )
-  t.same(toFieldsV1(removable(fromPaths([['f:s'], ['f:s', 'f:t']]), fromPaths([['f:s']]))), { 'f:s': { 'f:t': {} } }, 'a kept leaf is not removable')
 })
 
 t.test('members iterate a node\'s members before its subtrees; paths print as the server prints them', async (t) => {

@@ -13,13 +13,12 @@ import {
   isEmpty,
   members,
   pathString,
-  removable,
   toFieldsV1,
   union,
   withoutPrefixes,
 } from './fieldset.ts'
 import { clone, deepEqual, getPath, isObject } from './json.ts'
-import { compareObjects, gvkString, mergeObjects, omitEmpty, removePaths, toFieldSet } from './merge.ts'
+import { compareObjects, gvkString, mergeObjects, omitEmpty, prunedPaths, removePaths, toFieldSet } from './merge.ts'
 
 /** Options of {@link serverSideApply}. */
 export interface ApplyOptions {
@@ -176,9 +175,13 @@ function compareEntries(p: ManagedFieldsEntry, q: ManagedFieldsEntry): number {
   )
 }
 
+function resetPrefixes(resetFields: string[][] | undefined): string[][] {
+  return resetFields === undefined ? [] : resetFields.map((p) => p.map((f) => 'f:' + f))
+}
+
 function ignoredPrefixes(resetFields: string[][] | undefined): string[][] {
   if (resetFields === undefined || resetFields.length === 0) return STRIPPED
-  return [...STRIPPED, ...resetFields.map((p) => p.map((f) => 'f:' + f))]
+  return [...STRIPPED, ...resetPrefixes(resetFields)]
 }
 
 /** The object without `metadata.managedFields` (shallow: nothing else is copied). */
@@ -281,14 +284,16 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
 
   const id = managerId('Apply', opts.manager, opts.apiVersion, opts.subresource)
   const previous = managers.get(id)
-  let applied = withoutPrefixes(toFieldSet(configBody, t, gvk), ignored)
+  const configSet = toFieldSet(configBody, t, gvk)
+  let applied = withoutPrefixes(configSet, ignored)
   if (previous !== undefined && equals(previous.set, applied)) applied = previous.set
 
   const merged = mergeObjects(liveBody, configBody, t, gvk)
   if (previous !== undefined && applied !== previous.set && !isEmpty(previous.set)) {
-    let owned = applied
+    // Upstream strips metadata.name & co. only after the merge: during it the applier owns them.
+    let owned = withoutPrefixes(configSet, resetPrefixes(opts.resetFields))
     for (const [mid, m] of managers) if (mid !== id) owned = union(owned, m.set)
-    const prune = removable(previous.set, owned)
+    const prune = prunedPaths(merged, previous.set, owned, t)
     if (!isEmpty(prune)) removePaths(merged, prune, t)
   }
   restoreResetFields(merged, liveBody, opts.resetFields)

@@ -4,7 +4,7 @@
  * (added / modified / removed paths) and removing a set of paths from an object.
  */
 import type { Json, JsonObject, Topology } from '../types.ts'
-import { builder, build, insert, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
+import { builder, build, EMPTY as EMPTY_SET, insert, isEmpty as isEmptySet, LEAF, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
 import { clone, cloneDropNull, deepEqual, isObject } from './json.ts'
 import { childTopology, isGoTyped, isImplicit, OPEN, ItemKeyError, itemElement, itemTopology, kindOf, LEAF_KIND, LIST_KIND, MAP_KIND, STRUCT_KIND } from './walk.ts'
 
@@ -324,6 +324,75 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
   }
   if (l === undefined) insert(acc.added, trail)
   else if (r === undefined) insert(acc.removed, trail)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prune
+
+/**
+ * What an apply removes from the merged object: structured-merge-diff's `prune`, `addBackOwnedItems`
+ * and `addBackDanglingItems` (merge/update.go) folded into one walk. Upstream removes everything
+ * the applier applied last time (`last`), adds back what any manager owns (`owned`: the others'
+ * sets and this apply's own), then keeps only removals that were in `last`. Each of those sets goes
+ * through `EnsureNamedFieldsAreMembers` first, which makes a struct field a member as soon as a
+ * path below it is, but never a list item or a map entry. Hence:
+ * - a struct field that someone still owns something below survives, only its unowned members go;
+ * - a list item (or map entry) the applier applied and no longer applies goes whole, even when
+ *   another manager owns fields inside it (an Update's set never holds the item itself) — the
+ *   other manager loses those fields when the comparison finds them removed;
+ * - only what the applier applied last time is removed, and only paths present in the object.
+ * The result holds the roots of the subtrees to remove, for {@link removePaths}.
+ */
+export function prunedPaths(merged: JsonObject, last: FieldSet, owned: FieldSet, topology: Topology): FieldSet {
+  return pruneWalk(last, owned, merged, topology, false, false, false)
+}
+
+const DUPLICATE: unique symbol = Symbol('duplicate list item')
+
+function pruneWalk(l: FieldSet, o: FieldSet, v: Json | typeof DUPLICATE, t: Topology, named: boolean, underLast: boolean, unowned: boolean): FieldSet {
+  const inLast = l.member || (named && l.children !== null)
+  const inOwned = o.member || (named && o.children !== null)
+  const under = underLast || inLast
+  // `unowned`: some node on the way here (this one included) was pruned and nobody adds it back.
+  const gone = unowned || (under && !inOwned)
+  if (inLast && gone) return LEAF
+  if (l.children === null || v === DUPLICATE) return EMPTY_SET
+  const kind = kindOf(t, v)
+  let out: Map<string, FieldSet> | null = null
+  if (kind === STRUCT_KIND || kind === MAP_KIND) {
+    const obj = v as JsonObject
+    for (const [pe, lc] of l.children) {
+      if (!pe.startsWith('f:')) continue
+      const k = pe.slice(2)
+      const cv = obj[k]
+      if (cv === undefined) continue
+      const ct = childTopology(t, k)
+      // EnsureNamedFieldsAreMembers: a field the struct's schema declares.
+      const childNamed = kind === STRUCT_KIND && t.type === 'struct' && (k in t.fields || t.preserveUnknown !== true)
+      const r = pruneWalk(lc, o.children?.get(pe) ?? EMPTY_SET, cv, ct, childNamed, under, gone)
+      if (!isEmptySet(r)) (out ??= new Map()).set(pe, r)
+    }
+  } else if (kind === LIST_KIND) {
+    const items = v as Json[]
+    const byElement = new Map<string, Json | typeof DUPLICATE>()
+    for (let i = 0; i < items.length; i++) {
+      let pe: string
+      try {
+        pe = itemElement(t, items[i], i)
+      } catch {
+        continue
+      }
+      byElement.set(pe, byElement.has(pe) ? DUPLICATE : (items[i] as Json))
+    }
+    const it = itemTopology(t)
+    for (const [pe, lc] of l.children) {
+      const cv = byElement.get(pe)
+      if (cv === undefined) continue
+      const r = pruneWalk(lc, o.children?.get(pe) ?? EMPTY_SET, cv, it, false, under, gone)
+      if (!isEmptySet(r)) (out ??= new Map()).set(pe, r)
+    }
+  }
+  return out === null ? EMPTY_SET : { member: false, children: out }
 }
 
 // ---------------------------------------------------------------------------------------------
