@@ -105,3 +105,59 @@ t.test('merge/update.go prune: an item another applier still applies stays, with
   const after = status(t, apply(c, [{ name: 'app', image: 'a:1' }]), 200)
   t.same(containers(after).map((x) => [x.name, x.image, x.env]), [['app', 'a:1', undefined], ['sidecar', 's:1', [{ name: 'X', value: 'y' }]]])
 })
+
+// Duplicate keys: typed/compare.go and typed/merge.go at structured-merge-diff v6.3.0
+// (merge/duplicates_test.go holds the same cases on a test schema).
+function envOf(o: Result['body']): { name: string; value?: string }[] | undefined {
+  return containers(o)[0]!.env
+}
+
+function envFields(o: Result['body'], manager: string): Record<string, unknown> | undefined {
+  const f = entry(o, manager)?.fieldsV1 as any
+  return f?.['f:spec']?.['f:template']?.['f:spec']?.['f:containers']?.['k:{"name":"app"}']?.['f:env']
+}
+
+function withDuplicate(tt: Tap): Cluster {
+  const c = createCluster()
+  status(tt, apply(c, [{ name: 'app', image: 'a:1', env: [{ name: 'A', value: '1' }, { name: 'B', value: '2' }] }]), 201)
+  edit(tt, c, (o) => {
+    containers(o)[0]!.env = [{ name: 'A', value: '1' }, { name: 'A', value: 'again' }, { name: 'B', value: '2' }]
+  })
+  return c
+}
+
+t.test('duplicates_test.go list/ownership: an update that repeats a key owns the key alone, nothing below it', async (t) => {
+  const c = withDuplicate(t)
+  const live = call(c, `GET ${D}/x`).body
+  t.same(envOf(live), [{ name: 'A', value: '1' }, { name: 'A', value: 'again' }, { name: 'B', value: '2' }], 'the duplicates are stored')
+  t.same(envFields(live, 'kubectl-edit'), { 'k:{"name":"A"}': {} })
+  t.same(envFields(live, 'op'), { 'k:{"name":"B"}': { '.': {}, 'f:name': {}, 'f:value': {} } }, 'the applier lost A and what it owned below it')
+})
+
+t.test('duplicates_test.go merging: an apply that leaves a repeated key alone keeps every repeat', async (t) => {
+  const c = withDuplicate(t)
+  const after = status(t, apply(c, [{ name: 'app', image: 'a:1', env: [{ name: 'B', value: '2' }, { name: 'C', value: '3' }] }]), 200)
+  t.same(envOf(after), [{ name: 'A', value: '1' }, { name: 'A', value: 'again' }, { name: 'B', value: '2' }, { name: 'C', value: '3' }])
+  t.same(envFields(after, 'kubectl-edit'), { 'k:{"name":"A"}': {} })
+})
+
+t.test('duplicates_test.go merging: applying a repeated key conflicts with its owner, and forced replaces every repeat', async (t) => {
+  const c = withDuplicate(t)
+  const cs = [{ name: 'app', image: 'a:1', env: [{ name: 'A', value: '5' }, { name: 'B', value: '2' }] }]
+  const refused = status(t, apply(c, cs), 409)
+  t.equal(refused.message, 'Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1: .spec.template.spec.containers[name="app"].env[name="A"]')
+  const forced = status(t, call(c, `PATCH ${D}/x?fieldManager=op&force=true`, deployment(cs), { type: 'apply' }), 200)
+  t.same(envOf(forced), [{ name: 'A', value: '5' }, { name: 'B', value: '2' }], 'one item, the applied one, not merged with the repeats')
+  t.notOk(entry(forced, 'kubectl-edit'), 'the editor owned only the repeated key')
+  t.same(envFields(forced, 'op'), {
+    'k:{"name":"A"}': { '.': {}, 'f:name': {}, 'f:value': {} },
+    'k:{"name":"B"}': { '.': {}, 'f:name': {}, 'f:value': {} },
+  })
+})
+
+t.test('an applied configuration that repeats a key is still refused (500, typed conversion)', async (t) => {
+  const c = createCluster()
+  const r = apply(c, [{ name: 'app', image: 'a:1', env: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }] }])
+  status(t, r, 500)
+  t.match(r.body.message, /duplicate entries for key \[name="A"\]/)
+})

@@ -154,10 +154,12 @@ function mergeList(l: Json[], r: Json[], t: Topology, trail: string[]): Json[] {
     rPEs[i] = pe
   }
   const lPEs: string[] = new Array(l.length)
-  const lItems = new Map<string, Json>()
+  // A key the live list repeats (a PUT may store that) maps to undefined: typed/merge.go does not
+  // merge duplicates with the configuration, whose item replaces all of them.
+  const lItems = new Map<string, Json | undefined>()
   for (let i = 0; i < l.length; i++) {
     const pe = itemElement(t, l[i], i)
-    if (!lItems.has(pe)) lItems.set(pe, l[i] as Json)
+    lItems.set(pe, lItems.has(pe) ? undefined : (l[i] as Json))
     lPEs[i] = pe
   }
   const shared: string[] = []
@@ -275,31 +277,8 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
     else if (!deepEqual(l, r)) insert(acc.modified, trail)
     return
   }
-  if (kind === LIST_KIND) {
-    const it = itemTopology(t)
-    const la = (l ?? EMPTY_ARRAY) as Json[]
-    const ra = (r ?? EMPTY_ARRAY) as Json[]
-    const rItems = new Map<string, Json>()
-    for (let i = 0; i < ra.length; i++) {
-      const pe = itemElement(t, ra[i], i)
-      if (!rItems.has(pe)) rItems.set(pe, ra[i] as Json)
-    }
-    const seen = new Set<string>()
-    for (let i = 0; i < la.length; i++) {
-      const pe = itemElement(t, la[i], i)
-      if (seen.has(pe)) continue
-      seen.add(pe)
-      trail.push(pe)
-      compare(la[i], rItems.get(pe), it, trail, acc)
-      trail.pop()
-    }
-    for (const [pe, rv] of rItems) {
-      if (seen.has(pe)) continue
-      trail.push(pe)
-      compare(undefined, rv, it, trail, acc)
-      trail.pop()
-    }
-  } else {
+  if (kind === LIST_KIND) compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t, trail, acc)
+  else {
     const lo = l as JsonObject | undefined
     const ro = r as JsonObject | undefined
     if (lo !== undefined) {
@@ -324,6 +303,60 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
   }
   if (l === undefined) insert(acc.added, trail)
   else if (r === undefined) insert(acc.removed, trail)
+}
+
+/**
+ * typed/compare.go visitListItems: items pair up by key. A key that either side repeats is compared
+ * as one atomic value: still repeated → modified if the repeats differ; no longer repeated → the
+ * key is removed (its surviving item added below it); newly repeated → its old item is removed
+ * and the key added, with nothing below it.
+ */
+function compareItems(la: Json[], ra: Json[], t: Topology, trail: string[], acc: CompareAcc): void {
+  const it = itemTopology(t)
+  const l = indexItems(la, t)
+  const r = indexItems(ra, t)
+  for (const [pe, lv] of l.first) pairItems(pe, lv, l.repeats?.get(pe), r.first.get(pe), r.repeats?.get(pe), it, trail, acc)
+  for (const [pe, rv] of r.first) if (!l.first.has(pe)) pairItems(pe, undefined, undefined, rv, r.repeats?.get(pe), it, trail, acc)
+}
+
+interface ItemIndex {
+  /** The first item of each key, in list order. */
+  first: Map<string, Json>
+  /** Every item of each key that appears more than once (rare: only then allocated). */
+  repeats: Map<string, Json[]> | null
+}
+
+function indexItems(a: Json[], t: Topology): ItemIndex {
+  const first = new Map<string, Json>()
+  let repeats: Map<string, Json[]> | null = null
+  for (let i = 0; i < a.length; i++) {
+    const v = a[i] as Json
+    const pe = itemElement(t, v, i)
+    const seen = first.get(pe)
+    if (seen === undefined && !first.has(pe)) first.set(pe, v)
+    else {
+      repeats ??= new Map()
+      const list = repeats.get(pe)
+      if (list === undefined) repeats.set(pe, [seen as Json, v])
+      else list.push(v)
+    }
+  }
+  return { first, repeats }
+}
+
+function pairItems(pe: string, lv: Json | undefined, lRep: Json[] | undefined, rv: Json | undefined, rRep: Json[] | undefined, it: Topology, trail: string[], acc: CompareAcc): void {
+  trail.push(pe)
+  if (lRep === undefined && rRep === undefined) compare(lv, rv, it, trail, acc)
+  else if (lRep !== undefined && rRep !== undefined) {
+    if (!deepEqual(lRep, rRep)) insert(acc.modified, trail)
+  } else if (lRep !== undefined) {
+    if (rv !== undefined) compare(undefined, rv, it, trail, acc)
+    insert(acc.removed, trail)
+  } else {
+    if (lv !== undefined) compare(lv, undefined, it, trail, acc)
+    insert(acc.added, trail)
+  }
+  trail.pop()
 }
 
 // ---------------------------------------------------------------------------------------------
