@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { kubectlPath } from './support/tools.ts'
+import { memcachedCRD } from './sandbox-crd-fixture.ts'
 
 const manifest = JSON.stringify({
   apiVersion: 'apps/v1',
@@ -36,4 +37,33 @@ t.test('kubectl client-side apply, then server-side apply of the same manifest: 
   t.same(applier?.fieldsV1['f:metadata'], { 'f:labels': { 'f:app': {}, 'f:tier': {} } }, 'the applier owns the applied labels, not the map')
   t.notOk(d.metadata.managedFields?.some((e) => e.manager === 'kubectl-client-side-apply'), 'the client-side apply entry was migrated away')
   t.match(await kubectl(['apply', '--server-side', '-f', '-'], manifest), /serverside-applied/, 'a second server-side apply still works')
+})
+
+t.test('kubectl diff after kubectl apply --server-side of the same file exits 0: its empty annotations patch stores nothing', async (t) => {
+  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD()] })
+  t.teardown(() => sb.close())
+  const run = async (args: string[], input: string): Promise<{ code: number; out: string }> => {
+    const p = promisify(execFile)(kubectlPath(), ['--kubeconfig', sb.kubeconfigPath, ...args], { timeout: 60_000 })
+    p.child.stdin?.end(input)
+    try {
+      const r = await p
+      return { code: 0, out: r.stdout }
+    } catch (e) {
+      const err = e as { code?: number; stdout?: string; stderr?: string }
+      return { code: err.code ?? -1, out: `${err.stdout ?? ''}${err.stderr ?? ''}` }
+    }
+  }
+  const cr = JSON.stringify({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'm', namespace: 'default' }, spec: { size: 1 } })
+  for (const [what, file] of [['a custom resource (merge patch)', cr], ['a Deployment (strategic merge patch)', manifest]] as const) {
+    t.equal((await run(['apply', '--server-side', '-f', '-'], file)).code, 0, `${what}: applied`)
+    const diff = await run(['diff', '-f', '-'], file)
+    t.equal(diff.code, 0, `${what}: no difference`)
+    t.equal(diff.out, '', what)
+  }
+  // The same patches for real: the object is unchanged, so nothing is stored.
+  t.equal((await run(['patch', 'memcached/m', '--type', 'merge', '-p', '{"metadata":{"annotations":{},"labels":{}}}'], '')).code, 0)
+  t.equal((await run(['patch', 'deployment/cache', '-p', '{"metadata":{"annotations":{}}}'], '')).code, 0)
+  const d = JSON.parse((await run(['get', 'deployment/cache', 'memcached/m', '-o', 'json'], '')).out) as { items: { metadata: Record<string, unknown> }[] }
+  t.same(d.items.map((o) => ['annotations' in o.metadata, 'labels' in o.metadata]), [[false, true], [false, false]], 'no empty annotations or labels stored')
+  t.equal((await run(['diff', '-f', '-'], cr)).code, 0, 'still no difference')
 })
