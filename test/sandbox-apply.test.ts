@@ -401,7 +401,7 @@ t.test('invalid configurations throw ApplyTypeError with the server message', as
     },
     {
       cfg: deployment({}, [{ image: 'a' } as unknown as Container]),
-      message: 'failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an element that omits key field "name" (and doesn\'t have default value)',
+      message: 'failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an element that omits all key fields ["name"] (and doesn\'t have default values for any key fields)',
     },
   ]
   for (const c of cases) {
