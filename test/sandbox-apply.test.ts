@@ -2,6 +2,7 @@ import t from 'tap'
 import {
   ApplyTypeError,
   builtinTopology,
+  customResourceTopology,
   deepEqual,
   omitEmpty,
   serverSideApply,
@@ -580,4 +581,22 @@ t.test('a "." in the last applied set does not prune children that are still app
   defaultBuiltin(dangling)
   dangling.metadata.managedFields = [migrated]
   t.same(ok(t, serverSideApply(dangling, cfg, opts('kubectl', T1))).metadata.labels, { a: '1', z: '9' })
+})
+
+t.test('typed/reconcile_schema.go: once a field becomes atomic, whoever owned fields below it owns the field', async (t) => {
+  const granular = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: { opts: { type: 'struct', fields: {} } } } } })
+  const atomic = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: { opts: { type: 'struct', fields: {}, atomic: true } } } } })
+  const cr = (opts: Record<string, unknown>): KubeObject => ({ apiVersion: 'x/v1', kind: 'X', metadata: { name: 'x' }, spec: { opts } })
+  const o = (manager: string, topology: typeof granular, now: string): ApplyOptions => ({ manager, force: false, topology, now, apiVersion: 'x/v1' })
+  const first = ok(t, serverSideApply(undefined, cr({ a: 1 }), o('one', granular, T0)))
+  const second = ok(t, serverSideApply(first, cr({ a: 1, b: 2 }), o('two', granular, T1)))
+  t.same(entry(second, 'one')?.fieldsV1, { 'f:spec': { 'f:opts': { 'f:a': {} } } })
+  // The schema changes (a CRD update): the next write sees both managers owning spec.opts.
+  const r = serverSideApply(second, cr({ a: 3 }), o('one', atomic, T2))
+  t.equal(r.ok, false)
+  if (!r.ok) t.same(r.conflicts.map((c) => `${c.manager} ${c.field}`), ['two .spec.opts'])
+  const forced = ok(t, serverSideApply(second, cr({ a: 3 }), { ...o('one', atomic, T2), force: true }))
+  t.same(spec(forced).opts, { a: 3 })
+  t.same(entry(forced, 'one')?.fieldsV1, { 'f:spec': { 'f:opts': {} } })
+  t.notOk(entry(forced, 'two'))
 })

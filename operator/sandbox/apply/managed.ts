@@ -18,7 +18,7 @@ import {
   withoutPrefixes,
 } from './fieldset.ts'
 import { clone, deepEqual, getPath, isObject } from './json.ts'
-import { compareObjects, gvkString, mergeObjects, omitEmpty, prunedPaths, removePaths, toFieldSet } from './merge.ts'
+import { compareObjects, gvkString, mergeObjects, omitEmpty, prunedPaths, reconcileWithSchema, removePaths, toFieldSet } from './merge.ts'
 
 /** Options of {@link serverSideApply}. */
 export interface ApplyOptions {
@@ -106,7 +106,7 @@ function managerId(operation: string, manager: string, apiVersion: string, subre
 }
 
 /** Decodes managedFields into managers by identity (entries without a manager or fields are dropped). */
-function decodeManagers(entries: unknown): Map<string, Manager> {
+function decodeManagers(entries: unknown, topology: Topology): Map<string, Manager> {
   const out = new Map<string, Manager>()
   if (!Array.isArray(entries)) return out
   for (const e of entries as unknown[]) {
@@ -114,7 +114,8 @@ function decodeManagers(entries: unknown): Map<string, Manager> {
     const operation = e.operation === 'Apply' ? 'Apply' : 'Update'
     const apiVersion = typeof e.apiVersion === 'string' ? e.apiVersion : ''
     const subresource = typeof e.subresource === 'string' && e.subresource !== '' ? e.subresource : undefined
-    const set = fromFieldsV1(e.fieldsV1)
+    const decoded = fromFieldsV1(e.fieldsV1)
+    const set = reconcileWithSchema(decoded, topology)
     const id = managerId(operation, e.manager, apiVersion, subresource)
     const prev = out.get(id)
     if (prev !== undefined) {
@@ -130,7 +131,7 @@ function decodeManagers(entries: unknown): Map<string, Manager> {
       time: typeof e.time === 'string' ? e.time : undefined,
       set,
       entry: e as unknown as ManagedFieldsEntry,
-      decodedSet: set,
+      decodedSet: decoded,
     })
   }
   return out
@@ -270,7 +271,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   const liveBody = live === undefined ? undefined : body(live)
   const configBody = body(config)
 
-  let managers = live === undefined ? new Map<string, Manager>() : decodeManagers(live.metadata?.managedFields)
+  let managers = live === undefined ? new Map<string, Manager>() : decodeManagers(live.metadata?.managedFields, t)
   if (live !== undefined && managers.size === 0) {
     // An object that never saw managedFields: its current fields go to a synthetic updater first.
     managers = updateManagers(new Map(), {}, liveBody as JsonObject, {
@@ -410,7 +411,7 @@ function updateManagers(managers: Map<string, Manager>, oldBody: JsonObject, new
 export function trackUpdate(old: KubeObject | undefined, updated: KubeObject, opts: UpdateOptions): KubeObject {
   const sent = updated.metadata?.managedFields
   const source = opts.subresource === undefined && Array.isArray(sent) && sent.length > 0 ? sent : old?.metadata?.managedFields
-  const managers = decodeManagers(source)
+  const managers = decodeManagers(source, opts.topology)
   const next = updateManagers(managers, old === undefined ? {} : body(old), body(updated), {
     manager: opts.manager,
     apiVersion: opts.apiVersion,

@@ -360,6 +360,41 @@ function pairItems(pe: string, lv: Json | undefined, lRep: Json[] | undefined, r
 }
 
 // ---------------------------------------------------------------------------------------------
+// Schema changes
+
+const reconciled = new WeakMap<FieldSet, { topology: Topology; set: FieldSet }>()
+
+/**
+ * A manager's set after the schema changed under it (typed/reconcile_schema.go, which both apply
+ * and update run first): where a node the set holds paths below has become atomic, the set owns the
+ * node itself instead. Returns `set` itself when nothing changes; cached per set and topology.
+ */
+export function reconcileWithSchema(set: FieldSet, topology: Topology): FieldSet {
+  const hit = reconciled.get(set)
+  if (hit !== undefined && hit.topology === topology) return hit.set
+  const out = reconcileNode(set, topology)
+  reconciled.set(set, { topology, set: out })
+  return out
+}
+
+function reconcileNode(s: FieldSet, t: Topology): FieldSet {
+  if (s.children === null) return s
+  if (t.type === 'list' ? t.listType === 'atomic' : (t.type === 'struct' || t.type === 'map') && t.atomic === true) return LEAF
+  // Deduced (untyped) maps are not reconciled; neither is what lies below them.
+  if (t.type === 'any' || t.type === 'scalar') return s
+  let out: Map<string, FieldSet> | null = null
+  for (const [pe, c] of s.children) {
+    let ct: Topology
+    if (t.type === 'list') ct = itemTopology(t)
+    else if (pe.startsWith('f:')) ct = childTopology(t, pe.slice(2))
+    else continue
+    const r = reconcileNode(c, ct)
+    if (r !== c) (out ??= new Map(s.children)).set(pe, r)
+  }
+  return out === null ? s : { member: s.member, children: out }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Prune
 
 /**
