@@ -22,6 +22,8 @@
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
  * - Strategic merge patch ignores `$setElementOrder`; lists merge by their first apply key.
  * - No conversion between apiVersions: managers of other versions are compared as is.
+ * `test/sandbox-apply-smd-tables.test.ts` runs structured-merge-diff's own merge tables against
+ * this engine; operator/sandbox/README.md counts the cases and names those that deviate.
  */
 export { serverSideApply, trackUpdate, conflictMessage, BEFORE_FIRST_APPLY } from './managed.ts'
 export type { ApplyOptions, ApplyResult, ApplyConflict, UpdateOptions } from './managed.ts'
