@@ -99,7 +99,9 @@ t.test('apply sets: leaves, atomic nodes, list-map items with ".", map entries, 
     { name: 'scalars', obj: { spec: { hostname: 'h' } }, want: { 'f:spec': { 'f:hostname': {} } } },
     { name: 'atomic map (nodeSelector)', obj: { spec: { nodeSelector: { a: 'b' } } }, want: { 'f:spec': { 'f:nodeSelector': {} } } },
     { name: 'atomic list (tolerations)', obj: { spec: { tolerations: [{ key: 'k' }] } }, want: { 'f:spec': { 'f:tolerations': {} } } },
-    { name: 'empty struct owns nothing', obj: { spec: { securityContext: {} } }, want: {} },
+    // typed/tofieldset.go visitMapItems: an empty map is a member (so is emptyDir: {} in a volume).
+    { name: 'an empty struct is owned', obj: { spec: { securityContext: {}, volumes: [{ name: 'v', emptyDir: {} }] } }, want: { 'f:spec': { 'f:securityContext': {}, 'f:volumes': { 'k:{"name":"v"}': { '.': {}, 'f:emptyDir': {}, 'f:name': {} } } } } },
+    { name: 'an empty list-map is not', obj: { spec: { containers: [{ name: 'c', env: [] }] } }, want: { 'f:spec': { 'f:containers': { 'k:{"name":"c"}': { '.': {}, 'f:name': {} } } } } },
     {
       name: 'env list-map',
       obj: { spec: { containers: [{ name: 'c', env: [{ name: 'A', value: '1' }] }] } },

@@ -226,7 +226,7 @@ function run(c: Case): void {
       const updated = { ...structuredClone(object), metadata: {} } as unknown as KubeObject
       live = trackUpdate(live, updated, { manager: op.manager ?? '', topology, now, apiVersion, ...(reset ? { resetFields: reset } : {}) })
     } else if (op.op === 'Apply' || op.op === 'ForceApply') {
-      const config = { ...structuredClone(object), metadata: {} } as unknown as KubeObject
+      const config = structuredClone(object) as unknown as KubeObject
       const r = serverSideApply(live, config, { manager: op.manager ?? '', force: op.op === 'ForceApply', topology, now, apiVersion, ...(reset ? { resetFields: reset } : {}) })
       const expected = (op.conflicts ?? []).map((x) => `${x.manager} ${pathString(x.path)}`).sort()
       if (!r.ok) {

@@ -70,8 +70,9 @@ function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): v
         trail.push(pe)
         addChildren(c, cv, ct, trail)
         trail.pop()
-        // Map entries are members; so are undeclared fields of a preserve-unknown-fields struct.
-        if (kind === MAP_KIND || (t.type === 'struct' && t.preserveUnknown === true && !(k in t.fields))) c.member = true
+        // Map entries are members; so are undeclared fields of a preserve-unknown-fields struct,
+        // and empty maps (typed/tofieldset.go visitMapItems: `securityContext: {}` is owned).
+        if (kind === MAP_KIND || (t.type === 'struct' && t.preserveUnknown === true && !(k in t.fields)) || (c.children === null && isObject(cv))) c.member = true
       }
       if (c.member || c.children !== null) (n.children ??= new Map()).set(pe, c)
     }
