@@ -491,6 +491,18 @@ t.test('null in a configuration removes the field and owns it', async (t) => {
   t.equal(spec(second).minReadySeconds, undefined)
 })
 
+t.test('typed/merge.go: null on a granular struct or map leaves its content; on an atomic one it removes it', async (t) => {
+  const first = ok(t, serverSideApply(undefined, deployment({ strategy: { rollingUpdate: { maxSurge: 2 } } }, undefined, { a: '1' }), opts('op', T0)))
+  const cfg = deployment({ strategy: null, selector: null })
+  cfg.metadata.labels = null as never
+  const second = ok(t, serverSideApply(first, cfg, opts('other', T1)))
+  t.same(second.metadata.labels, { a: '1' }, 'labels (granular map) unchanged')
+  t.same((spec(second).strategy as Record<string, any>).rollingUpdate.maxSurge, 2, 'strategy (granular struct) unchanged')
+  t.equal(spec(second).selector, undefined, 'selector (atomic) removed')
+  const f = entry(second, 'other')?.fieldsV1 as Record<string, any>
+  t.same([f['f:metadata'], f['f:spec']['f:strategy'], f['f:spec']['f:selector']], [{ 'f:labels': {} }, {}, {}], 'the applier owns each null')
+})
+
 t.test('property: re-applying the same configuration is a no-op, and every applied value is in the result', async (t) => {
   const fc = (await import('fast-check')).default
   const name = fc.constantFrom('a', 'b', 'c', 'd')

@@ -18,7 +18,8 @@
  * Known differences from a real API server:
  * - Fields a built-in schema does not declare are accepted (they merge like Go struct fields)
  *   instead of failing with `field not declared in schema`.
- * - A `null` in an applied configuration removes the field (the typed conversion's effect).
+ * - A `null` in an applied configuration removes a scalar, atomic or deduced field and leaves a
+ *   granular one as it is (structured-merge-diff's merge); nulls are never stored.
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
  * - Strategic merge patch ignores `$setElementOrder`; lists merge by their first apply key.
  * - No conversion between apiVersions: managers of other versions are compared as is.

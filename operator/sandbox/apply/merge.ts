@@ -103,7 +103,8 @@ function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): v
  * Merges an applied configuration into a live object: the configuration wins on scalars and atomic
  * nodes; structs and maps merge member by member; associative lists merge item by item with the
  * configuration's order and live-only items kept in place. The result is a fresh tree (nothing is
- * shared with either input), so callers may mutate it. Nulls in the configuration remove the field.
+ * shared with either input), so callers may mutate it. A null in the configuration removes a
+ * scalar or atomic field and leaves a granular one unchanged (typed/merge.go).
  */
 export function mergeObjects(live: JsonObject | undefined, config: JsonObject, topology: Topology, gvk: string): JsonObject {
   const trail: string[] = []
@@ -117,7 +118,13 @@ export function mergeObjects(live: JsonObject | undefined, config: JsonObject, t
 
 function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[]): Json | undefined {
   if (r === undefined) return l === undefined || l === null ? undefined : clone(l)
-  if (r === null) return undefined
+  if (r === null) {
+    // typed/merge.go: null merged into a typed granular map, struct or list changes nothing below
+    // it (the live items stay); on a scalar, an atomic node or a deduced value it replaces it,
+    // which removes the field.
+    if (l === undefined || l === null || t.type === 'any' || kindOf(t, l) === LEAF_KIND) return undefined
+    return clone(l)
+  }
   if (l === undefined || l === null) return cloneDropNull(r)
   const kind = kindOf(t, r)
   if (kind === LEAF_KIND || kindOf(t, l) !== kind) return cloneDropNull(r)
