@@ -16,8 +16,8 @@
  *   `failed to create typed patch object (…): <path>: <detail>` message).
  *
  * Known differences from a real API server:
- * - Fields a built-in schema does not declare are accepted (they merge like Go struct fields)
- *   instead of failing with `field not declared in schema`.
+ * - Fields a topology does not declare merge like Go struct fields: refusing them (`field not
+ *   declared in schema`) is the server's job before it calls the engine (cluster.ts).
  * - A `null` in an applied configuration removes a scalar, atomic or deduced field and leaves a
  *   granular one as it is (structured-merge-diff's merge); nulls are never stored.
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
