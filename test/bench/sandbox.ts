@@ -41,6 +41,9 @@ function deployment(i: number, image: string): KubeObject {
   }
 }
 
+/** The kubeconfig's cluster-admin token: the sandbox answers 401 to requests without one. */
+const AUTH = 'Bearer sandbox'
+
 /** The load generator (child process): runs one Load and reports requests per second. */
 async function client(load: Load): Promise<{ rps: number; errors: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: load.concurrency })
@@ -49,7 +52,7 @@ async function client(load: Load): Promise<{ rps: number; errors: number }> {
   let errors = 0
   const one = (i: number): Promise<void> =>
     new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { 'User-Agent': 'bench/v1' }
+      const headers: Record<string, string> = { 'User-Agent': 'bench/v1', Authorization: AUTH }
       if (load.contentType) headers['Content-Type'] = load.contentType
       const req = request({ host: u.hostname, port: u.port, method: load.method, path: load.paths[i % load.paths.length], agent, headers }, (res) => {
         if ((res.statusCode ?? 0) >= 300) errors++
@@ -118,7 +121,7 @@ if (process.argv.includes('--client')) {
       { length: W },
       () =>
         new Promise<ReturnType<typeof request>>((resolve) => {
-          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}` }, (res) => {
+          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}`, headers: { Authorization: AUTH } }, (res) => {
             res.setEncoding('utf8')
             res.on('data', (chunk: string) => {
               for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) received++
