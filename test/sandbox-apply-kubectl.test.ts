@@ -1,8 +1,12 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { kubectlPath } from './support/tools.ts'
+import { memcachedCRD } from './sandbox-crd-fixture.ts'
+import { tempDir } from './support/tmp.ts'
 
 const manifest = JSON.stringify({
   apiVersion: 'apps/v1',
@@ -36,4 +40,65 @@ t.test('kubectl client-side apply, then server-side apply of the same manifest: 
   t.same(applier?.fieldsV1['f:metadata'], { 'f:labels': { 'f:app': {}, 'f:tier': {} } }, 'the applier owns the applied labels, not the map')
   t.notOk(d.metadata.managedFields?.some((e) => e.manager === 'kubectl-client-side-apply'), 'the client-side apply entry was migrated away')
   t.match(await kubectl(['apply', '--server-side', '-f', '-'], manifest), /serverside-applied/, 'a second server-side apply still works')
+})
+
+t.test('kubectl diff after kubectl apply --server-side of the same file exits 0: its empty annotations patch stores nothing', async (t) => {
+  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD()] })
+  t.teardown(() => sb.close())
+  const run = async (args: string[], input: string): Promise<{ code: number; out: string }> => {
+    const p = promisify(execFile)(kubectlPath(), ['--kubeconfig', sb.kubeconfigPath, ...args], { timeout: 60_000 })
+    p.child.stdin?.end(input)
+    try {
+      const r = await p
+      return { code: 0, out: r.stdout }
+    } catch (e) {
+      const err = e as { code?: number; stdout?: string; stderr?: string }
+      return { code: err.code ?? -1, out: `${err.stdout ?? ''}${err.stderr ?? ''}` }
+    }
+  }
+  const cr = JSON.stringify({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'm', namespace: 'default' }, spec: { size: 1 } })
+  for (const [what, file] of [['a custom resource (merge patch)', cr], ['a Deployment (strategic merge patch)', manifest]] as const) {
+    t.equal((await run(['apply', '--server-side', '-f', '-'], file)).code, 0, `${what}: applied`)
+    const diff = await run(['diff', '-f', '-'], file)
+    t.equal(diff.code, 0, `${what}: no difference`)
+    t.equal(diff.out, '', what)
+  }
+  // The same patches for real: the object is unchanged, so nothing is stored.
+  t.equal((await run(['patch', 'memcached/m', '--type', 'merge', '-p', '{"metadata":{"annotations":{},"labels":{}}}'], '')).code, 0)
+  t.equal((await run(['patch', 'deployment/cache', '-p', '{"metadata":{"annotations":{}}}'], '')).code, 0)
+  const d = JSON.parse((await run(['get', 'deployment/cache', 'memcached/m', '-o', 'json'], '')).out) as { items: { metadata: Record<string, unknown> }[] }
+  t.same(d.items.map((o) => ['annotations' in o.metadata, 'labels' in o.metadata]), [[false, true], [false, false]], 'no empty annotations or labels stored')
+  t.equal((await run(['diff', '-f', '-'], cr)).code, 0, 'still no difference')
+})
+
+t.test('an applier drops a container in which kubectl edit added an env var: the container goes, no 500', async (t) => {
+  const sb = await startSandbox({ controllers: false })
+  t.teardown(() => sb.close())
+  // kubectl edit with an "editor" that adds DEBUG=1 to the sidecar, as a user would in vi.
+  const dir = tempDir('kubectl-edit-')
+  const editor = join(dir, 'editor.mjs')
+  writeFileSync(editor, [
+    "import { readFileSync, writeFileSync } from 'node:fs'",
+    'const f = process.argv[2]',
+    "const text = readFileSync(f, 'utf8').replace(/^(\\s*)name: sidecar$/m, (line, indent) => `${line}\\n${indent}env:\\n${indent}- name: DEBUG\\n${indent}  value: \"1\"`)",
+    'writeFileSync(f, text)',
+  ].join('\n'))
+  const run = async (args: string[], input?: string): Promise<string> => {
+    const p = promisify(execFile)(kubectlPath(), ['--kubeconfig', sb.kubeconfigPath, ...args], { timeout: 60_000, env: { ...process.env, KUBE_EDITOR: `${process.execPath} ${editor}` } })
+    if (input !== undefined) p.child.stdin?.end(input)
+    return (await p).stdout
+  }
+  const withContainers = (containers: { name: string; image: string }[]): string => {
+    const d = JSON.parse(manifest) as { spec: { template: { spec: { containers: unknown[] } } } }
+    d.spec.template.spec.containers = containers
+    return JSON.stringify(d)
+  }
+  await run(['apply', '--server-side', '--field-manager=op', '-f', '-'], withContainers([{ name: 'memcached', image: 'memcached:1.6.38' }, { name: 'sidecar', image: 'exporter:1' }]))
+  await run(['edit', 'deployment/cache'])
+  const edited = JSON.parse(await run(['get', 'deployment/cache', '-o', 'json'])) as { spec: { template: { spec: { containers: { name: string; env?: unknown }[] } } } }
+  t.same(edited.spec.template.spec.containers[1]?.env, [{ name: 'DEBUG', value: '1' }], 'kubectl edit added the env var')
+  t.match(await run(['apply', '--server-side', '--field-manager=op', '-f', '-'], withContainers([{ name: 'memcached', image: 'memcached:1.6.38' }])), /serverside-applied/)
+  const after = JSON.parse(await run(['get', 'deployment/cache', '-o', 'json', '--show-managed-fields'])) as { spec: { template: { spec: { containers: { name: string }[] } } }; metadata: { managedFields: { manager: string }[] } }
+  t.same(after.spec.template.spec.containers.map((c) => c.name), ['memcached'])
+  t.notOk(after.metadata.managedFields.some((e) => e.manager === 'kubectl-edit'), 'kubectl-edit owned only what went with the sidecar')
 })

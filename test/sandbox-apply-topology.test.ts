@@ -141,3 +141,18 @@ t.test('a custom resource applies with its list-map keys and defaults', async (t
   })
   t.same(toFieldsV1(toFieldSet({ spec: { tags: ['x', 'y'] } }, topo, 'x')), { 'f:spec': { 'f:tags': { 'v:"x"': {}, 'v:"y"': {} } } })
 })
+
+t.test('typed/helpers.go (v6.3.0): a key field without a default may be absent; an item without any key field cannot be applied', async (t) => {
+  const topo = customResourceTopology({
+    type: 'struct',
+    fields: { spec: { type: 'struct', fields: { items: { type: 'list', listType: 'map', keys: ['name', 'id'], items: { type: 'struct', fields: {} } } } } },
+  })
+  const apply = (items: unknown[]) => serverSideApply(undefined, { apiVersion: 'x/v1', kind: 'X', metadata: { name: 'x' }, spec: { items } } as KubeObject, { manager: 'm', force: false, topology: topo, now: '2026-01-01T00:00:00Z', apiVersion: 'x/v1' })
+  const r = apply([{ name: 'a' }, { name: 'a', id: 1 }])
+  t.ok(r.ok, 'two distinct items: {name: a} and {name: a, id: 1}')
+  if (r.ok) t.same(Object.keys((r.object.metadata.managedFields?.[0]?.fieldsV1 as any)['f:spec']['f:items']), ['k:{"id":1,"name":"a"}', 'k:{"name":"a"}'])
+  t.throws(() => apply([{ value: 1 }]), {
+    name: 'ApplyTypeError',
+    message: 'failed to create typed patch object (x/v1, Kind=X): .spec.items: element 0: associative list with keys has an element that omits all key fields ["name" "id"] (and doesn\'t have default values for any key fields)',
+  })
+})

@@ -2,6 +2,7 @@ import t from 'tap'
 import {
   ApplyTypeError,
   builtinTopology,
+  customResourceTopology,
   deepEqual,
   omitEmpty,
   serverSideApply,
@@ -359,7 +360,9 @@ t.test('removing every container an applier owned leaves no empty list behind', 
   const base = ok(t, serverSideApply(undefined, deployment({}, [{ name: 'a', image: 'a' }]), opts('op', T0)))
   const other = ok(t, serverSideApply(base, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x', namespace: 'default' }, spec: { replicas: 1 } }, opts('op', T1)))
   t.equal(podSpec(other).containers, undefined)
-  t.same(spec(other).template, { metadata: {}, spec: { dnsPolicy: 'ClusterFirst', restartPolicy: 'Always', securityContext: {}, terminationGracePeriodSeconds: 30, schedulerName: 'default-scheduler' } })
+  // The template is a struct field nobody owns anything below any more: prune removes it whole
+  // (merge/update.go, EnsureNamedFieldsAreMembers); it comes back as its zero value, defaulted.
+  t.same(spec(other).template, { spec: { dnsPolicy: 'ClusterFirst', restartPolicy: 'Always', securityContext: {}, terminationGracePeriodSeconds: 30, schedulerName: 'default-scheduler' } })
 })
 
 // structured-merge-diff's visitListItems: a live-only item is emitted when the walk over the live
@@ -399,7 +402,7 @@ t.test('invalid configurations throw ApplyTypeError with the server message', as
     },
     {
       cfg: deployment({}, [{ image: 'a' } as unknown as Container]),
-      message: 'failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an element that omits key field "name" (and doesn\'t have default value)',
+      message: 'failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an element that omits all key fields ["name"] (and doesn\'t have default values for any key fields)',
     },
   ]
   for (const c of cases) {
@@ -486,6 +489,18 @@ t.test('null in a configuration removes the field and owns it', async (t) => {
   const first = ok(t, serverSideApply(undefined, deployment({ minReadySeconds: 3 }), opts('op', T0)))
   const second = ok(t, serverSideApply(first, deployment({ minReadySeconds: null }), opts('op', T1)))
   t.equal(spec(second).minReadySeconds, undefined)
+})
+
+t.test('typed/merge.go: null on a granular struct or map leaves its content; on an atomic one it removes it', async (t) => {
+  const first = ok(t, serverSideApply(undefined, deployment({ strategy: { rollingUpdate: { maxSurge: 2 } } }, undefined, { a: '1' }), opts('op', T0)))
+  const cfg = deployment({ strategy: null, selector: null })
+  cfg.metadata.labels = null as never
+  const second = ok(t, serverSideApply(first, cfg, opts('other', T1)))
+  t.same(second.metadata.labels, { a: '1' }, 'labels (granular map) unchanged')
+  t.same((spec(second).strategy as Record<string, any>).rollingUpdate.maxSurge, 2, 'strategy (granular struct) unchanged')
+  t.equal(spec(second).selector, undefined, 'selector (atomic) removed')
+  const f = entry(second, 'other')?.fieldsV1 as Record<string, any>
+  t.same([f['f:metadata'], f['f:spec']['f:strategy'], f['f:spec']['f:selector']], [{ 'f:labels': {} }, {}, {}], 'the applier owns each null')
 })
 
 t.test('property: re-applying the same configuration is a no-op, and every applied value is in the result', async (t) => {
@@ -578,4 +593,22 @@ t.test('a "." in the last applied set does not prune children that are still app
   defaultBuiltin(dangling)
   dangling.metadata.managedFields = [migrated]
   t.same(ok(t, serverSideApply(dangling, cfg, opts('kubectl', T1))).metadata.labels, { a: '1', z: '9' })
+})
+
+t.test('typed/reconcile_schema.go: once a field becomes atomic, whoever owned fields below it owns the field', async (t) => {
+  const granular = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: { opts: { type: 'struct', fields: {} } } } } })
+  const atomic = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: { opts: { type: 'struct', fields: {}, atomic: true } } } } })
+  const cr = (opts: Record<string, unknown>): KubeObject => ({ apiVersion: 'x/v1', kind: 'X', metadata: { name: 'x' }, spec: { opts } })
+  const o = (manager: string, topology: typeof granular, now: string): ApplyOptions => ({ manager, force: false, topology, now, apiVersion: 'x/v1' })
+  const first = ok(t, serverSideApply(undefined, cr({ a: 1 }), o('one', granular, T0)))
+  const second = ok(t, serverSideApply(first, cr({ a: 1, b: 2 }), o('two', granular, T1)))
+  t.same(entry(second, 'one')?.fieldsV1, { 'f:spec': { 'f:opts': { 'f:a': {} } } })
+  // The schema changes (a CRD update): the next write sees both managers owning spec.opts.
+  const r = serverSideApply(second, cr({ a: 3 }), o('one', atomic, T2))
+  t.equal(r.ok, false)
+  if (!r.ok) t.same(r.conflicts.map((c) => `${c.manager} ${c.field}`), ['two .spec.opts'])
+  const forced = ok(t, serverSideApply(second, cr({ a: 3 }), { ...o('one', atomic, T2), force: true }))
+  t.same(spec(forced).opts, { a: 3 })
+  t.same(entry(forced, 'one')?.fieldsV1, { 'f:spec': { 'f:opts': {} } })
+  t.notOk(entry(forced, 'two'))
 })

@@ -159,6 +159,24 @@ export function rfc3339(d?: Date): string {
 
 
 
+/**
+ * What the round trip through ObjectMeta does to metadata on a real server: its maps and lists are
+ * `omitempty`, so `labels: {}`, `annotations: {}`, `finalizers: []`, `ownerReferences: []` vanish.
+ * Built-ins go through Go types when a body is decoded; custom resources through
+ * apiextensions-apiserver's schema/objectmeta Coerce, on decoding and on encoding for storage.
+ * A merge patch such as kubectl diff's `{"metadata":{"annotations":{}}}` thus stores nothing.
+ */
+function dropEmptyMetadata(m: KubeObject['metadata']): void {
+  for (const k of ['labels', 'annotations'] as const) {
+    const v = m[k]
+    if (isObject(v) && Object.keys(v).length === 0) delete m[k]
+  }
+  for (const k of ['finalizers', 'ownerReferences'] as const) {
+    const v = m[k]
+    if (Array.isArray(v) && v.length === 0) delete m[k]
+  }
+}
+
 /** Equality of two objects ignoring metadata.resourceVersion (and managedFields unless asked). */
 function sameObject(a: KubeObject, b: KubeObject, withManagedFields: boolean): boolean {
   const { metadata: ma, ...ra } = a
@@ -530,6 +548,7 @@ export class Cluster implements ClusterAccess {
       throw badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${gv})`)
     if (obj.kind !== undefined && obj.kind !== '' && obj.kind !== type.kind) throw badRequest(`the kind in the data (${String(obj.kind)}) does not match the expected kind (${type.kind})`)
     const { apiVersion: _a, kind: _k, metadata, ...rest } = obj
+    dropEmptyMetadata(metadata)
     return { apiVersion: gv, kind: type.kind, metadata, ...rest }
   }
 

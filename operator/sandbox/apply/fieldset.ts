@@ -90,37 +90,6 @@ export function difference(a: FieldSet, b: FieldSet): FieldSet {
   return make(member, out ?? (a.children === null ? null : new Map(a.children)))
 }
 
-/**
- * The part of `last` that pruning may delete from an object, given the paths `kept` (still applied
- * or owned by someone): `last − kept`, except that a node with kept paths below it is not itself
- * removable, only its own removable descendants are. Removal deletes a member's whole subtree, so
- * a `"."` dropped from a node (an applier that owned `labels` and now owns only `labels.a`) must
- * not take the kept children with it; structured-merge-diff gets the same result by removing
- * `last` and adding the owned items back. Children that were never in `last` stay as well: only
- * what this applier applied is its to prune.
- */
-export function removable(last: FieldSet, kept: FieldSet): FieldSet {
-  if (last === kept) return EMPTY
-  if (isEmpty(last) || isEmpty(kept)) return last
-  const keptBelow = kept.children !== null
-  const member = last.member && !kept.member && !keptBelow
-  let out: Map<string, FieldSet> | null = null
-  if (last.children !== null && kept.children !== null) {
-    for (const [k, kc] of kept.children) {
-      const lc = last.children.get(k)
-      if (lc === undefined) continue
-      const r = removable(lc, kc)
-      if (r !== lc) {
-        out ??= new Map(last.children)
-        if (isEmpty(r)) out.delete(k)
-        else out.set(k, r)
-      }
-    }
-  }
-  if (out === null && member === last.member) return last
-  return make(member, out ?? (last.children === null ? null : new Map(last.children)))
-}
-
 /** a ∩ b */
 export function intersection(a: FieldSet, b: FieldSet): FieldSet {
   if (a === b) return a

@@ -16,12 +16,15 @@
  *   `failed to create typed patch object (…): <path>: <detail>` message).
  *
  * Known differences from a real API server:
- * - Fields a built-in schema does not declare are accepted (they merge like Go struct fields)
- *   instead of failing with `field not declared in schema`.
- * - A `null` in an applied configuration removes the field (the typed conversion's effect).
+ * - Fields a topology does not declare merge like Go struct fields: refusing them (`field not
+ *   declared in schema`) is the server's job before it calls the engine (cluster.ts).
+ * - A `null` in an applied configuration removes a scalar, atomic or deduced field and leaves a
+ *   granular one as it is (structured-merge-diff's merge); nulls are never stored.
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
  * - Strategic merge patch ignores `$setElementOrder`; lists merge by their first apply key.
  * - No conversion between apiVersions: managers of other versions are compared as is.
+ * `test/sandbox-apply-smd-tables.test.ts` runs structured-merge-diff's own merge tables against
+ * this engine; operator/sandbox/README.md counts the cases and names those that deviate.
  */
 export { serverSideApply, trackUpdate, conflictMessage, BEFORE_FIRST_APPLY } from './managed.ts'
 export type { ApplyOptions, ApplyResult, ApplyConflict, UpdateOptions } from './managed.ts'

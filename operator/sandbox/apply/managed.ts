@@ -13,13 +13,12 @@ import {
   isEmpty,
   members,
   pathString,
-  removable,
   toFieldsV1,
   union,
   withoutPrefixes,
 } from './fieldset.ts'
 import { clone, deepEqual, getPath, isObject } from './json.ts'
-import { compareObjects, gvkString, mergeObjects, omitEmpty, removePaths, toFieldSet } from './merge.ts'
+import { compareObjects, gvkString, mergeObjects, omitEmpty, prunedPaths, reconcileWithSchema, removePaths, toFieldSet } from './merge.ts'
 
 /** Options of {@link serverSideApply}. */
 export interface ApplyOptions {
@@ -107,7 +106,7 @@ function managerId(operation: string, manager: string, apiVersion: string, subre
 }
 
 /** Decodes managedFields into managers by identity (entries without a manager or fields are dropped). */
-function decodeManagers(entries: unknown): Map<string, Manager> {
+function decodeManagers(entries: unknown, topology: Topology): Map<string, Manager> {
   const out = new Map<string, Manager>()
   if (!Array.isArray(entries)) return out
   for (const e of entries as unknown[]) {
@@ -115,7 +114,8 @@ function decodeManagers(entries: unknown): Map<string, Manager> {
     const operation = e.operation === 'Apply' ? 'Apply' : 'Update'
     const apiVersion = typeof e.apiVersion === 'string' ? e.apiVersion : ''
     const subresource = typeof e.subresource === 'string' && e.subresource !== '' ? e.subresource : undefined
-    const set = fromFieldsV1(e.fieldsV1)
+    const decoded = fromFieldsV1(e.fieldsV1)
+    const set = reconcileWithSchema(decoded, topology)
     const id = managerId(operation, e.manager, apiVersion, subresource)
     const prev = out.get(id)
     if (prev !== undefined) {
@@ -131,7 +131,7 @@ function decodeManagers(entries: unknown): Map<string, Manager> {
       time: typeof e.time === 'string' ? e.time : undefined,
       set,
       entry: e as unknown as ManagedFieldsEntry,
-      decodedSet: set,
+      decodedSet: decoded,
     })
   }
   return out
@@ -176,9 +176,13 @@ function compareEntries(p: ManagedFieldsEntry, q: ManagedFieldsEntry): number {
   )
 }
 
+function resetPrefixes(resetFields: string[][] | undefined): string[][] {
+  return resetFields === undefined ? [] : resetFields.map((p) => p.map((f) => 'f:' + f))
+}
+
 function ignoredPrefixes(resetFields: string[][] | undefined): string[][] {
   if (resetFields === undefined || resetFields.length === 0) return STRIPPED
-  return [...STRIPPED, ...resetFields.map((p) => p.map((f) => 'f:' + f))]
+  return [...STRIPPED, ...resetPrefixes(resetFields)]
 }
 
 /** The object without `metadata.managedFields` (shallow: nothing else is copied). */
@@ -267,7 +271,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   const liveBody = live === undefined ? undefined : body(live)
   const configBody = body(config)
 
-  let managers = live === undefined ? new Map<string, Manager>() : decodeManagers(live.metadata?.managedFields)
+  let managers = live === undefined ? new Map<string, Manager>() : decodeManagers(live.metadata?.managedFields, t)
   if (live !== undefined && managers.size === 0) {
     // An object that never saw managedFields: its current fields go to a synthetic updater first.
     managers = updateManagers(new Map(), {}, liveBody as JsonObject, {
@@ -281,14 +285,16 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
 
   const id = managerId('Apply', opts.manager, opts.apiVersion, opts.subresource)
   const previous = managers.get(id)
-  let applied = withoutPrefixes(toFieldSet(configBody, t, gvk), ignored)
+  const configSet = toFieldSet(configBody, t, gvk)
+  let applied = withoutPrefixes(configSet, ignored)
   if (previous !== undefined && equals(previous.set, applied)) applied = previous.set
 
   const merged = mergeObjects(liveBody, configBody, t, gvk)
   if (previous !== undefined && applied !== previous.set && !isEmpty(previous.set)) {
-    let owned = applied
+    // Upstream strips metadata.name & co. only after the merge: during it the applier owns them.
+    let owned = withoutPrefixes(configSet, resetPrefixes(opts.resetFields))
     for (const [mid, m] of managers) if (mid !== id) owned = union(owned, m.set)
-    const prune = removable(previous.set, owned)
+    const prune = prunedPaths(merged, previous.set, owned, t)
     if (!isEmpty(prune)) removePaths(merged, prune, t)
   }
   restoreResetFields(merged, liveBody, opts.resetFields)
@@ -405,7 +411,7 @@ function updateManagers(managers: Map<string, Manager>, oldBody: JsonObject, new
 export function trackUpdate(old: KubeObject | undefined, updated: KubeObject, opts: UpdateOptions): KubeObject {
   const sent = updated.metadata?.managedFields
   const source = opts.subresource === undefined && Array.isArray(sent) && sent.length > 0 ? sent : old?.metadata?.managedFields
-  const managers = decodeManagers(source)
+  const managers = decodeManagers(source, opts.topology)
   const next = updateManagers(managers, old === undefined ? {} : body(old), body(updated), {
     manager: opts.manager,
     apiVersion: opts.apiVersion,

@@ -4,7 +4,7 @@
  * (added / modified / removed paths) and removing a set of paths from an object.
  */
 import type { Json, JsonObject, Topology } from '../types.ts'
-import { builder, build, insert, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
+import { builder, build, EMPTY as EMPTY_SET, insert, isEmpty as isEmptySet, LEAF, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
 import { clone, cloneDropNull, deepEqual, isObject } from './json.ts'
 import { childTopology, isGoTyped, isImplicit, OPEN, ItemKeyError, itemElement, itemTopology, kindOf, LEAF_KIND, LIST_KIND, MAP_KIND, STRUCT_KIND } from './walk.ts'
 
@@ -70,8 +70,9 @@ function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): v
         trail.push(pe)
         addChildren(c, cv, ct, trail)
         trail.pop()
-        // Map entries are members; so are undeclared fields of a preserve-unknown-fields struct.
-        if (kind === MAP_KIND || (t.type === 'struct' && t.preserveUnknown === true && !(k in t.fields))) c.member = true
+        // Map entries are members; so are undeclared fields of a preserve-unknown-fields struct,
+        // and empty maps (typed/tofieldset.go visitMapItems: `securityContext: {}` is owned).
+        if (kind === MAP_KIND || (t.type === 'struct' && t.preserveUnknown === true && !(k in t.fields)) || (c.children === null && isObject(cv))) c.member = true
       }
       if (c.member || c.children !== null) (n.children ??= new Map()).set(pe, c)
     }
@@ -102,7 +103,8 @@ function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): v
  * Merges an applied configuration into a live object: the configuration wins on scalars and atomic
  * nodes; structs and maps merge member by member; associative lists merge item by item with the
  * configuration's order and live-only items kept in place. The result is a fresh tree (nothing is
- * shared with either input), so callers may mutate it. Nulls in the configuration remove the field.
+ * shared with either input), so callers may mutate it. A null in the configuration removes a
+ * scalar or atomic field and leaves a granular one unchanged (typed/merge.go).
  */
 export function mergeObjects(live: JsonObject | undefined, config: JsonObject, topology: Topology, gvk: string): JsonObject {
   const trail: string[] = []
@@ -116,7 +118,13 @@ export function mergeObjects(live: JsonObject | undefined, config: JsonObject, t
 
 function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[]): Json | undefined {
   if (r === undefined) return l === undefined || l === null ? undefined : clone(l)
-  if (r === null) return undefined
+  if (r === null) {
+    // typed/merge.go: null merged into a typed granular map, struct or list changes nothing below
+    // it (the live items stay); on a scalar, an atomic node or a deduced value it replaces it,
+    // which removes the field.
+    if (l === undefined || l === null || t.type === 'any' || kindOf(t, l) === LEAF_KIND) return undefined
+    return clone(l)
+  }
   if (l === undefined || l === null) return cloneDropNull(r)
   const kind = kindOf(t, r)
   if (kind === LEAF_KIND || kindOf(t, l) !== kind) return cloneDropNull(r)
@@ -154,10 +162,12 @@ function mergeList(l: Json[], r: Json[], t: Topology, trail: string[]): Json[] {
     rPEs[i] = pe
   }
   const lPEs: string[] = new Array(l.length)
-  const lItems = new Map<string, Json>()
+  // A key the live list repeats (a PUT may store that) maps to undefined: typed/merge.go does not
+  // merge duplicates with the configuration, whose item replaces all of them.
+  const lItems = new Map<string, Json | undefined>()
   for (let i = 0; i < l.length; i++) {
     const pe = itemElement(t, l[i], i)
-    if (!lItems.has(pe)) lItems.set(pe, l[i] as Json)
+    lItems.set(pe, lItems.has(pe) ? undefined : (l[i] as Json))
     lPEs[i] = pe
   }
   const shared: string[] = []
@@ -275,31 +285,8 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
     else if (!deepEqual(l, r)) insert(acc.modified, trail)
     return
   }
-  if (kind === LIST_KIND) {
-    const it = itemTopology(t)
-    const la = (l ?? EMPTY_ARRAY) as Json[]
-    const ra = (r ?? EMPTY_ARRAY) as Json[]
-    const rItems = new Map<string, Json>()
-    for (let i = 0; i < ra.length; i++) {
-      const pe = itemElement(t, ra[i], i)
-      if (!rItems.has(pe)) rItems.set(pe, ra[i] as Json)
-    }
-    const seen = new Set<string>()
-    for (let i = 0; i < la.length; i++) {
-      const pe = itemElement(t, la[i], i)
-      if (seen.has(pe)) continue
-      seen.add(pe)
-      trail.push(pe)
-      compare(la[i], rItems.get(pe), it, trail, acc)
-      trail.pop()
-    }
-    for (const [pe, rv] of rItems) {
-      if (seen.has(pe)) continue
-      trail.push(pe)
-      compare(undefined, rv, it, trail, acc)
-      trail.pop()
-    }
-  } else {
+  if (kind === LIST_KIND) compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t, trail, acc)
+  else {
     const lo = l as JsonObject | undefined
     const ro = r as JsonObject | undefined
     if (lo !== undefined) {
@@ -324,6 +311,164 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
   }
   if (l === undefined) insert(acc.added, trail)
   else if (r === undefined) insert(acc.removed, trail)
+}
+
+/**
+ * typed/compare.go visitListItems: items pair up by key. A key that either side repeats is compared
+ * as one atomic value: still repeated → modified if the repeats differ; no longer repeated → the
+ * key is removed (its surviving item added below it); newly repeated → its old item is removed
+ * and the key added, with nothing below it.
+ */
+function compareItems(la: Json[], ra: Json[], t: Topology, trail: string[], acc: CompareAcc): void {
+  const it = itemTopology(t)
+  const l = indexItems(la, t)
+  const r = indexItems(ra, t)
+  for (const [pe, lv] of l.first) pairItems(pe, lv, l.repeats?.get(pe), r.first.get(pe), r.repeats?.get(pe), it, trail, acc)
+  for (const [pe, rv] of r.first) if (!l.first.has(pe)) pairItems(pe, undefined, undefined, rv, r.repeats?.get(pe), it, trail, acc)
+}
+
+interface ItemIndex {
+  /** The first item of each key, in list order. */
+  first: Map<string, Json>
+  /** Every item of each key that appears more than once (rare: only then allocated). */
+  repeats: Map<string, Json[]> | null
+}
+
+function indexItems(a: Json[], t: Topology): ItemIndex {
+  const first = new Map<string, Json>()
+  let repeats: Map<string, Json[]> | null = null
+  for (let i = 0; i < a.length; i++) {
+    const v = a[i] as Json
+    const pe = itemElement(t, v, i)
+    const seen = first.get(pe)
+    if (seen === undefined && !first.has(pe)) first.set(pe, v)
+    else {
+      repeats ??= new Map()
+      const list = repeats.get(pe)
+      if (list === undefined) repeats.set(pe, [seen as Json, v])
+      else list.push(v)
+    }
+  }
+  return { first, repeats }
+}
+
+function pairItems(pe: string, lv: Json | undefined, lRep: Json[] | undefined, rv: Json | undefined, rRep: Json[] | undefined, it: Topology, trail: string[], acc: CompareAcc): void {
+  trail.push(pe)
+  if (lRep === undefined && rRep === undefined) compare(lv, rv, it, trail, acc)
+  else if (lRep !== undefined && rRep !== undefined) {
+    if (!deepEqual(lRep, rRep)) insert(acc.modified, trail)
+  } else if (lRep !== undefined) {
+    if (rv !== undefined) compare(undefined, rv, it, trail, acc)
+    insert(acc.removed, trail)
+  } else {
+    if (lv !== undefined) compare(lv, undefined, it, trail, acc)
+    insert(acc.added, trail)
+  }
+  trail.pop()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema changes
+
+const reconciled = new WeakMap<FieldSet, { topology: Topology; set: FieldSet }>()
+
+/**
+ * A manager's set after the schema changed under it (typed/reconcile_schema.go, which both apply
+ * and update run first): where a node the set holds paths below has become atomic, the set owns the
+ * node itself instead. Returns `set` itself when nothing changes; cached per set and topology.
+ */
+export function reconcileWithSchema(set: FieldSet, topology: Topology): FieldSet {
+  const hit = reconciled.get(set)
+  if (hit !== undefined && hit.topology === topology) return hit.set
+  const out = reconcileNode(set, topology)
+  reconciled.set(set, { topology, set: out })
+  return out
+}
+
+function reconcileNode(s: FieldSet, t: Topology): FieldSet {
+  if (s.children === null) return s
+  if (t.type === 'list' ? t.listType === 'atomic' : (t.type === 'struct' || t.type === 'map') && t.atomic === true) return LEAF
+  // Deduced (untyped) maps are not reconciled; neither is what lies below them.
+  if (t.type === 'any' || t.type === 'scalar') return s
+  let out: Map<string, FieldSet> | null = null
+  for (const [pe, c] of s.children) {
+    let ct: Topology
+    if (t.type === 'list') ct = itemTopology(t)
+    else if (pe.startsWith('f:')) ct = childTopology(t, pe.slice(2))
+    else continue
+    const r = reconcileNode(c, ct)
+    if (r !== c) (out ??= new Map(s.children)).set(pe, r)
+  }
+  return out === null ? s : { member: s.member, children: out }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prune
+
+/**
+ * What an apply removes from the merged object: structured-merge-diff's `prune`, `addBackOwnedItems`
+ * and `addBackDanglingItems` (merge/update.go) folded into one walk. Upstream removes everything
+ * the applier applied last time (`last`), adds back what any manager owns (`owned`: the others'
+ * sets and this apply's own), then keeps only removals that were in `last`. Each of those sets goes
+ * through `EnsureNamedFieldsAreMembers` first, which makes a struct field a member as soon as a
+ * path below it is, but never a list item or a map entry. Hence:
+ * - a struct field that someone still owns something below survives, only its unowned members go;
+ * - a list item (or map entry) the applier applied and no longer applies goes whole, even when
+ *   another manager owns fields inside it (an Update's set never holds the item itself) — the
+ *   other manager loses those fields when the comparison finds them removed;
+ * - only what the applier applied last time is removed, and only paths present in the object.
+ * The result holds the roots of the subtrees to remove, for {@link removePaths}.
+ */
+export function prunedPaths(merged: JsonObject, last: FieldSet, owned: FieldSet, topology: Topology): FieldSet {
+  return pruneWalk(last, owned, merged, topology, false, false, false)
+}
+
+const DUPLICATE: unique symbol = Symbol('duplicate list item')
+
+function pruneWalk(l: FieldSet, o: FieldSet, v: Json | typeof DUPLICATE, t: Topology, named: boolean, underLast: boolean, unowned: boolean): FieldSet {
+  const inLast = l.member || (named && l.children !== null)
+  const inOwned = o.member || (named && o.children !== null)
+  const under = underLast || inLast
+  // `unowned`: some node on the way here (this one included) was pruned and nobody adds it back.
+  const gone = unowned || (under && !inOwned)
+  if (inLast && gone) return LEAF
+  if (l.children === null || v === DUPLICATE) return EMPTY_SET
+  const kind = kindOf(t, v)
+  let out: Map<string, FieldSet> | null = null
+  if (kind === STRUCT_KIND || kind === MAP_KIND) {
+    const obj = v as JsonObject
+    for (const [pe, lc] of l.children) {
+      if (!pe.startsWith('f:')) continue
+      const k = pe.slice(2)
+      const cv = obj[k]
+      if (cv === undefined) continue
+      const ct = childTopology(t, k)
+      // EnsureNamedFieldsAreMembers: a field the struct's schema declares.
+      const childNamed = kind === STRUCT_KIND && t.type === 'struct' && (k in t.fields || t.preserveUnknown !== true)
+      const r = pruneWalk(lc, o.children?.get(pe) ?? EMPTY_SET, cv, ct, childNamed, under, gone)
+      if (!isEmptySet(r)) (out ??= new Map()).set(pe, r)
+    }
+  } else if (kind === LIST_KIND) {
+    const items = v as Json[]
+    const byElement = new Map<string, Json | typeof DUPLICATE>()
+    for (let i = 0; i < items.length; i++) {
+      let pe: string
+      try {
+        pe = itemElement(t, items[i], i)
+      } catch {
+        continue
+      }
+      byElement.set(pe, byElement.has(pe) ? DUPLICATE : (items[i] as Json))
+    }
+    const it = itemTopology(t)
+    for (const [pe, lc] of l.children) {
+      const cv = byElement.get(pe)
+      if (cv === undefined) continue
+      const r = pruneWalk(lc, o.children?.get(pe) ?? EMPTY_SET, cv, it, false, under, gone)
+      if (!isEmptySet(r)) (out ??= new Map()).set(pe, r)
+    }
+  }
+  return out === null ? EMPTY_SET : { member: false, children: out }
 }
 
 // ---------------------------------------------------------------------------------------------

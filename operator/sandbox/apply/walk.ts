@@ -85,30 +85,39 @@ export class ItemKeyError extends Error {
   }
 }
 
-/** The path element (fieldsV1 spelling) of item `i` of an associative list. */
+/**
+ * The path element (fieldsV1 spelling) of item `i` of an associative list. As typed/helpers.go
+ * (structured-merge-diff v6.3.0) builds it: a key field the item lacks takes its default, or is
+ * left out of the key when it has none; an item without any key field cannot be identified.
+ */
 export function itemElement(t: Topology, item: unknown, i: number): string {
   if (t.type !== 'list' || t.listType !== 'map') return 'v:' + JSON.stringify(item)
   const keys = t.keys ?? []
-  if (!isObject(item)) throw new ItemKeyError(`element ${i}: expected a map, got ${JSON.stringify(item)}`)
+  if (!isObject(item)) throw new ItemKeyError(`element ${i}: ${item === null ? 'associative list with keys may not have a null element' : 'associative list with keys may not have non-map elements'}`)
   if (keys.length === 1) {
     const k = keys[0] as string
     let v = item[k]
     if (v === undefined || v === null) v = t.keyDefaults?.[k]
-    if (v === undefined || v === null) throw missingKey(i, k)
+    if (v === undefined || v === null) throw omitsAllKeys(i, keys)
     return 'k:{' + JSON.stringify(k) + ':' + JSON.stringify(v) + '}'
   }
   const o: Record<string, Json> = {}
+  let found = false
   for (const k of keys) {
     let v = item[k]
     if (v === undefined || v === null) v = t.keyDefaults?.[k]
-    if (v === undefined || v === null) throw missingKey(i, k)
+    if (v === undefined || v === null) continue
     o[k] = v
+    found = true
   }
+  if (!found && keys.length > 0) throw omitsAllKeys(i, keys)
   return 'k:' + sortedJson(o)
 }
 
-function missingKey(i: number, k: string): ItemKeyError {
-  return new ItemKeyError(`element ${i}: associative list with keys has an element that omits key field ${JSON.stringify(k)} (and doesn't have default value)`)
+function omitsAllKeys(i: number, keys: readonly string[]): ItemKeyError {
+  // Go's %q of a []string: each quoted, space-separated, in brackets.
+  const quoted = '[' + keys.map((k) => JSON.stringify(k)).join(' ') + ']'
+  return new ItemKeyError(`element ${i}: associative list with keys has an element that omits all key fields ${quoted} (and doesn't have default values for any key fields)`)
 }
 
 /** Whether a topology is the root of a built-in (Go-typed) kind. */
