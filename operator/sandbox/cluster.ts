@@ -789,6 +789,7 @@ export class Cluster implements ClusterAccess {
       if (next.status === undefined) delete obj.status
       else obj.status = next.status
       if (m.managedFields !== undefined) obj.metadata.managedFields = m.managedFields
+      statusKeepsAnnotations(type, obj, next)
     } else {
       obj = next
       m.name = name
@@ -951,6 +952,7 @@ export class Cluster implements ClusterAccess {
       if (obj.status === undefined) delete next.status
       else next.status = obj.status
       if (obj.metadata.managedFields) next.metadata.managedFields = obj.metadata.managedFields
+      statusKeepsAnnotations(type, next, obj)
     } else {
       next = obj
       const m = next.metadata
@@ -1435,6 +1437,19 @@ function initialStatus(type: ResourceType, obj: KubeObject): Json {
 }
 
 /** Generation rules of the reference (§2). */
+/**
+ * A Deployment's `/status` write keeps the annotations it sends: the deployment status strategy
+ * (pkg/registry/apps/deployment/strategy.go, deploymentStatusStrategy.PrepareForUpdate) resets
+ * only spec and labels, which is how the deployment controller writes
+ * `deployment.kubernetes.io/revision` (sync.go getNewReplicaSet, UpdateStatus).
+ */
+function statusKeepsAnnotations(type: ResourceType, target: KubeObject, sent: KubeObject): void {
+  if (type.custom || type.group !== 'apps' || type.resource !== 'deployments') return
+  const a = sent.metadata.annotations
+  if (a !== undefined && a !== null && typeof a === 'object' && Object.keys(a).length > 0) target.metadata.annotations = { ...a }
+  else delete target.metadata.annotations
+}
+
 function setGeneration(type: ResourceType, old: KubeObject, next: KubeObject, subresource: string | undefined): void {
   if (type.generation === 'none') {
     delete next.metadata.generation

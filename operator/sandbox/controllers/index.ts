@@ -8,6 +8,7 @@ import type { ClusterAccess, KubeObject } from '../types.ts'
 import { Client, controllerAgent, deployments, pods, replicaSets, type GVR } from './client.ts'
 import { ClusterRoleAggregation } from './clusterrole-aggregation.ts'
 import { DeploymentController } from './deployment.ts'
+import { EventSink } from './events.ts'
 import { GarbageCollector } from './gc.ts'
 import { Informer } from './informer.ts'
 import { Kubelet } from './kubelet.ts'
@@ -56,8 +57,11 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const roleInformer = new Informer(informerClient, clusterRoles)
   const aggregation = new ClusterRoleAggregation(new Client(access, controllerAgent('clusterrole-aggregation-controller'), account), roleInformer)
 
-  const deploymentController = new DeploymentController(new Client(access, controllerAgent('deployment-controller'), account), deploymentInformer, rsInformer)
-  const rsController = new ReplicaSetController(new Client(access, controllerAgent('replicaset-controller'), account), rsInformer, podInformer)
+  const eventSink = new EventSink()
+  const deploymentClient = new Client(access, controllerAgent('deployment-controller'), account)
+  const deploymentController = new DeploymentController(deploymentClient, deploymentInformer, rsInformer, eventSink.recorder('deployment-controller', deploymentClient))
+  const rsClient = new Client(access, controllerAgent('replicaset-controller'), account)
+  const rsController = new ReplicaSetController(rsClient, rsInformer, podInformer, eventSink.recorder('replicaset-controller', rsClient))
   const kubelet = new Kubelet(
     new Client(access, 'kube-scheduler/v1.34.0 (linux/amd64) kubernetes/sandbox/scheduler', account),
     new Client(access, 'kubelet/v1.34.0 (linux/amd64) kubernetes/sandbox', account),
@@ -95,6 +99,7 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     rsController.resync()
     kubelet.resync()
     gc.sweep()
+    eventSink.sweep()
   }, opts.resyncMs ?? 30_000)
   timer.unref()
 
@@ -108,6 +113,7 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
       const halted = [deploymentController.stop(), rsController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
       await Promise.allSettled([...pending])
       await Promise.all(halted)
+      await eventSink.stop()
     },
   }
 }
