@@ -1,13 +1,14 @@
 /**
- * The simulated kube-controller-manager (Deployment, ReplicaSet and clusterrole-aggregation controllers, garbage
- * collector), kube-scheduler and kubelet of the sandbox, talking to it through
+ * The simulated kube-controller-manager (Deployment, ReplicaSet, disruption and clusterrole-aggregation
+ * controllers, garbage collector), kube-scheduler and kubelet of the sandbox, talking to it through
  * {@link ClusterAccess} under their real user agents — so their requests are counted, and their
  * writes carry the field managers a real cluster shows (`kube-controller-manager`, `kubelet`).
  */
 import type { ClusterAccess, KubeObject } from '../types.ts'
-import { Client, controllerAgent, deployments, pods, replicaSets, type GVR } from './client.ts'
+import { Client, controllerAgent, deployments, pods, replicaSets, statefulSets, type GVR } from './client.ts'
 import { ClusterRoleAggregation } from './clusterrole-aggregation.ts'
 import { DeploymentController } from './deployment.ts'
+import { DisruptionController, podDisruptionBudgets } from './disruption.ts'
 import { EventSink } from './events.ts'
 import { GarbageCollector } from './gc.ts'
 import { Informer } from './informer.ts'
@@ -50,7 +51,9 @@ function servedResource(crd: KubeObject): { gvr: GVR; kind: string; namespaced: 
 export function startControllers(access: ClusterAccess, opts: ControllerOptions): { stop(): Promise<void> } {
   const account = opts.account ?? true
   const informerClient = new Client(access, controllerAgent('shared-informers'), account)
-  const podInformer = new Informer(informerClient, pods)
+  const podInformer = new Informer(informerClient, pods, undefined, { byNamespace: true })
+  const pdbInformer = new Informer(informerClient, podDisruptionBudgets, undefined, { byNamespace: true })
+  const statefulSetInformer = new Informer(informerClient, statefulSets)
   const rsInformer = new Informer(informerClient, replicaSets)
   const deploymentInformer = new Informer(informerClient, deployments)
   const crdInformer = new Informer(informerClient, crds)
@@ -62,6 +65,8 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const deploymentController = new DeploymentController(deploymentClient, deploymentInformer, rsInformer, eventSink.recorder('deployment-controller', deploymentClient))
   const rsClient = new Client(access, controllerAgent('replicaset-controller'), account)
   const rsController = new ReplicaSetController(rsClient, rsInformer, podInformer, eventSink.recorder('replicaset-controller', rsClient))
+  const disruptionClient = new Client(access, controllerAgent('disruption-controller'), account)
+  const disruption = new DisruptionController(disruptionClient, { pdbs: pdbInformer, pods: podInformer, replicaSets: rsInformer, deployments: deploymentInformer, statefulSets: statefulSetInformer }, eventSink.recorder('controllermanager', disruptionClient))
   const kubelet = new Kubelet(
     new Client(access, 'kube-scheduler/v1.34.0 (linux/amd64) kubernetes/sandbox/scheduler', account),
     new Client(access, 'kubelet/v1.34.0 (linux/amd64) kubernetes/sandbox', account),
@@ -84,11 +89,12 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   })
 
   const started = (async () => {
-    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
+    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), pdbInformer.start(), statefulSetInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
     if (stopped) return
     aggregation.resync()
     deploymentController.run()
     rsController.run()
+    disruption.run()
     gc.run()
     kubelet.resync()
   })()
@@ -97,6 +103,7 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const timer = setInterval(() => {
     deploymentController.resync()
     rsController.resync()
+    disruption.resync()
     kubelet.resync()
     gc.sweep()
     eventSink.sweep()
@@ -108,9 +115,9 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
       if (stopped) return
       stopped = true
       clearInterval(timer)
-      for (const inf of [podInformer, rsInformer, deploymentInformer, crdInformer, roleInformer]) inf.stop()
+      for (const inf of [podInformer, rsInformer, deploymentInformer, pdbInformer, statefulSetInformer, crdInformer, roleInformer]) inf.stop()
       // Each stop() halts its timers and watches at once, then waits for work in flight.
-      const halted = [deploymentController.stop(), rsController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
+      const halted = [deploymentController.stop(), rsController.stop(), disruption.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
       await Promise.allSettled([...pending])
       await Promise.all(halted)
       await eventSink.stop()
