@@ -21,7 +21,7 @@ import { Client, isNotFound, type GVR } from './client.ts'
 import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { controllerOf, isPodReady, sameJson, specReplicas } from './replicaset.ts'
-import { labelSelectorMatcher } from './selector.ts'
+import { labelSelectorMatcher, SelectorIndex } from './selector.ts'
 
 /** policy/v1 poddisruptionbudgets */
 export const podDisruptionBudgets: GVR = { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets' }
@@ -57,6 +57,7 @@ export class DisruptionController {
   #statefulSets: Informer
   #recorder: EventRecorder
   #queue: WorkQueue
+  #selectors = new SelectorIndex()
 
   constructor(client: Client, informers: { pdbs: Informer; pods: Informer; replicaSets: Informer; deployments: Informer; statefulSets: Informer }, recorder: EventRecorder) {
     this.#client = client
@@ -68,12 +69,17 @@ export class DisruptionController {
     this.#recorder = recorder
     this.#queue = new WorkQueue((key) => this.#sync(key))
     this.#pdbs.on((type, pdb) => {
-      if (type !== 'DELETED') this.#queue.add(keyOf(pdb))
+      const key = keyOf(pdb)
+      if (type === 'DELETED') return this.#selectors.delete(key)
+      const sel = obj(obj(pdb['spec'])['selector'])
+      this.#selectors.set(key, pdb.metadata.namespace ?? '', obj(sel['matchLabels']) as Record<string, string>)
+      this.#queue.add(key)
     })
     // A pod's change concerns the budgets of its namespace whose selector matches it (getPdbForPod).
     this.#pods.on((_type, pod) => {
-      for (const pdb of this.#pdbs.inNamespace(pod.metadata.namespace ?? '')) {
-        if (labelSelectorMatcher(obj(pdb['spec'])['selector'])(pod.metadata.labels)) this.#queue.add(keyOf(pdb))
+      for (const key of this.#selectors.candidates(pod.metadata.namespace ?? '', pod.metadata.labels)) {
+        const pdb = this.#pdbs.get(key)
+        if (pdb && labelSelectorMatcher(obj(pdb['spec'])['selector'])(pod.metadata.labels)) this.#queue.add(key)
       }
     })
   }
@@ -98,7 +104,9 @@ export class DisruptionController {
     if (!pdb || pdb.metadata.deletionTimestamp) return
     const spec = obj(pdb['spec'])
     const matches = labelSelectorMatcher(spec['selector'])
-    const pods = this.#pods.inNamespace(pdb.metadata.namespace ?? '').filter((p) => matches(p.metadata.labels))
+    const ns = pdb.metadata.namespace ?? ''
+    const first = Object.entries(obj(obj(spec['selector'])['matchLabels']))[0]
+    const pods = (first ? this.#pods.withLabel(ns, first[0], String(first[1])) : this.#pods.inNamespace(ns)).filter((p) => matches(p.metadata.labels))
     if (pods.length === 0) this.#recorder.event(pdb, 'Normal', 'NoPods', 'No matching pods found')
     let expected: { expectedCount: number; desiredHealthy: number; unmanaged: string[] }
     try {

@@ -1,6 +1,6 @@
 /**
- * The simulated kube-controller-manager (Deployment, ReplicaSet, disruption and clusterrole-aggregation
- * controllers, garbage collector), kube-scheduler and kubelet of the sandbox, talking to it through
+ * The simulated kube-controller-manager (Deployment, ReplicaSet, disruption, EndpointSlice, Endpoints and
+ * clusterrole-aggregation controllers, garbage collector), kube-scheduler and kubelet of the sandbox, talking to it through
  * {@link ClusterAccess} under their real user agents — so their requests are counted, and their
  * writes carry the field managers a real cluster shows (`kube-controller-manager`, `kubelet`).
  */
@@ -9,6 +9,7 @@ import { Client, controllerAgent, deployments, pods, replicaSets, statefulSets, 
 import { ClusterRoleAggregation } from './clusterrole-aggregation.ts'
 import { DeploymentController } from './deployment.ts'
 import { DisruptionController, podDisruptionBudgets } from './disruption.ts'
+import { EndpointsController, endpointSlices, endpoints, services } from './endpoints.ts'
 import { EventSink } from './events.ts'
 import { GarbageCollector } from './gc.ts'
 import { Informer } from './informer.ts'
@@ -51,9 +52,12 @@ function servedResource(crd: KubeObject): { gvr: GVR; kind: string; namespaced: 
 export function startControllers(access: ClusterAccess, opts: ControllerOptions): { stop(): Promise<void> } {
   const account = opts.account ?? true
   const informerClient = new Client(access, controllerAgent('shared-informers'), account)
-  const podInformer = new Informer(informerClient, pods, undefined, { byNamespace: true })
+  const podInformer = new Informer(informerClient, pods, undefined, { byNamespace: true, byLabel: true })
   const pdbInformer = new Informer(informerClient, podDisruptionBudgets, undefined, { byNamespace: true })
   const statefulSetInformer = new Informer(informerClient, statefulSets)
+  const serviceInformer = new Informer(informerClient, services)
+  const sliceInformer = new Informer(informerClient, endpointSlices)
+  const endpointsInformer = new Informer(informerClient, endpoints)
   const rsInformer = new Informer(informerClient, replicaSets)
   const deploymentInformer = new Informer(informerClient, deployments)
   const crdInformer = new Informer(informerClient, crds)
@@ -67,6 +71,10 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const rsController = new ReplicaSetController(rsClient, rsInformer, podInformer, eventSink.recorder('replicaset-controller', rsClient))
   const disruptionClient = new Client(access, controllerAgent('disruption-controller'), account)
   const disruption = new DisruptionController(disruptionClient, { pdbs: pdbInformer, pods: podInformer, replicaSets: rsInformer, deployments: deploymentInformer, statefulSets: statefulSetInformer }, eventSink.recorder('controllermanager', disruptionClient))
+  const endpointsController = new EndpointsController(
+    { slices: new Client(access, controllerAgent('endpointslice-controller'), account), endpoints: new Client(access, controllerAgent('endpoints-controller'), account) },
+    { services: serviceInformer, pods: podInformer, slices: sliceInformer, endpoints: endpointsInformer },
+  )
   const kubelet = new Kubelet(
     new Client(access, 'kube-scheduler/v1.34.0 (linux/amd64) kubernetes/sandbox/scheduler', account),
     new Client(access, 'kubelet/v1.34.0 (linux/amd64) kubernetes/sandbox', account),
@@ -89,12 +97,13 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   })
 
   const started = (async () => {
-    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), pdbInformer.start(), statefulSetInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
+    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), pdbInformer.start(), statefulSetInformer.start(), serviceInformer.start(), sliceInformer.start(), endpointsInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
     if (stopped) return
     aggregation.resync()
     deploymentController.run()
     rsController.run()
     disruption.run()
+    endpointsController.run()
     gc.run()
     kubelet.resync()
   })()
@@ -104,6 +113,7 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     deploymentController.resync()
     rsController.resync()
     disruption.resync()
+    endpointsController.resync()
     kubelet.resync()
     gc.sweep()
     eventSink.sweep()
@@ -115,9 +125,9 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
       if (stopped) return
       stopped = true
       clearInterval(timer)
-      for (const inf of [podInformer, rsInformer, deploymentInformer, pdbInformer, statefulSetInformer, crdInformer, roleInformer]) inf.stop()
+      for (const inf of [podInformer, rsInformer, deploymentInformer, pdbInformer, statefulSetInformer, serviceInformer, sliceInformer, endpointsInformer, crdInformer, roleInformer]) inf.stop()
       // Each stop() halts its timers and watches at once, then waits for work in flight.
-      const halted = [deploymentController.stop(), rsController.stop(), disruption.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
+      const halted = [deploymentController.stop(), rsController.stop(), disruption.stop(), endpointsController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
       await Promise.allSettled([...pending])
       await Promise.all(halted)
       await eventSink.stop()

@@ -39,6 +39,8 @@ export class Informer {
   #byOwner = new Map<string, Set<string>>()
   /** namespace → keys of its objects, when the informer was asked to index them */
   #byNamespace: Map<string, Set<string>> | undefined
+  /** `namespace\nkey=value` → keys of the objects with that label, when asked to index them */
+  #byLabel: Map<string, Set<string>> | undefined
   #handlers: Handler[] = []
   #stopWatch: (() => void) | undefined
   #watchGen = 0
@@ -51,12 +53,26 @@ export class Informer {
    * @param transform reduces each object before caching (e.g. to its metadata, to keep the
    *   garbage collector's cache small)
    * @param opts.byNamespace index objects by namespace, for {@link inNamespace}
+   * @param opts.byLabel index objects by label, for {@link withLabel}
    */
-  constructor(client: Client, gvr: GVR, transform: (obj: KubeObject) => KubeObject = (o) => o, opts: { byNamespace?: boolean } = {}) {
+  constructor(client: Client, gvr: GVR, transform: (obj: KubeObject) => KubeObject = (o) => o, opts: { byNamespace?: boolean; byLabel?: boolean } = {}) {
     this.#client = client
     this.gvr = gvr
     this.#transform = transform
     if (opts.byNamespace) this.#byNamespace = new Map()
+    if (opts.byLabel) this.#byLabel = new Map()
+  }
+
+  /** Cached objects of one namespace carrying the label `key=value` (the informer must index labels). */
+  withLabel(namespace: string, key: string, value: string): KubeObject[] {
+    const keys = this.#byLabel?.get(`${namespace}\n${key}=${value}`)
+    if (!keys) return []
+    const out: KubeObject[] = []
+    for (const k of keys) {
+      const o = this.#store.get(k)
+      if (o) out.push(o)
+    }
+    return out
   }
 
   /** Cached objects of one namespace (the informer must index namespaces). */
@@ -201,6 +217,14 @@ export class Informer {
       if (!set) this.#byNamespace.set(ns, (set = new Set()))
       set.add(key)
     }
+    if (this.#byLabel) {
+      for (const [k, v] of Object.entries(obj.metadata.labels ?? {})) {
+        const lk = `${obj.metadata.namespace ?? ''}\n${k}=${v}`
+        let set = this.#byLabel.get(lk)
+        if (!set) this.#byLabel.set(lk, (set = new Set()))
+        set.add(key)
+      }
+    }
     for (const ref of obj.metadata.ownerReferences ?? []) {
       let set = this.#byOwner.get(ref.uid)
       if (!set) this.#byOwner.set(ref.uid, (set = new Set()))
@@ -220,6 +244,14 @@ export class Informer {
     if (nsKeys) {
       nsKeys.delete(key)
       if (nsKeys.size === 0) this.#byNamespace?.delete(old.metadata.namespace ?? '')
+    }
+    if (this.#byLabel) {
+      for (const [k, v] of Object.entries(old.metadata.labels ?? {})) {
+        const lk = `${old.metadata.namespace ?? ''}\n${k}=${v}`
+        const set = this.#byLabel.get(lk)
+        set?.delete(key)
+        if (set?.size === 0) this.#byLabel.delete(lk)
+      }
     }
     for (const ref of old.metadata.ownerReferences ?? []) {
       const set = this.#byOwner.get(ref.uid)
