@@ -49,7 +49,8 @@ async function client(load: Load): Promise<{ rps: number; errors: number }> {
   let errors = 0
   const one = (i: number): Promise<void> =>
     new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { 'User-Agent': 'bench/v1' }
+      // The sandbox's admin token (requests without one are 401, as with --anonymous-auth=false).
+      const headers: Record<string, string> = { 'User-Agent': 'bench/v1', Authorization: 'Bearer sandbox' }
       if (load.contentType) headers['Content-Type'] = load.contentType
       const req = request({ host: u.hostname, port: u.port, method: load.method, path: load.paths[i % load.paths.length], agent, headers }, (res) => {
         if ((res.statusCode ?? 0) >= 300) errors++
@@ -118,7 +119,7 @@ if (process.argv.includes('--client')) {
       { length: W },
       () =>
         new Promise<ReturnType<typeof request>>((resolve) => {
-          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}` }, (res) => {
+          const req = request({ host: u.hostname, port: u.port, path: `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}`, headers: { Authorization: 'Bearer sandbox' } }, (res) => {
             res.setEncoding('utf8')
             res.on('data', (chunk: string) => {
               for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) received++
