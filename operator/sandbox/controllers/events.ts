@@ -27,6 +27,8 @@ function now(): string {
 
 interface Written {
   client: Client
+  /** The create, which a deletion of the Event must follow */
+  created: Promise<unknown>
   namespace: string
   name: string
   count: number
@@ -46,6 +48,7 @@ function touch<V>(lru: Map<string, V>, key: string, value: V, max: number, evict
 
 /** The Events of all the simulated controllers, with their correlation caches. */
 export class EventSink {
+  #max: number
   /** Event key (source, object, type, reason, message) → the Event written for it. */
   #logged = new Map<string, Written>()
   /** Aggregate key (source, object, type, reason) → messages seen, time of the last one. */
@@ -54,6 +57,11 @@ export class EventSink {
   /** Event key → its last write in flight */
   #chains = new Map<string, Promise<void>>()
   #stopped = false
+
+  /** @param maxEvents how many Events the controllers keep, and the size of the correlation caches */
+  constructor(maxEvents = lruSize) {
+    this.#max = maxEvents
+  }
 
   /** A recorder for one controller (`deployment-controller`, …) writing with that controller's client. */
   recorder(component: string, client: Client): EventRecorder {
@@ -70,7 +78,9 @@ export class EventSink {
     if (!similar || t - similar.since > aggregateWindowMs) similar = { messages: new Set(), since: t }
     similar.since = t
     similar.messages.add(message)
-    touch(this.#similar, aggregateKey, similar, lruSize)
+    // "do not grow our local key set any larger than max" (EventAggregate)
+    if (similar.messages.size > aggregateMax) similar.messages.delete(similar.messages.values().next().value as string)
+    touch(this.#similar, aggregateKey, similar, this.#max)
     let key = `${aggregateKey}\n${message}`
     if (similar.messages.size >= aggregateMax) {
       // EventAggregate: the aggregate Event's key is the aggregate key; its message the latest one.
@@ -94,7 +104,7 @@ export class EventSink {
     if (seen) {
       seen.count++
       seen.written = Date.now()
-      touch(this.#logged, key, seen, lruSize, (v) => this.#expire(v))
+      touch(this.#logged, key, seen, this.#max, (v) => this.#expire(v))
       try {
         await client.mergePatch(events, seen.namespace, seen.name, { count: seen.count, lastTimestamp: time, message })
         return
@@ -104,8 +114,7 @@ export class EventSink {
       }
     }
     const name = `${obj.metadata.name ?? ''}.${(BigInt(Date.now()) * 1_000_000n + BigInt(Math.floor(Math.random() * 1_000_000))).toString(16)}`
-    const entry: Written = { client, namespace, name, count: 1, written: Date.now() }
-    touch(this.#logged, key, entry, lruSize, (v) => this.#expire(v))
+    const entry: Written = { client, created: Promise.resolve(), namespace, name, count: 1, written: Date.now() }
     const apiVersion = obj.apiVersion ?? 'v1'
     const ev = {
       apiVersion: 'v1',
@@ -123,13 +132,14 @@ export class EventSink {
       reportingComponent: component,
       reportingInstance: '',
     } as unknown as KubeObject
-    await client.create(events, namespace, ev)
+    entry.created = client.create(events, namespace, ev)
+    touch(this.#logged, key, entry, this.#max, (v) => this.#expire(v))
+    await entry.created
   }
 
   /** Deletes an Event the LRU no longer remembers: the bound on how many Events the controllers keep. */
   #expire(v: Written): void {
-    if (this.#stopped) return
-    const work = v.client.delete(events, v.namespace, v.name).catch(() => undefined)
+    const work = v.created.then(() => v.client.delete(events, v.namespace, v.name)).catch(() => undefined)
     const tracked = work.finally(() => this.#inflight.delete(tracked))
     this.#inflight.add(tracked)
   }
@@ -148,7 +158,8 @@ export class EventSink {
   /** Stops recording and waits for the writes in flight. */
   async stop(): Promise<void> {
     this.#stopped = true
-    await Promise.allSettled([...this.#inflight])
+    // Writes in flight may still expire older Events: wait for those deletions too.
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight])
   }
 }
 
