@@ -37,6 +37,7 @@ t.test('reconciler.go: a Service\'s slice lists its pods with their IPs, conditi
   const ep = await until('the Endpoints', async () => (await list('endpoints')).find((e) => e.metadata.name === 'mc' && e.subsets?.[0]?.addresses?.length === 2))
   t.match(ep, { metadata: { labels: { team: 'cache', 'endpoints.kubernetes.io/managed-by': 'endpoint-controller' }, annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': /Z$/ } }, subsets: [{ ports: [{ name: 'memcache', port: 11211, protocol: 'TCP' }] }] })
   t.match(ep.subsets[0].addresses[0], { ip: /^10\.244\./, nodeName: 'sandbox-node', targetRef: { kind: 'Pod' } })
+  t.equal((await call({ verb: 'get', resource: 'endpoints', namespace: 'default', name: 'mc' })).headers?.['Warning'], '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"', 'v1 Endpoints requests are warned about (KEP-4974)')
 
   // Readiness lost: the endpoint stays, not ready (slice); the address moves to notReadyAddresses (Endpoints).
   const a = pods[0] as Obj

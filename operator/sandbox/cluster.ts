@@ -126,6 +126,7 @@ export interface WatchSink {
   close(): void
 }
 
+const endpointsDeprecated = 'v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice'
 const jsonPatchType = 'application/json-patch+json'
 const mergePatchType = 'application/merge-patch+json'
 const strategicPatchType = 'application/strategic-merge-patch+json'
@@ -336,6 +337,8 @@ export class Cluster implements ClusterAccess {
     }
     reply ??= this.respond(req)
     if (mode.account) this.account(req, reply.status)
+    // KEP-4974: every request for core/v1 Endpoints is warned about since 1.33.
+    if (req.group === '' && req.resource === 'endpoints') reply = { ...reply, headers: headerMap(reply.headers, [endpointsDeprecated]) ?? {} }
     return reply
   }
 
