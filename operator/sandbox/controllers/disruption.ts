@@ -105,8 +105,7 @@ export class DisruptionController {
     const spec = obj(pdb['spec'])
     const matches = labelSelectorMatcher(spec['selector'])
     const ns = pdb.metadata.namespace ?? ''
-    const first = Object.entries(obj(obj(spec['selector'])['matchLabels']))[0]
-    const pods = (first ? this.#pods.withLabel(ns, first[0], String(first[1])) : this.#pods.inNamespace(ns)).filter((p) => matches(p.metadata.labels))
+    const pods = this.#pods.withLabels(ns, obj(obj(spec['selector'])['matchLabels']) as Record<string, string>).filter((p) => matches(p.metadata.labels))
     if (pods.length === 0) this.#recorder.event(pdb, 'Normal', 'NoPods', 'No matching pods found')
     let expected: { expectedCount: number; desiredHealthy: number; unmanaged: string[] }
     try {

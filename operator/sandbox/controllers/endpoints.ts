@@ -170,8 +170,7 @@ export class EndpointsController {
       this.#forgetPods(key)
       return
     }
-    const [k0, v0] = Object.entries(selector)[0] as [string, string]
-    const pods = this.#pods.withLabel(ns, k0, v0).filter((p) => mapSelectorMatches(selector, p.metadata.labels) && !isTerminal(p) && podIP(p) !== '')
+    const pods = this.#pods.withLabels(ns, selector).filter((p) => mapSelectorMatches(selector, p.metadata.labels) && !isTerminal(p) && podIP(p) !== '')
     pods.sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1))
     this.#forgetPods(key)
     const listed = new Set<string>()

@@ -63,9 +63,21 @@ export class Informer {
     if (opts.byLabel) this.#byLabel = new Map()
   }
 
-  /** Cached objects of one namespace carrying the label `key=value` (the informer must index labels). */
-  withLabel(namespace: string, key: string, value: string): KubeObject[] {
-    const keys = this.#byLabel?.get(`${namespace}\n${key}=${value}`)
+  /**
+   * Cached objects of one namespace carrying at least the rarest of the labels `required` (the
+   * informer must index labels; the caller checks the others). Without any required label: the
+   * namespace's objects.
+   */
+  withLabels(namespace: string, required: Record<string, string>): KubeObject[] {
+    let keys: Set<string> | undefined
+    let any = false
+    for (const [k, v] of Object.entries(required)) {
+      any = true
+      const set = this.#byLabel?.get(`${namespace}\n${k}=${v}`)
+      if (!set) return []
+      if (!keys || set.size < keys.size) keys = set
+    }
+    if (!any) return this.inNamespace(namespace)
     if (!keys) return []
     const out: KubeObject[] = []
     for (const k of keys) {

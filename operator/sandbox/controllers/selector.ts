@@ -35,24 +35,46 @@ export function mapSelectorMatches(selector: Record<string, string>, labels: Lab
   return true
 }
 
+/** `k=v` pairs sorted by key, joined: the signature of a selector, or of a pod's labels restricted to those keys. */
+function signature(namespace: string, keys: string[], values: Record<string, string>): string {
+  let sig = namespace
+  for (const k of keys) sig += `\n${k}=${values[k] ?? ''}`
+  return sig
+}
+
 /**
- * Objects with selectors (Services, PodDisruptionBudgets) indexed by the label pairs they require,
- * so that a pod's change finds the few whose selector may match it without scanning its namespace.
- * Selectors that require no pair (only expressions, or empty) are candidates for every pod.
+ * Objects with selectors (Services, PodDisruptionBudgets) indexed by the exact label pairs they
+ * require, so that a pod's change finds the few whose selector may match it without scanning every
+ * selector of its namespace (which share pairs such as `app.kubernetes.io/name`): for each distinct
+ * set of keys the namespace's selectors use (typically one or two), the pod's values for those keys
+ * are looked up. Selectors that require no pair (only expressions, or empty) are candidates for
+ * every pod.
  */
 export class SelectorIndex {
-  #byPair = new Map<string, Set<string>>()
+  #bySignature = new Map<string, Set<string>>()
   #open = new Map<string, Set<string>>()
-  #entries = new Map<string, { namespace: string; pairs: string[] }>()
+  /** namespace → joined key set → its keys and how many selectors use it */
+  #keySets = new Map<string, Map<string, { keys: string[]; count: number }>>()
+  #entries = new Map<string, { namespace: string; keys: string[]; signature: string | undefined }>()
 
   /** Indexes (or re-indexes) `key` in `namespace` under the pairs of `required` (empty: every pod). */
   set(key: string, namespace: string, required: Record<string, string>): void {
     this.delete(key)
-    const pairs = Object.entries(required).map(([k, v]) => `${namespace}\n${k}=${v}`)
-    this.#entries.set(key, { namespace, pairs })
-    if (pairs.length === 0) add(this.#open, namespace, key)
-    // One pair is enough to be found: every pod the selector matches carries all of them.
-    else add(this.#byPair, pairs[0] as string, key)
+    const keys = Object.keys(required).sort()
+    if (keys.length === 0) {
+      this.#entries.set(key, { namespace, keys, signature: undefined })
+      add(this.#open, namespace, key)
+      return
+    }
+    const sig = signature(namespace, keys, required)
+    this.#entries.set(key, { namespace, keys, signature: sig })
+    add(this.#bySignature, sig, key)
+    let sets = this.#keySets.get(namespace)
+    if (!sets) this.#keySets.set(namespace, (sets = new Map()))
+    const joined = keys.join('\n')
+    const ks = sets.get(joined)
+    if (ks) ks.count++
+    else sets.set(joined, { keys, count: 1 })
   }
 
   /** Removes `key`. */
@@ -60,14 +82,23 @@ export class SelectorIndex {
     const e = this.#entries.get(key)
     if (!e) return
     this.#entries.delete(key)
-    if (e.pairs.length === 0) remove(this.#open, e.namespace, key)
-    else remove(this.#byPair, e.pairs[0] as string, key)
+    if (e.signature === undefined) return remove(this.#open, e.namespace, key)
+    remove(this.#bySignature, e.signature, key)
+    const sets = this.#keySets.get(e.namespace)
+    const joined = e.keys.join('\n')
+    const ks = sets?.get(joined)
+    if (ks && --ks.count === 0) sets?.delete(joined)
+    if (sets?.size === 0) this.#keySets.delete(e.namespace)
   }
 
   /** Keys whose selector may match an object with these labels in this namespace. */
   candidates(namespace: string, labels: Labels): string[] {
+    const l = labels ?? {}
     const out = [...(this.#open.get(namespace) ?? [])]
-    for (const [k, v] of Object.entries(labels ?? {})) for (const key of this.#byPair.get(`${namespace}\n${k}=${v}`) ?? []) out.push(key)
+    for (const { keys } of this.#keySets.get(namespace)?.values() ?? []) {
+      if (!keys.every((k) => Object.hasOwn(l, k))) continue
+      for (const key of this.#bySignature.get(signature(namespace, keys, l)) ?? []) out.push(key)
+    }
     return out
   }
 }
