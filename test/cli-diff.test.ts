@@ -3,7 +3,11 @@ import { join, resolve } from 'node:path'
 import t from 'tap'
 import { runCli } from '../operator/cli/program.ts'
 import { captureIO } from './support/io.ts'
-import { eventually, startBed } from './support/operator.ts'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import type { KubeObject } from '../operator/controller/client.ts'
+import { loadChart } from '../operator/render/chart.ts'
+import { startSandbox } from '../operator/sandbox/index.ts'
+import { clientFor, eventually, startBed, startOperatorOn } from './support/operator.ts'
 import { tempDir } from './support/tmp.ts'
 
 const root = resolve(import.meta.dirname, '..')
@@ -65,4 +69,41 @@ t.test('diff: an unreadable kubeconfig is an error (2), not a difference (1)', a
   const io = captureIO()
   t.equal(await runCli(['diff', '--all', '--kubeconfig', join(tempDir('mc-diff-'), 'missing')], io), 2)
   t.match(io.err(), /kubeconfig/)
+})
+
+t.test('diff --all reads the fleet with one list per kind, not a GET per object, and says the same as diff -f; an object those lists miss is read alone', async (t) => {
+  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const operator = await startOperatorOn(sandbox)
+  t.teardown(() => operator.stop())
+  const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => client.close())
+  const bed = { sandbox, client }
+  const names = ['f-1', 'f-2', 'f-3']
+  for (const name of names) await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name, namespace: 'default' }, spec: { size: 2 } })
+  await eventually('applied', async () => ((await bed.client.list({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' }, { namespace: 'default' })).items.length === 3 ? true : undefined))
+  const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
+  const reads = () => bed.sandbox.requests.log().filter((r) => r.userAgent?.startsWith('memcached-operator-diff') && (r.verb === 'get' || r.verb === 'list'))
+  bed.sandbox.requests.reset()
+  const all = captureIO()
+  t.equal(await runCli(['diff', '--all', '--set', 'memoryMB=128', ...kc], all), 1, all.err())
+  const { MANAGED_KINDS } = await import('../operator/render/guard.ts')
+  t.same(reads().filter((r) => r.verb === 'get'), [], 'no GET')
+  t.equal(reads().filter((r) => r.verb === 'list').length, 1 + MANAGED_KINDS.length, 'the Memcacheds, then one list per managed kind')
+
+  const file = join(tempDir('mc-diff-'), 'fleet.yaml')
+  writeFileSync(file, names.map((name) => `apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: ${name}, namespace: default}\nspec: {size: 2}\n`).join('---\n'))
+  const one = captureIO()
+  t.equal(await runCli(['diff', '-f', file, '--set', 'memoryMB=128', ...kc], one), 1, one.err())
+  t.equal(all.out(), one.out(), 'the same differences as object by object')
+
+  // Somebody else's Service where f-3's was: not in the operator's lists, so read alone.
+  await operator.stop()
+  await bed.client.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'f-3' })
+  await bed.client.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'f-3', namespace: 'default' }, spec: { clusterIP: 'None', selector: { app: 'other' }, ports: [{ name: 'http', port: 80 }] } })
+  bed.sandbox.requests.reset()
+  const foreign = captureIO()
+  t.equal(await runCli(['diff', '--all', ...kc], foreign), 1, foreign.err())
+  t.same(reads().filter((r) => r.verb === 'get').map((r) => `${r.resource}/${r.name}`), ['services/f-3'])
+  t.match(foreign.out(), /--- live\/v1\.Service\.default\.f-3\n[\s\S]*\n-    app: other\n/, 'compared with what is really there')
 })

@@ -7,7 +7,7 @@ import { chartFiles, DEFAULT_CHART_DIR, loadChart } from '../operator/render/cha
 import { ModuleUnavailable } from '../operator/render/errors.ts'
 import { chartChanged, fingerprint, firstChange, newestChange } from '../operator/snapshot/fingerprint.ts'
 import { lazyRequire } from '../operator/snapshot/preloaded-require.ts'
-import { decide, physicalDir, prepare, restoreEnvironment, RETRY_FAILED_BUILD_MS, ROOT, shouldRebuild, sourcesNode, warmUp } from '../operator/snapshot/start.ts'
+import { decide, physicalDir, prepare, restoreEnvironment, ROOT, sourcesNode, warmUp } from '../operator/snapshot/start.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'mc-snapshot-parts-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -68,49 +68,21 @@ t.test('how a command starts', async (t) => {
   writeFileSync(source, '')
   const built = prepare([source])
   const cli = join(ROOT, 'operator', 'cli')
-  t.same(decide(['crd'], cli, built), { from: 'sources', reason: 'crd is not in the snapshot', rebuild: false })
-  t.same(decide([], cli, built), { from: 'sources', reason: 'no command is not in the snapshot', rebuild: false })
+  t.same(decide(['crd'], cli, built), { from: 'sources', reason: 'crd is not in the snapshot', stale: false }, 'not stale: only render is in it')
+  t.same(decide([], cli, built), { from: 'sources', reason: 'no command is not in the snapshot', stale: false })
   t.same(decide(['render', '-f', 'x'], cli, built), { from: 'snapshot' })
   t.same(
     decide(['render'], join(dir, 'elsewhere', 'operator', 'cli'), built),
-    { from: 'sources', reason: `the snapshot was built for the project in ${ROOT}; give this one its own MEMCACHED_OPERATOR_SNAPSHOT_DIR`, rebuild: false },
-    'a snapshot serves only the project it was built for; another that still exists keeps it',
+    { from: 'sources', reason: `the snapshot was built for the project in ${ROOT}; give this one its own MEMCACHED_OPERATOR_SNAPSHOT_DIR`, stale: true },
+    'a snapshot serves only the project it was built for',
   )
   const gone = join(dir, 'moved-away')
-  t.same(decide(['render'], cli, built, gone), { from: 'sources', reason: `the snapshot was built for the project in ${gone}`, rebuild: true }, 'a project that moved builds its own')
+  t.same(decide(['render'], cli, built, gone), { from: 'sources', reason: `the snapshot was built for the project in ${gone}`, stale: true }, 'a project that moved: the user is told')
   const chart = loadChart()
   t.same(decide(['render'], cli, { ...built, chart: [] }), { from: 'snapshot' }, 'a changed chart does not stop the snapshot')
   t.not(loadChart(), chart, 'but it is read again')
   appendFileSync(source, '// edited')
-  t.same(decide(['render'], join(dir, 'operator', 'cli'), built, dir), { from: 'sources', reason: 'source.ts changed since the snapshot was built', rebuild: true })
-})
-
-t.test('a failed build is not started again until something it reads changes, or for an hour', async (t) => {
-  const project = join(dir, 'failing')
-  cpSync(join(ROOT, 'charts'), join(project, 'charts'), { recursive: true })
-  cpSync(join(ROOT, 'kustomize', 'samples'), join(project, 'kustomize', 'samples'), { recursive: true })
-  const input = join(dir, 'input.json')
-  writeFileSync(input, '{}')
-  const built = prepare([input])
-  const snapshots = join(dir, 'failing-snapshots')
-  t.ok(shouldRebuild(snapshots, built, project), 'no failure recorded')
-  const failure = join(snapshots, 'last-failure')
-  cpSync(input, failure)
-  const failedAt = Date.now() + 60_000
-  utimesSync(failure, new Date(failedAt), new Date(failedAt))
-  t.notOk(shouldRebuild(snapshots, built, project, failedAt + 1000), 'the last build failed after everything it reads last changed')
-  t.ok(shouldRebuild(snapshots, built, project, failedAt + RETRY_FAILED_BUILD_MS + 1), 'unless an hour has passed')
-  const later = new Date(failedAt + 5000)
-  utimesSync(join(project, 'kustomize', 'samples', 'cache_v1alpha1_memcached.yaml'), later, later)
-  t.ok(shouldRebuild(snapshots, built, project, failedAt + 6000), 'a sample changed after the failure (the warm-up renders them)')
-  utimesSync(join(project, 'kustomize', 'samples', 'cache_v1alpha1_memcached.yaml'), new Date(0), new Date(0))
-  utimesSync(join(project, 'charts', 'memcached', 'templates', 'service.ejs'), later, later)
-  t.ok(shouldRebuild(snapshots, built, project, failedAt + 6000), 'a template changed after the failure')
-  utimesSync(join(project, 'charts', 'memcached', 'templates', 'service.ejs'), new Date(0), new Date(0))
-  t.notOk(shouldRebuild(snapshots, built, project, failedAt + 6000))
-  utimesSync(input, later, later)
-  t.equal(newestChange(built.code), later.getTime())
-  t.ok(shouldRebuild(snapshots, built, project, failedAt + 6000), 'an input of the snapshot changed after the failure')
+  t.same(decide(['render'], join(dir, 'operator', 'cli'), built, dir), { from: 'sources', reason: 'source.ts changed since the snapshot was built', stale: true })
 })
 
 t.test('the warm-up renders every sample three ways', async (t) => {

@@ -42,6 +42,64 @@ function comparable(obj: KubeObject | undefined): string {
 const fileName = (o: { apiVersion: string; kind: string; metadata: { namespace?: string | undefined; name?: string | undefined } }) =>
   `${o.apiVersion.replace('/', '.')}.${o.kind}.${o.metadata.namespace ?? ''}.${o.metadata.name ?? ''}`
 
+/** Where diff reads live objects from: the server object by object, or lists read once. */
+interface Live {
+  memcached(namespace: string, name: string): Promise<Memcached | undefined>
+  object(apiVersion: string, kind: string, namespace: string, name: string): Promise<KubeObject | undefined>
+  /** The objects of a managed kind labelled with an instance. */
+  owned(apiVersion: string, kind: string, namespace: string, instance: string): Promise<KubeObject[]>
+}
+
+async function getOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read()
+  } catch (err) {
+    if (isNotFound(err)) return undefined
+    throw err
+  }
+}
+
+/** For a few CRs: one GET per object, one list per kind and CR. */
+function liveByRequest(client: KubeClient): Live {
+  return {
+    memcached: (namespace, name) => getOrUndefined(() => client.get<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND, namespace, name })),
+    object: (apiVersion, kind, namespace, name) => getOrUndefined(() => client.get({ apiVersion, kind, namespace, name })),
+    owned: async (apiVersion, kind, namespace, instance) => (await client.list({ apiVersion, kind }, { namespace, labelSelector: `app.kubernetes.io/instance=${labelValue(instance)}` })).items,
+  }
+}
+
+/**
+ * For the whole fleet (`--all`): the Memcacheds as listed, and one list per managed kind of the
+ * objects labelled as the operator's (as its caches hold them) — not a GET per object. An object
+ * those lists do not hold (about to be created, or somebody else's of the same name) is read
+ * alone, so that the diff shows what an apply would really land on.
+ */
+async function liveByList(client: KubeClient, crs: Memcached[]): Promise<Live> {
+  const key = (apiVersion: string, kind: string, namespace: string, name: string) => `${apiVersion}/${kind}/${namespace}/${name}`
+  const memcacheds = new Map(crs.map((cr) => [`${cr.metadata.namespace ?? 'default'}/${cr.metadata.name}`, cr]))
+  const objects = new Map<string, KubeObject>()
+  const byInstance = new Map<string, KubeObject[]>()
+  for (const k of MANAGED_KINDS) {
+    for (const o of (await client.list({ apiVersion: k.apiVersion, kind: k.kind }, { labelSelector: 'app.kubernetes.io/managed-by=memcached-operator' })).items) {
+      const namespace = o.metadata.namespace ?? ''
+      objects.set(key(k.apiVersion, k.kind, namespace, o.metadata.name ?? ''), o)
+      const instance = o.metadata.labels?.['app.kubernetes.io/instance']
+      if (instance === undefined) continue
+      const at = `${k.apiVersion}/${k.kind}/${namespace}/${instance}`
+      byInstance.set(at, [...(byInstance.get(at) ?? []), o])
+    }
+  }
+  const fallback = liveByRequest(client)
+  return {
+    memcached: async (namespace, name) => memcacheds.get(`${namespace}/${name}`),
+    object: async (apiVersion, kind, namespace, name) => objects.get(key(apiVersion, kind, namespace, name)) ?? (await fallback.object(apiVersion, kind, namespace, name)),
+    owned: async (apiVersion, kind, namespace, instance) => byInstance.get(`${apiVersion}/${kind}/${namespace}/${labelValue(instance)}`) ?? [],
+  }
+}
+
+/** CRs compared at once: their dry-run applies are what takes the time. */
+const DIFF_CONCURRENCY = 8
+
 /** Runs `diff`; returns 0 (no difference), 1 (differences) or 2 (error). */
 export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
@@ -60,58 +118,72 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
     const overrides = readOverrides(opts, io)
     let crs: Memcached[]
-    if (opts.all) crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND })).items
-    else {
+    let live: Live
+    if (opts.all) {
+      crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND })).items
+      live = await liveByList(client, crs)
+    } else {
       crs = []
       for (const input of await readInputs(opts.filename, io)) crs.push(...parseMemcacheds(input.text, input.source))
+      live = liveByRequest(client)
     }
     let differences = 0
     let failed = false
-    for (const given of crs) {
+    // Each CR is compared on its own (its reads and dry runs), a few at a time; what each prints
+    // is kept and printed in the order of the CRs, as one after the other would print it.
+    const compare = async (given: Memcached): Promise<{ out: string[]; err: string[]; differences: number; failed: boolean }> => {
+      const r = { out: [] as string[], err: [] as string[], differences: 0, failed: false }
       const namespace = given.metadata.namespace ?? 'default'
       const name = given.metadata.name
       // The live CR gives the uid the operator's ownerReferences carry.
-      let live: Memcached | undefined
-      try {
-        live = await client.get<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND, namespace, name })
-      } catch (err) {
-        if (!isNotFound(err)) throw err
-      }
-      const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(live?.metadata.uid ? { uid: live.metadata.uid } : {}) } }
+      const liveCr = await live.memcached(namespace, name)
+      const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(liveCr?.metadata.uid ? { uid: liveCr.metadata.uid } : {}) } }
       let desired: RenderedObject[]
       try {
         const rendered = renderInstance(chart, { name, namespace, spec: cr.spec ?? {}, overrides }).objects
-        desired = live ? stampOwner(rendered, cr) : rendered
+        desired = liveCr ? stampOwner(rendered, cr) : rendered
       } catch (err) {
         // One CR that does not render must not hide what the others would change.
         if (!(err instanceof RenderError)) throw err
-        io.stderr(`error: Memcached ${namespace}/${name}: ${err.message}\n`)
-        failed = true
-        continue
+        r.err.push(`error: Memcached ${namespace}/${name}: ${err.message}\n`)
+        r.failed = true
+        return r
       }
-      if (!live) io.stderr(`Memcached ${namespace}/${name} is not in the cluster: its objects are compared without ownerReferences\n`)
+      if (!liveCr) r.err.push(`Memcached ${namespace}/${name} is not in the cluster: its objects are compared without ownerReferences\n`)
       const seen = new Set<string>()
       for (const d of desired) {
         seen.add(fileName(d))
-        let current: KubeObject | undefined
-        try {
-          current = await client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace, name: d.metadata.name })
-        } catch (err) {
-          if (!isNotFound(err)) throw err
-        }
+        const current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
         const merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
-        differences += emit(io, d, comparable(current), comparable(merged))
+        r.differences += patch(r.out, d, comparable(current), comparable(merged))
       }
-      if (live?.metadata.uid) {
+      if (liveCr?.metadata.uid) {
         for (const kind of MANAGED_KINDS) {
-          const owned = await client.list({ apiVersion: kind.apiVersion, kind: kind.kind }, { namespace, labelSelector: `app.kubernetes.io/instance=${labelValue(name)}` })
-          for (const o of owned.items) {
+          for (const o of await live.owned(kind.apiVersion, kind.kind, namespace, name)) {
             const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
-            if (seen.has(fileName(id)) || !isControlledBy(o, live)) continue
-            differences += emit(io, id, comparable(o), '')
+            if (seen.has(fileName(id)) || !isControlledBy(o, liveCr)) continue
+            r.differences += patch(r.out, id, comparable(o), '')
           }
         }
       }
+      return r
+    }
+    const results: ReturnType<typeof compare>[] = []
+    let next = 0
+    const pool = Array.from({ length: Math.min(DIFF_CONCURRENCY, crs.length) }, async () => {
+      while (next < crs.length) {
+        const i = next++
+        results[i] = compare(crs[i]!)
+        await results[i]!.catch(() => {})
+      }
+    })
+    await Promise.all(pool)
+    for (const result of results) {
+      const r = await result
+      for (const line of r.err) io.stderr(line)
+      for (const text of r.out) io.stdout(text)
+      differences += r.differences
+      failed ||= r.failed
     }
     return failed ? 2 : differences > 0 ? 1 : 0
   } catch (err) {
@@ -123,8 +195,9 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   }
 }
 
-function emit(io: CliIO, id: Parameters<typeof fileName>[0], before: string, after: string): number {
+/** Adds the unified diff of one object to `out`; returns 1 when there is one. */
+function patch(out: string[], id: Parameters<typeof fileName>[0], before: string, after: string): number {
   if (before === after) return 0
-  io.stdout(createTwoFilesPatch(`live/${fileName(id)}`, `merged/${fileName(id)}`, before, after, undefined, undefined, { context: 3 }).replace(/^=+\n/, ''))
+  out.push(createTwoFilesPatch(`live/${fileName(id)}`, `merged/${fileName(id)}`, before, after, undefined, undefined, { context: 3 }).replace(/^=+\n/, ''))
   return 1
 }

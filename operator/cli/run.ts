@@ -9,7 +9,8 @@
 import { KubeConfig } from '@kubernetes/client-node'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { KubeClient } from '../controller/client.ts'
+import { API_VERSION, KIND } from '../api/memcached.ts'
+import { ApiError, KubeClient } from '../controller/client.ts'
 import { defaultKubeconfigFiles, loadKubeconfigFiles } from '../controller/credentials.ts'
 import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } from '../controller/health.ts'
 import { LeaderElector } from '../controller/leader.ts'
@@ -23,6 +24,8 @@ import { InputError, packageVersion, processSignal, UsageError, type CliIO } fro
 export interface RunOptions {
   kubeconfig?: string
   namespace: string[]
+  /** A label selector: only the Memcacheds it matches are reconciled (a shard of the fleet). */
+  selector?: string
   chart?: string
   concurrency: string
   resyncPeriod: string
@@ -125,7 +128,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const chart = chartSource ?? (() => loaded!)
   const version = packageVersion()
   const cluster = kc.getCurrentCluster()!
-  log.info({ cluster: cluster.server, context: kc.getCurrentContext(), chart: chartDir, namespaces: opts.namespace.length > 0 ? opts.namespace : 'all', version }, 'starting')
+  log.info({ cluster: cluster.server, context: kc.getCurrentContext(), chart: chartDir, namespaces: opts.namespace.length > 0 ? opts.namespace : 'all', ...(opts.selector !== undefined ? { selector: opts.selector } : {}), version }, 'starting')
 
   // Every request of the controller (reconciles, events, lists) shares this context: aborted when
   // leadership is lost or the shutdown deadline passes, and then nothing more is sent.
@@ -149,11 +152,24 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     return work.signal
   }
   const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal })
+  if (opts.selector !== undefined) {
+    // The API server is the judge of a selector's syntax (one list of at most one item); any
+    // other failure is left to the informers, which retry.
+    try {
+      await client.list({ apiVersion: API_VERSION, kind: KIND }, { labelSelector: opts.selector, limit: 1, ...(opts.namespace[0] ? { namespace: opts.namespace[0] } : {}) })
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 400) {
+        client.close()
+        throw new UsageError(`--selector ${JSON.stringify(opts.selector)}: ${err.message}`)
+      }
+    }
+  }
   const metrics = createMetrics()
   const controller = new MemcachedController({
     client,
     chart,
     namespaces: opts.namespace,
+    ...(opts.selector !== undefined ? { selector: opts.selector } : {}),
     concurrency,
     resyncPeriodMs,
     log,

@@ -52,6 +52,8 @@ export interface MemcachedControllerOptions {
   chart: () => Chart
   /** Namespaces to watch; empty for all. */
   namespaces: string[]
+  /** A label selector on the Memcacheds: only those it matches are cached, hence reconciled. */
+  selector?: string
   concurrency: number
   resyncPeriodMs: number
   log: Logger
@@ -147,7 +149,9 @@ export class MemcachedController {
         }),
       )
 
-    this.#memcacheds = make<MemcachedObject>(API_VERSION, KIND, undefined, {
+    // A shard sees only its Memcacheds: children and pods of the others map to keys it does not
+    // hold, whose reconcile does nothing (it never prunes or adopts for a CR it cannot see).
+    this.#memcacheds = make<MemcachedObject>(API_VERSION, KIND, opts.selector, {
       [UID_INDEX]: (o) => (o.metadata.uid ? [o.metadata.uid] : []),
       [INSTANCE_INDEX]: (o) => [`${o.metadata.namespace ?? ''}/${labelValue(o.metadata.name)}`],
     })

@@ -42,7 +42,7 @@ import type { Attributes, Decision } from './auth/rbac.ts'
 import { admitPodSecurity } from './admission/podsecurity.ts'
 import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
 import { prepareService } from './service.ts'
-import { validateBuiltin, validateMetadata } from './validation.ts'
+import { goJson, goValue, validateBuiltin, validateMetadata } from './validation.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
 
 /** One field that an apply could not take from its other owner. */
@@ -620,10 +620,12 @@ export class Cluster implements ClusterAccess {
   #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
     if (type.prune) {
-      const pruned = type.prune(obj)
       const mode = req.query.get('fieldValidation') ?? 'Warn'
-      if (pruned.length > 0) {
-        if (mode === 'Strict') throw badRequest(`strict decoding error: ${pruned.map((p) => `unknown field "${p}"`).join(', ')}`)
+      if (mode === 'Strict') {
+        const pruned = type.prune(structuredClone(obj))
+        if (pruned.length > 0) throw strictDecodingError(type, req, obj, pruned)
+      } else {
+        const pruned = type.prune(obj)
         if (mode !== 'Ignore') for (const p of pruned) warnings.push(`unknown field "${p}"`)
       }
     }
@@ -1518,4 +1520,31 @@ function applyConflict(conflicts: ApplyConflict[], message: string): StatusError
 
 function internalRequest(): ApiRequest {
   return { verb: 'delete', group: '', version: 'v1', resource: '', query: new URLSearchParams(), userAgent: 'kube-controller-manager' }
+}
+
+/**
+ * `fieldValidation=Strict` refusing unknown fields, as each handler words it: a create or an
+ * update fails to decode (handlers/create.go, update.go `transformDecodeError`: 400 `<Kind> in
+ * version "<v>" cannot be handled as a <Kind>: strict decoding error: …`); a patch fails after
+ * applying (handlers/patch.go: 422 `errors.NewInvalid(schema.GroupKind{}, "", …)` on the field
+ * `patch`, whose value is the patched object's JSON for JSON and merge patches, and Go's `%+v` of
+ * the patch for a strategic merge patch).
+ */
+function strictDecodingError(type: ResourceType, req: ApiRequest, obj: KubeObject, pruned: string[]): StatusError {
+  const detail = `strict decoding error: ${pruned.map((p) => `unknown field "${p}"`).join(', ')}`
+  if (req.verb !== 'patch') return badRequest(`${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: ${detail}`)
+  const strategic = (req.contentType ?? '').split(';')[0]?.trim() === 'application/strategic-merge-patch+json'
+  const message = `Invalid value: ${goValue(strategic ? goPrint(req.body) : goJson(obj))}: ${detail}`
+  return new StatusError(422, 'Invalid', ` "" is invalid: patch: ${message}`, { causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }] })
+}
+
+/** Go's `%+v` of a decoded JSON value (`map[a:1 b:[x y]]`, keys sorted, nil as `<nil>`). */
+function goPrint(v: unknown): string {
+  if (v === null || v === undefined) return '<nil>'
+  if (Array.isArray(v)) return `[${v.map(goPrint).join(' ')}]`
+  if (typeof v === 'object') {
+    const o = v as Record<string, unknown>
+    return `map[${Object.keys(o).sort().map((k) => `${k}:${goPrint(o[k])}`).join(' ')}]`
+  }
+  return String(v)
 }

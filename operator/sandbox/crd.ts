@@ -82,6 +82,7 @@ export function resourceTypesFromCRD(crd: KubeObject): ResourceType[] {
       validate: (obj) => validateObject(obj as unknown as JsonObject, schema),
       printerColumns: printerColumnsOf(v),
     }
+    if (v.schema?.openAPIV3Schema) type.openAPIV3Schema = v.schema.openAPIV3Schema as Record<string, unknown>
     if (names.shortNames && names.shortNames.length > 0) type.shortNames = [...names.shortNames]
     if (names.categories && names.categories.length > 0) type.categories = [...names.categories]
     if (v.subresources?.status) type.subresources.status = true

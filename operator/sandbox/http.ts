@@ -12,10 +12,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Auth, UserInfo } from './auth/index.ts'
 import type { Cluster, Reply } from './cluster.ts'
-import { createHash } from 'node:crypto'
 import { promisify } from 'node:util'
 import { gzip } from 'node:zlib'
-import { apiGroup, apiGroupList, apiResourceList, apiVersions, openapiV3GroupVersion, openapiV3Root, versionInfo } from './discovery.ts'
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts'
+import { openapiV2, openapiV3GroupVersion, openapiV3Root, type Served } from './openapi.ts'
 import { StatusError, badRequest, resourceNotFound, unsupportedMediaType, methodNotAllowed } from './errors.ts'
 import { FaultSpecError } from './faults.ts'
 import { decodeProtobuf, ProtobufError } from './protobuf.ts'
@@ -319,15 +319,28 @@ async function discovery(cluster: Cluster, serverAddress: () => string, auth: Au
   else if (trimmed === '/apis') body = apiGroupList(cluster.registry)
   else if (segs[0] === 'apis' && segs.length === 2) body = apiGroup(cluster.registry, segs[1] ?? '')
   else if (segs[0] === 'apis' && segs.length === 3) body = apiResourceList(cluster.registry, segs[1] ?? '', segs[2] ?? '')
-  else if (trimmed === '/openapi/v3') body = openapiV3Root(cluster.registry, (doc) => createHash('sha256').update(doc).digest('hex').slice(0, 32).toUpperCase())
+  else if (trimmed === '/openapi/v3') body = openapiV3Root(cluster.registry)
   else if (segs[0] === 'openapi' && segs[1] === 'v3' && segs[2] === 'api' && segs.length === 4) body = openapiV3GroupVersion(cluster.registry, '', segs[3] ?? '')
   else if (segs[0] === 'openapi' && segs[1] === 'v3' && segs[2] === 'apis' && segs.length === 5) body = openapiV3GroupVersion(cluster.registry, segs[3] ?? '', segs[4] ?? '')
+  else if (trimmed === '/openapi/v2') {
+    // client-go asks for the gnostic protobuf form first; the sandbox has only JSON (a declared deviation).
+    const accept = req.headers['accept'] ?? ''
+    if (accept !== '' && !/(^|,)\s*(application\/json|application\/\*|\*\/\*)\s*(;|,|$)/.test(accept)) {
+      record(406)
+      throw new StatusError(406, 'NotAcceptable', `only the following media types are accepted: application/json`)
+    }
+    body = openapiV2(cluster.registry)
+  }
   if (body === undefined) {
     record(404)
     throw resourceNotFound()
   }
   record(200)
-  send(res, 200, JSON.stringify(body))
+  await sendAnswer(res, { status: 200, json: isServed(body) ? body.json : JSON.stringify(body) }, req.headers['accept-encoding'])
+}
+
+function isServed(b: unknown): b is Served {
+  return typeof b === 'object' && b !== null && typeof (b as Served).json === 'string' && typeof (b as Served).hash === 'string'
 }
 
 async function control(cluster: Cluster, method: string, path: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -3,6 +3,7 @@
  * CustomResourceDefinition once it is Established. Discovery and the request handler both read
  * from here, so a CRD's kinds appear and disappear in one place.
  */
+import { builtinPruner } from './openapi.ts'
 import type { KubeObject, ResourceType, ScaleSubresource, Topology } from './types.ts'
 
 /** Builds a built-in kind's schema topology (the apply engine provides it). */
@@ -109,6 +110,8 @@ export class Registry {
       if (s.status) type.subresources.status = true
       if (s.scale) type.subresources.scale = s.scale
       if (defaulter) type.default = defaulter
+      const prune = builtinPruner(s.group, s.version, s.kind)
+      if (prune) type.prune = (obj) => prune(obj as unknown as Record<string, unknown>)
       this.#add(type)
     }
   }

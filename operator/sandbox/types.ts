@@ -122,6 +122,8 @@ export interface ResourceType {
   validate?(obj: KubeObject): FieldCause[]
   /** Extra printer columns for `Table` responses (CRDs' additionalPrinterColumns). */
   printerColumns?: PrinterColumn[]
+  /** A custom resource version's `openAPIV3Schema` as the CRD gives it (absent: none given), for /openapi. */
+  openAPIV3Schema?: Record<string, unknown>
 }
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection'

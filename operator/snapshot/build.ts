@@ -2,8 +2,8 @@
  * Builds the start-up snapshot of `render` (see entry.ts): `npm run snapshot`, or
  * `node operator/snapshot/build.ts [--quiet] [--if-possible]`. npm install runs it with
  * --if-possible (the `prepare` script): then no failure fails the install, it only says why there
- * is no snapshot. `render` runs it in the background when the snapshot it started from is out of
- * date.
+ * is no snapshot. Nothing else starts it: a `render` that finds the snapshot out of date runs from
+ * the sources and says so.
  *
  * The snapshot goes to MEMCACHED_OPERATOR_SNAPSHOT_DIR (one directory per project; default
  * node_modules/.cache/memcached-operator) as `current` → `build-<ms>-<pid>/`, which holds `render`
@@ -314,7 +314,7 @@ if (process.env.MEMCACHED_OPERATOR_SNAPSHOT === 'off') {
   try {
     mkdirSync(dir, { recursive: true })
     locked = lock(lockFile, token)
-    // npm run snapshot waits for a build that runs (a render's, in the background), then builds.
+    // npm run snapshot waits for a build that runs (another npm install's, say), then builds.
     for (const deadline = Date.now() + LOCK_AGE; !locked && !ifPossible && Date.now() < deadline; ) {
       await new Promise((ok) => setTimeout(ok, 200))
       locked = lock(lockFile, token)

@@ -3,8 +3,9 @@
  * these to node's snapshot API). Built: load the bundled chart, render the samples so that V8 has
  * compiled every function a render calls, and record what the snapshot was built from. Started:
  * run `render` from the snapshot only while nothing it was built from changed; a changed source
- * file or dependency runs the command from the sources (and rebuilds the snapshot in the
- * background), a changed chart file is simply read again.
+ * file or dependency runs the command from the sources, saying so in one line on stderr (nothing
+ * is left running in the background: `npm run snapshot` rebuilds it), a changed chart file is
+ * simply read again.
  */
 import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
@@ -14,7 +15,7 @@ import { prepareCli, runCli } from '../cli/program.ts'
 import { chartFiles, DEFAULT_CHART_DIR, forgetChart, loadChart } from '../render/chart.ts'
 import { ModuleUnavailable } from '../render/errors.ts'
 import { clearParseCache } from '../render/manifest.ts'
-import { chartChanged, fingerprint, firstChange, newestChange, type Fingerprint } from './fingerprint.ts'
+import { chartChanged, fingerprint, firstChange, type Fingerprint } from './fingerprint.ts'
 
 /** The project root (this module is operator/snapshot/start.ts). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -110,8 +111,8 @@ export function sourcesNode(given: string | undefined, execPath = process.execPa
   return given
 }
 
-/** How a command starts: from the snapshot, or from the sources and why (and whether to rebuild the snapshot). */
-export type Start = { from: 'snapshot' } | { from: 'sources'; reason: string; rebuild: boolean }
+/** How a command starts: from the snapshot, or from the sources and why (and whether the snapshot is out of date, which the user is told). */
+export type Start = { from: 'snapshot' } | { from: 'sources'; reason: string; stale: boolean }
 
 /**
  * Decides how `args` start, given the directory of the executable that started the snapshot (the
@@ -119,15 +120,14 @@ export type Start = { from: 'snapshot' } | { from: 'sources'; reason: string; re
  * of its files changed.
  */
 export function decide(args: readonly string[], cliDir: string, built: Built, root = ROOT): Start {
-  if (args[0] !== 'render') return { from: 'sources', reason: `${args[0] ?? 'no command'} is not in the snapshot`, rebuild: false }
+  if (args[0] !== 'render') return { from: 'sources', reason: `${args[0] ?? 'no command'} is not in the snapshot`, stale: false }
   if (resolve(cliDir) !== join(root, 'operator', 'cli')) {
-    // Moved: build one here. Another project that still exists (a shared node_modules or snapshot
-    // directory): leave its snapshot alone, or the two would rebuild it in turn forever.
+    // Moved, or another project that shares the node_modules or the snapshot directory.
     const elsewhere = existsSync(join(root, 'operator', 'snapshot', 'build.ts'))
-    return { from: 'sources', reason: `the snapshot was built for the project in ${root}${elsewhere ? '; give this one its own MEMCACHED_OPERATOR_SNAPSHOT_DIR' : ''}`, rebuild: !elsewhere }
+    return { from: 'sources', reason: `the snapshot was built for the project in ${root}${elsewhere ? '; give this one its own MEMCACHED_OPERATOR_SNAPSHOT_DIR' : ''}`, stale: true }
   }
   const changed = firstChange(built.code)
-  if (changed) return { from: 'sources', reason: `${relative(root, changed)} changed since the snapshot was built`, rebuild: true }
+  if (changed) return { from: 'sources', reason: `${relative(root, changed)} changed since the snapshot was built`, stale: true }
   if (chartChanged(DEFAULT_CHART_DIR, built.chart)) forgetChart(DEFAULT_CHART_DIR)
   return { from: 'snapshot' }
 }
@@ -160,32 +160,18 @@ export function restoreEnvironment(env: NodeJS.ProcessEnv): void {
   else env.GLIBC_TUNABLES = own
 }
 
-/** How long a failed build is not tried again when nothing it is known to depend on changed. */
-export const RETRY_FAILED_BUILD_MS = 3_600_000
-
-/**
- * Whether to start a build: not when the last one failed after the snapshot's inputs, the chart and
- * the samples (what a build reads) last changed, unless an hour has passed (a build can also fail
- * for a file the old snapshot did not know, or for want of disk space); `last-failure` says why.
- */
-export function shouldRebuild(snapshotDir: string, built: Built, projectRoot: string, now = Date.now()): boolean {
-  const failed = statSync(join(snapshotDir, 'last-failure'), { throwIfNoEntry: false })
-  if (!failed || now - failed.mtimeMs > RETRY_FAILED_BUILD_MS) return true
-  const samples = join(projectRoot, 'kustomize', 'samples')
-  const read = [...chartFiles(join(projectRoot, 'charts', 'memcached')), samples, ...(existsSync(samples) ? readdirSync(samples).map((f) => join(samples, f)) : [])]
-  return failed.mtimeMs <= Math.max(newestChange(built.code), newestChange(fingerprint(read)))
-}
-
 function debug(line: string): void {
   if (process.env.MEMCACHED_OPERATOR_DEBUG_START) process.stderr.write(`memcached-operator: ${line}\n`)
 }
 
 /**
  * Runs the command from the sources of the executable's project, as if the snapshot did not exist,
- * forwarding the signals that stop it; then starts a build of the snapshot if asked.
+ * forwarding the signals that stop it. An out-of-date snapshot is said in one line on stderr; it
+ * is not rebuilt behind the user's back (a build takes seconds and hundreds of megabytes).
  */
-function fromSources(args: string[], cliDir: string, given: string | undefined, built: Built, reason: string, rebuild: boolean): void {
+function fromSources(args: string[], cliDir: string, given: string | undefined, reason: string, stale: boolean): void {
   debug(`started from sources (${reason})`)
+  if (stale) process.stderr.write(`memcached-operator: the render snapshot is out of date (${reason}); running from the sources (npm run snapshot rebuilds it)\n`)
   const { spawn } = process.getBuiltinModule('node:child_process')
   let node: string
   try {
@@ -205,13 +191,6 @@ function fromSources(args: string[], cliDir: string, given: string | undefined, 
   })
   child.on('exit', (code, signal) => {
     for (const s of signals) process.off(s, forward)
-    const snapshotDir = resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR || join(cliDir, '..', '..', 'node_modules', '.cache', 'memcached-operator'))
-    if (rebuild && process.env.MEMCACHED_OPERATOR_SNAPSHOT !== 'off' && shouldRebuild(snapshotDir, built, resolve(cliDir, '..', '..'))) {
-      // After the command, so that it does not compete with it; build.ts takes a lock.
-      const build = spawn(node, [join(cliDir, '..', 'snapshot', 'build.ts'), '--quiet', '--if-possible'], { detached: true, stdio: 'ignore' })
-      build.on('error', () => {})
-      build.unref()
-    }
     // Die of the same signal as the command (or, for one that node ignores, exit as a shell
     // reports it: 128 + its number), or exit with its code.
     if (signal) {
@@ -235,7 +214,7 @@ export async function main(built: Built): Promise<void> {
   restoreEnvironment(process.env)
   const cliDir = physicalDir(dirname(cli ?? ''))
   const start = decide(args, cliDir, built)
-  if (start.from === 'sources') return fromSources(args, cliDir, node, built, start.reason, start.rebuild)
+  if (start.from === 'sources') return fromSources(args, cliDir, node, start.reason, start.stale)
   debug(`started from the render snapshot, with ${process.execArgv.join(' ') || 'no node options'} and GLIBC_TUNABLES=${tunables}`)
   // Same reason as main.js: `yaml` reads process.env for every token.
   process.env = { ...process.env }
@@ -244,7 +223,7 @@ export async function main(built: Built): Promise<void> {
     process.exitCode = await built.render(args)
   } catch (err) {
     // The chart loads before any input is read, and output is written only at the end.
-    if (err instanceof ModuleUnavailable) return fromSources(args, cliDir, node, built, `the chart needs ${err.id}`, false)
+    if (err instanceof ModuleUnavailable) return fromSources(args, cliDir, node, `the chart needs ${err.id}`, false)
     throw err
   }
 }
