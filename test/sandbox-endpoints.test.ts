@@ -92,4 +92,8 @@ t.test('real kubectl: get endpointslices -l kubernetes.io/service-name=X lists t
   t.match(eps, /^NAME\s+ENDPOINTS\s+AGE\ncache\s+(\S+)\s+\S+\n$/)
   t.same((/cache\s+(\S+)/.exec(eps)?.[1] ?? '').split(',').sort(), ips.map((ip) => `${ip}:11211`).sort())
   t.match(await kubectl(['get', 'endpointslices', '-o', 'jsonpath={.items[0].metadata.labels.service\\.kubernetes\\.io/headless}{"|"}{.items[0].endpoints[*].targetRef.kind}']), /^\|Pod Pod Pod$/)
+  // The slices are the Service's dependents: a foreground delete waits for the collector to remove them.
+  await kubectl(['delete', 'service', 'cache', '--cascade=foreground'])
+  t.same(await list('endpointslices', 'discovery.k8s.io'), [], 'the slices went with their Service')
+  await until('the Endpoints gone', async () => (await list('endpoints')).length === 0)
 })

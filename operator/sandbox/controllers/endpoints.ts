@@ -93,8 +93,6 @@ export class EndpointsController {
   #podServices = new Map<string, Set<string>>()
   /** Service key → the pods its endpoints listed at its last sync (the reverse of #podServices) */
   #servicePods = new Map<string, Set<string>>()
-  /** Service key → its uid, to delete its slices once it is gone */
-  #serviceUids = new Map<string, string>()
 
   constructor(clients: { slices: Client; endpoints: Client }, informers: { services: Informer; pods: Informer; slices: Informer; endpoints: Informer }) {
     this.#sliceClient = clients.slices
@@ -108,7 +106,6 @@ export class EndpointsController {
       const key = keyOf(svc)
       if (type === 'DELETED') this.#selectors.delete(key)
       else {
-        this.#serviceUids.set(key, svc.metadata.uid ?? '')
         const selector = obj(obj(svc['spec'])['selector']) as Record<string, string>
         if (Object.keys(selector).length > 0) this.#selectors.set(key, svc.metadata.namespace ?? '', selector)
         else this.#selectors.delete(key)
@@ -156,12 +153,9 @@ export class EndpointsController {
     const selector = obj(obj(svc?.['spec'])['selector']) as Record<string, string>
     const spec = obj(svc?.['spec'])
     if (!svc || spec['type'] === 'ExternalName' || Object.keys(selector).length === 0) {
-      // Gone: its slices go (the garbage collector's work, through their owner reference) and its
-      // Endpoints (the Endpoints controller's). Without a selector: left to whoever manages them.
+      // Gone: its Endpoints go (the Endpoints controller deletes them; its slices are the garbage
+      // collector's, through their owner reference). Without a selector: left to whoever manages them.
       if (!svc) {
-        const uid = this.#serviceUids.get(key)
-        this.#serviceUids.delete(key)
-        for (const s of uid ? this.#slices.dependentsOf(uid) : []) await this.#delete(this.#sliceClient, endpointSlices, s)
         const ep = this.#endpoints.get(key)
         if (ep?.metadata.labels?.[endpointsManagedBy] === endpointsController) await this.#delete(this.#endpointsClient, endpoints, ep)
       } else if (spec['type'] === 'ExternalName') {
@@ -264,6 +258,8 @@ export class EndpointsController {
         }
         continue
       }
+      // reconciler.go finalize: no new slice for a Service pending deletion, lest it race the collector.
+      if (svc.metadata.deletionTimestamp) continue
       const slice = {
         apiVersion: 'discovery.k8s.io/v1',
         kind: 'EndpointSlice',

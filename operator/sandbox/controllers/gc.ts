@@ -32,12 +32,13 @@ const builtinKinds: Record<string, Kind> = {
   'apps/Deployment': { gvr: { group: 'apps', version: 'v1', resource: 'deployments' }, namespaced: true },
   'apps/ReplicaSet': { gvr: { group: 'apps', version: 'v1', resource: 'replicasets' }, namespaced: true },
   'policy/PodDisruptionBudget': { gvr: { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets' }, namespaced: true },
+  'discovery.k8s.io/EndpointSlice': { gvr: { group: 'discovery.k8s.io', version: 'v1', resource: 'endpointslices' }, namespaced: true },
   'coordination.k8s.io/Lease': { gvr: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' }, namespaced: true },
   'apiextensions.k8s.io/CustomResourceDefinition': { gvr: { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' }, namespaced: false },
 }
 
 /** The built-in resources the collector watches (objects of other kinds can still be owners). */
-export const watchedBuiltins = ['v1/Pod', 'v1/Service', 'v1/ConfigMap', 'v1/Secret', 'v1/ServiceAccount', 'apps/Deployment', 'apps/ReplicaSet', 'policy/PodDisruptionBudget']
+export const watchedBuiltins = ['v1/Pod', 'v1/Service', 'v1/ConfigMap', 'v1/Secret', 'v1/ServiceAccount', 'apps/Deployment', 'apps/ReplicaSet', 'policy/PodDisruptionBudget', 'discovery.k8s.io/EndpointSlice']
 
 function groupOf(apiVersion: string): string {
   const i = apiVersion.indexOf('/')
