@@ -1,10 +1,8 @@
 import t from 'tap'
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { startControllers } from '../operator/sandbox/controllers/index.ts'
 import type { ApiRequest } from '../operator/sandbox/types.ts'
-import { kubectlPath } from './support/tools.ts'
+import { kubectlFor } from './support/kubectl.ts'
 
 type Obj = Record<string, any>
 
@@ -20,13 +18,7 @@ t.test('kubectl rollout, scale and delete with each cascade policy', async (t) =
     await controllers.stop()
     await sb.close()
   })
-  const kubectl = async (args: string[], input?: string) => {
-    const run = promisify(execFile)(kubectlPath(), ['--kubeconfig', sb.kubeconfigPath, ...args], { timeout: 60_000 })
-    if (input !== undefined) {
-      run.child.stdin?.end(input)
-    }
-    return (await run).stdout
-  }
+  const kubectl = kubectlFor(sb.kubeconfigPath)
   const list = async (resource: string, group = '') => ((await sb.cluster.handle({ verb: 'list', group, version: 'v1', resource, namespace: 'default', query: new URLSearchParams() } as ApiRequest)).body as Obj).items as Obj[]
 
   for (const name of ['bg', 'fg', 'orphan']) await kubectl(['apply', '--server-side', '-f', '-'], manifest(name))

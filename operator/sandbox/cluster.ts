@@ -127,6 +127,7 @@ export interface WatchSink {
   close(): void
 }
 
+const endpointsDeprecated = 'v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice'
 const jsonPatchType = 'application/json-patch+json'
 const mergePatchType = 'application/merge-patch+json'
 const strategicPatchType = 'application/strategic-merge-patch+json'
@@ -336,6 +337,8 @@ export class Cluster implements ClusterAccess {
     }
     reply ??= this.respond(req)
     if (mode.account) this.account(req, reply.status)
+    // KEP-4974: every request for core/v1 Endpoints is warned about since 1.33.
+    if (req.group === '' && req.resource === 'endpoints') reply = { ...reply, headers: headerMap(reply.headers, [endpointsDeprecated]) ?? {} }
     return reply
   }
 
@@ -792,6 +795,7 @@ export class Cluster implements ClusterAccess {
       if (next.status === undefined) delete obj.status
       else obj.status = next.status
       if (m.managedFields !== undefined) obj.metadata.managedFields = m.managedFields
+      statusKeepsAnnotations(type, obj, next)
     } else {
       obj = next
       m.name = name
@@ -954,6 +958,7 @@ export class Cluster implements ClusterAccess {
       if (obj.status === undefined) delete next.status
       else next.status = obj.status
       if (obj.metadata.managedFields) next.metadata.managedFields = obj.metadata.managedFields
+      statusKeepsAnnotations(type, next, obj)
     } else {
       next = obj
       const m = next.metadata
@@ -1440,6 +1445,19 @@ function initialStatus(type: ResourceType, obj: KubeObject): Json {
 }
 
 /** Generation rules of the reference (§2). */
+/**
+ * A Deployment's `/status` write keeps the annotations it sends: the deployment status strategy
+ * (pkg/registry/apps/deployment/strategy.go, deploymentStatusStrategy.PrepareForUpdate) resets
+ * only spec and labels, which is how the deployment controller writes
+ * `deployment.kubernetes.io/revision` (sync.go getNewReplicaSet, UpdateStatus).
+ */
+function statusKeepsAnnotations(type: ResourceType, target: KubeObject, sent: KubeObject): void {
+  if (type.custom || type.group !== 'apps' || type.resource !== 'deployments') return
+  const a = sent.metadata.annotations
+  if (a !== undefined && a !== null && typeof a === 'object' && Object.keys(a).length > 0) target.metadata.annotations = { ...a }
+  else delete target.metadata.annotations
+}
+
 function setGeneration(type: ResourceType, old: KubeObject, next: KubeObject, subresource: string | undefined): void {
   if (type.generation === 'none') {
     delete next.metadata.generation

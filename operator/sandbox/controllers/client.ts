@@ -18,6 +18,8 @@ export const pods: GVR = { group: '', version: 'v1', resource: 'pods' }
 export const replicaSets: GVR = { group: 'apps', version: 'v1', resource: 'replicasets' }
 /** apps/v1 deployments */
 export const deployments: GVR = { group: 'apps', version: 'v1', resource: 'deployments' }
+/** apps/v1 statefulsets */
+export const statefulSets: GVR = { group: 'apps', version: 'v1', resource: 'statefulsets' }
 /** core/v1 events. */
 export const events: GVR = { group: '', version: 'v1', resource: 'events' }
 

@@ -10,11 +10,17 @@
  * - `Recreate` scales the old ReplicaSets to 0, waits for their pods to go, then scales up the new one.
  * `paused` stops rollouts (a lone active ReplicaSet still follows the scale) and shows
  * Progressing=Unknown DeploymentPaused, then DeploymentResumed.
+ * Revisions as sync.go and deployment_util.go keep them: a new ReplicaSet gets the old ones'
+ * highest `deployment.kubernetes.io/revision` + 1, an old one whose template comes back is raised to
+ * it (its former revisions in `revision-history`), the Deployment carries its new ReplicaSet's
+ * revision; `revisionHistoryLimit` bounds the scaled-down old ReplicaSets. Each scaling is a
+ * `ScalingReplicaSet` Event on the Deployment.
  * Not simulated: proportional scaling of several ReplicaSets mid-rollout, minReadySeconds
- * (ready counts as available), progressDeadlineSeconds (no ProgressDeadlineExceeded), rollback.
+ * (ready counts as available), progressDeadlineSeconds (no ProgressDeadlineExceeded).
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
 import { Client, deployments, isConflict, isNotFound, replicaSets } from './client.ts'
+import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { podTemplateHash } from './names.ts'
 import { controllerOf, controllerRef, sameJson, specReplicas } from './replicaset.ts'
@@ -22,8 +28,11 @@ import { controllerOf, controllerRef, sameJson, specReplicas } from './replicase
 const revisionKey = 'deployment.kubernetes.io/revision'
 const desiredKey = 'deployment.kubernetes.io/desired-replicas'
 const maxKey = 'deployment.kubernetes.io/max-replicas'
-/** Annotations a Deployment does not pass on to its ReplicaSets. */
-const notCopied = new Set(['kubectl.kubernetes.io/last-applied-configuration', revisionKey, 'deployment.kubernetes.io/revision-history', desiredKey, maxKey])
+const historyKey = 'deployment.kubernetes.io/revision-history'
+/** Annotations a Deployment does not pass on to its ReplicaSets (deployment_util.go annotationsToSkip). */
+const notCopied = new Set(['kubectl.kubernetes.io/last-applied-configuration', revisionKey, historyKey, desiredKey, maxKey, 'deployment.kubernetes.io/error-selector-overlapping-with', 'deployment.kubernetes.io/selector-updated-at'])
+/** deployment_util.go revHistoryLimitInChars: the revision history is cut to this length, oldest first. */
+const historyMaxChars = 2000
 
 function obj(v: unknown): JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
@@ -87,17 +96,16 @@ export class DeploymentController {
   #deployments: Informer
   #rs: Informer
   #queue: WorkQueue
-  /** Deployment uid → the revision annotation last sent */
-  #revisionSent = new Map<string, string>()
+  #recorder: EventRecorder
 
-  constructor(client: Client, deploymentInformer: Informer, rsInformer: Informer) {
+  constructor(client: Client, deploymentInformer: Informer, rsInformer: Informer, recorder: EventRecorder) {
     this.#client = client
+    this.#recorder = recorder
     this.#deployments = deploymentInformer
     this.#rs = rsInformer
     this.#queue = new WorkQueue((key) => this.#sync(key))
     deploymentInformer.on((type, d) => {
-      if (type === 'DELETED') this.#revisionSent.delete(d.metadata.uid ?? '')
-      else this.#queue.add(keyOf(d))
+      if (type !== 'DELETED') this.#queue.add(keyOf(d))
     })
     rsInformer.on((_type, rs) => {
       const ref = controllerOf(rs)
@@ -129,26 +137,52 @@ export class DeploymentController {
     const hash = podTemplateHash(template)
     let newRS = owned.find((rs) => rs.metadata.labels?.['pod-template-hash'] === hash)
     const olds = owned.filter((rs) => rs !== newRS)
+    // getNewReplicaSet (sync.go): the new ReplicaSet's revision is the old ones' maximum + 1.
+    const newRevision = Math.max(0, ...olds.map(revisionOf)) + 1
+    if (newRS) newRS = await this.#syncNewRS(d, newRS, newRevision)
     if (obj(d['spec'])['paused'] === true) {
       // Paused: no new ReplicaSet, no rollout; a lone active ReplicaSet still follows the scale.
-      const active = owned.filter((rs) => specReplicas(rs) > 0)
+      const active = (newRS ? [newRS, ...olds] : olds).filter((rs) => specReplicas(rs) > 0)
       const target = active.length === 1 ? active[0] : active.length === 0 ? newRS : undefined
       if (target) await this.#scale(d, target, specReplicas(d))
       await this.#updateStatus(d, newRS, olds, 'paused')
       return
     }
-    const maxOldRevision = Math.max(0, ...olds.map(revisionOf))
     let created = false
     if (!newRS) {
-      newRS = await this.#createRS(d, template, hash, olds, maxOldRevision + 1)
+      newRS = await this.#createRS(d, template, hash, olds, newRevision)
       created = true
-    } else if (revisionOf(newRS) <= maxOldRevision) {
-      // The template went back to an older ReplicaSet's: it becomes the newest revision.
-      newRS = await this.#patchRS(newRS, { metadata: { annotations: { [revisionKey]: String(maxOldRevision + 1) } } })
     }
     const changed = created || (await this.#rollout(d, newRS, olds))
     await this.#cleanup(d, olds)
     await this.#updateStatus(d, newRS, olds, created ? 'created' : changed ? 'changed' : 'steady')
+  }
+
+  /**
+   * SetNewReplicaSetAnnotations (deployment_util.go) on an existing new ReplicaSet: the
+   * Deployment's annotations copied, the revision raised to `newRevision` when lower — an old
+   * ReplicaSet whose template came back keeps its former revisions in
+   * `deployment.kubernetes.io/revision-history` — and minReadySeconds followed.
+   */
+  async #syncNewRS(d: KubeObject, rs: KubeObject, newRevision: number): Promise<KubeObject> {
+    const have = rs.metadata.annotations ?? {}
+    const patch: Record<string, string> = {}
+    for (const [k, v] of Object.entries(d.metadata.annotations ?? {})) if (!notCopied.has(k) && have[k] !== v) patch[k] = v
+    const oldRevision = have[revisionKey]
+    if (revisionOf(rs) < newRevision) {
+      patch[revisionKey] = String(newRevision)
+      if (oldRevision !== undefined) {
+        const history = have[historyKey] ? [...have[historyKey].split(','), oldRevision] : [oldRevision]
+        while (history.length > 1 && history.join(',').length > historyMaxChars) history.shift()
+        patch[historyKey] = history.join(',')
+      }
+    }
+    const minReady = num(obj(d['spec'])['minReadySeconds'])
+    const minReadyChanged = num(obj(rs['spec'])['minReadySeconds']) !== minReady
+    if (Object.keys(patch).length === 0 && !minReadyChanged) return rs
+    const body: JsonObject = { metadata: { annotations: patch } }
+    if (minReadyChanged) body['spec'] = { minReadySeconds: minReady }
+    return await this.#patchRS(rs, body)
   }
 
   async #createRS(d: KubeObject, template: JsonObject, hash: string, olds: KubeObject[], revision: number): Promise<KubeObject> {
@@ -181,7 +215,9 @@ export class DeploymentController {
     } as unknown as KubeObject
     // AlreadyExists means our cache is behind: the sync fails and is retried once the
     // ReplicaSet's ADDED event has arrived.
-    return await this.#client.create(replicaSets, d.metadata.namespace, rs)
+    const created = await this.#client.create(replicaSets, d.metadata.namespace, rs)
+    if (initial > 0) this.#recorder.event(d, 'Normal', 'ScalingReplicaSet', `Scaled up replica set ${created.metadata.name ?? ''} from 0 to ${initial}`)
+    return created
   }
 
   async #patchRS(rs: KubeObject, patch: JsonObject): Promise<KubeObject> {
@@ -191,7 +227,10 @@ export class DeploymentController {
   async #scale(d: KubeObject, rs: KubeObject, replicas: number): Promise<void> {
     if (specReplicas(rs) === replicas) return
     const surge = rollingBounds(d).surge
+    const from = specReplicas(rs)
     await this.#patchRS(rs, { metadata: { annotations: { [desiredKey]: String(specReplicas(d)), [maxKey]: String(specReplicas(d) + surge) } }, spec: { replicas } })
+    // sync.go scaleReplicaSet
+    this.#recorder.event(d, 'Normal', 'ScalingReplicaSet', `Scaled ${replicas > from ? 'up' : 'down'} replica set ${rs.metadata.name ?? ''} from ${from} to ${replicas}`)
   }
 
   /** One step of the rollout; true when it scaled something. */
@@ -321,17 +360,13 @@ export class DeploymentController {
     else conds = conds.filter((c) => c.type !== 'ReplicaFailure')
     if (conds.length > 0) status['conditions'] = conds as unknown as Json
     if (typeof old['collisionCount'] === 'number') status['collisionCount'] = old['collisionCount']
-    const revision = newRS ? String(revisionOf(newRS)) : d.metadata.annotations?.[revisionKey] ?? ''
-    const annotations = { ...(d.metadata.annotations ?? {}) }
-    const uid = d.metadata.uid ?? ''
-    // Sent once per revision: a server that drops metadata changes on /status must not make
-    // the controller rewrite an unchanged status on every resync.
-    const revisionChanged = revision !== '' && annotations[revisionKey] !== revision && this.#revisionSent.get(uid) !== revision
-    if (revision !== '') annotations[revisionKey] = revision
+    // SetDeploymentRevision: the Deployment carries its new ReplicaSet's revision, written with
+    // the status (sync.go getNewReplicaSet and syncDeploymentStatus send it through UpdateStatus).
+    const revision = newRS ? String(revisionOf(newRS)) : undefined
+    const revisionChanged = revision !== undefined && d.metadata.annotations?.[revisionKey] !== revision
     if (!revisionChanged && sameJson(old, status)) return
-    this.#revisionSent.set(uid, revision)
-    // Like the real controller, the revision annotation rides along with the status update
-    // (the Deployment status strategy keeps only spec and labels from the old object).
+    const annotations = { ...(d.metadata.annotations ?? {}) }
+    if (revision !== undefined) annotations[revisionKey] = revision
     try {
       await this.#client.update(deployments, { ...d, metadata: { ...d.metadata, annotations }, status }, { subresource: 'status' })
     } catch (err) {

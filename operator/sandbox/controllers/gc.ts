@@ -34,12 +34,13 @@ const builtinKinds: Record<string, Kind> = {
   'apps/StatefulSet': { gvr: { group: 'apps', version: 'v1', resource: 'statefulsets' }, namespaced: true },
   'apps/ControllerRevision': { gvr: { group: 'apps', version: 'v1', resource: 'controllerrevisions' }, namespaced: true },
   'policy/PodDisruptionBudget': { gvr: { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets' }, namespaced: true },
+  'discovery.k8s.io/EndpointSlice': { gvr: { group: 'discovery.k8s.io', version: 'v1', resource: 'endpointslices' }, namespaced: true },
   'coordination.k8s.io/Lease': { gvr: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases' }, namespaced: true },
   'apiextensions.k8s.io/CustomResourceDefinition': { gvr: { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' }, namespaced: false },
 }
 
 /** The built-in resources the collector watches (objects of other kinds can still be owners). */
-export const watchedBuiltins = ['v1/Pod', 'v1/Service', 'v1/ConfigMap', 'v1/Secret', 'v1/ServiceAccount', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet', 'apps/ControllerRevision', 'policy/PodDisruptionBudget']
+export const watchedBuiltins = ['v1/Pod', 'v1/Service', 'v1/ConfigMap', 'v1/Secret', 'v1/ServiceAccount', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet', 'apps/ControllerRevision', 'policy/PodDisruptionBudget', 'discovery.k8s.io/EndpointSlice']
 
 function groupOf(apiVersion: string): string {
   const i = apiVersion.indexOf('/')

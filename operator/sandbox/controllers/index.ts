@@ -1,19 +1,23 @@
 /**
- * The simulated kube-controller-manager (Deployment, ReplicaSet, StatefulSet, HorizontalPodAutoscaler and clusterrole-aggregation controllers, garbage
- * collector), kube-scheduler and kubelet of the sandbox, talking to it through
+ * The simulated kube-controller-manager (Deployment, ReplicaSet, StatefulSet, HorizontalPodAutoscaler,
+ * disruption, EndpointSlice, Endpoints and clusterrole-aggregation controllers, garbage collector),
+ * kube-scheduler and kubelet of the sandbox, talking to it through
  * {@link ClusterAccess} under their real user agents — so their requests are counted, and their
  * writes carry the field managers a real cluster shows (`kube-controller-manager`, `kubelet`).
  */
 import type { ClusterAccess, KubeObject } from '../types.ts'
-import { Client, controllerAgent, deployments, pods, replicaSets, type GVR } from './client.ts'
+import { Client, controllerAgent, deployments, pods, replicaSets, statefulSets, type GVR } from './client.ts'
 import { ClusterRoleAggregation } from './clusterrole-aggregation.ts'
 import { DeploymentController } from './deployment.ts'
+import { DisruptionController, podDisruptionBudgets } from './disruption.ts'
+import { EndpointsController, endpointSlices, endpoints, services } from './endpoints.ts'
+import { EventSink } from './events.ts'
 import { GarbageCollector } from './gc.ts'
 import { HorizontalPodAutoscalerController, horizontalPodAutoscalers } from './hpa.ts'
 import { Informer } from './informer.ts'
 import { Kubelet } from './kubelet.ts'
 import { ReplicaSetController } from './replicaset.ts'
-import { controllerRevisions, StatefulSetController, statefulSets } from './statefulset.ts'
+import { controllerRevisions, StatefulSetController } from './statefulset.ts'
 
 /** Options of {@link startControllers}. */
 export interface ControllerOptions {
@@ -60,7 +64,11 @@ function servedResource(crd: KubeObject): { gvr: GVR; kind: string; namespaced: 
 export function startControllers(access: ClusterAccess, opts: ControllerOptions): { stop(): Promise<void> } {
   const account = opts.account ?? true
   const informerClient = new Client(access, controllerAgent('shared-informers'), account)
-  const podInformer = new Informer(informerClient, pods)
+  const podInformer = new Informer(informerClient, pods, undefined, { byNamespace: true, byLabel: true })
+  const pdbInformer = new Informer(informerClient, podDisruptionBudgets, undefined, { byNamespace: true })
+  const serviceInformer = new Informer(informerClient, services)
+  const sliceInformer = new Informer(informerClient, endpointSlices)
+  const endpointsInformer = new Informer(informerClient, endpoints)
   const rsInformer = new Informer(informerClient, replicaSets)
   const deploymentInformer = new Informer(informerClient, deployments)
   const setInformer = new Informer(informerClient, statefulSets)
@@ -69,9 +77,18 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const roleInformer = new Informer(informerClient, clusterRoles)
   const aggregation = new ClusterRoleAggregation(new Client(access, controllerAgent('clusterrole-aggregation-controller'), account), roleInformer)
 
-  const deploymentController = new DeploymentController(new Client(access, controllerAgent('deployment-controller'), account), deploymentInformer, rsInformer)
-  const rsController = new ReplicaSetController(new Client(access, controllerAgent('replicaset-controller'), account), rsInformer, podInformer)
+  const eventSink = new EventSink()
+  const deploymentClient = new Client(access, controllerAgent('deployment-controller'), account)
+  const deploymentController = new DeploymentController(deploymentClient, deploymentInformer, rsInformer, eventSink.recorder('deployment-controller', deploymentClient))
+  const rsClient = new Client(access, controllerAgent('replicaset-controller'), account)
+  const rsController = new ReplicaSetController(rsClient, rsInformer, podInformer, eventSink.recorder('replicaset-controller', rsClient))
   const setController = new StatefulSetController(new Client(access, controllerAgent('statefulset-controller'), account), setInformer, revisionInformer, podInformer)
+  const disruptionClient = new Client(access, controllerAgent('disruption-controller'), account)
+  const disruption = new DisruptionController(disruptionClient, { pdbs: pdbInformer, pods: podInformer, replicaSets: rsInformer, deployments: deploymentInformer, statefulSets: setInformer }, eventSink.recorder('controllermanager', disruptionClient))
+  const endpointsController = new EndpointsController(
+    { slices: new Client(access, controllerAgent('endpointslice-controller'), account), endpoints: new Client(access, controllerAgent('endpoints-controller'), account) },
+    { services: serviceInformer, pods: podInformer, slices: sliceInformer, endpoints: endpointsInformer },
+  )
   const kubelet = new Kubelet(
     new Client(access, 'kube-scheduler/v1.34.0 (linux/amd64) kubernetes/sandbox/scheduler', account),
     new Client(access, 'kubelet/v1.34.0 (linux/amd64) kubernetes/sandbox', account),
@@ -104,13 +121,15 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   })
 
   const started = (async () => {
-    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), setInformer.start(), revisionInformer.start(), hpaInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
+    await Promise.all([podInformer.start(), rsInformer.start(), deploymentInformer.start(), setInformer.start(), revisionInformer.start(), hpaInformer.start(), pdbInformer.start(), serviceInformer.start(), sliceInformer.start(), endpointsInformer.start(), crdInformer.start(), roleInformer.start(), gc.start()])
     if (stopped) return
     aggregation.resync()
     deploymentController.run()
     rsController.run()
     setController.run()
     hpaController.run()
+    disruption.run()
+    endpointsController.run()
     gc.run()
     kubelet.resync()
   })()
@@ -121,8 +140,11 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     rsController.resync()
     setController.resync()
     hpaController.resync()
+    disruption.resync()
+    endpointsController.resync()
     kubelet.resync()
     gc.sweep()
+    eventSink.sweep()
   }, opts.resyncMs ?? 30_000)
   timer.unref()
 
@@ -131,11 +153,12 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
       if (stopped) return
       stopped = true
       clearInterval(timer)
-      for (const inf of [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer, hpaInformer, crdInformer, roleInformer]) inf.stop()
+      for (const inf of [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer, hpaInformer, pdbInformer, serviceInformer, sliceInformer, endpointsInformer, crdInformer, roleInformer]) inf.stop()
       // Each stop() halts its timers and watches at once, then waits for work in flight.
-      const halted = [deploymentController.stop(), rsController.stop(), setController.stop(), hpaController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
+      const halted = [deploymentController.stop(), rsController.stop(), setController.stop(), hpaController.stop(), disruption.stop(), endpointsController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
       await Promise.allSettled([...pending])
       await Promise.all(halted)
+      await eventSink.stop()
     },
   }
 }

@@ -37,6 +37,10 @@ export class Informer {
   #store = new Map<string, KubeObject>()
   /** owner uid → keys of objects that name it in ownerReferences */
   #byOwner = new Map<string, Set<string>>()
+  /** namespace → keys of its objects, when the informer was asked to index them */
+  #byNamespace: Map<string, Set<string>> | undefined
+  /** `namespace\nkey=value` → keys of the objects with that label, when asked to index them */
+  #byLabel: Map<string, Set<string>> | undefined
   #handlers: Handler[] = []
   #stopWatch: (() => void) | undefined
   #watchGen = 0
@@ -48,11 +52,51 @@ export class Informer {
   /**
    * @param transform reduces each object before caching (e.g. to its metadata, to keep the
    *   garbage collector's cache small)
+   * @param opts.byNamespace index objects by namespace, for {@link inNamespace}
+   * @param opts.byLabel index objects by label, for {@link withLabel}
    */
-  constructor(client: Client, gvr: GVR, transform: (obj: KubeObject) => KubeObject = (o) => o) {
+  constructor(client: Client, gvr: GVR, transform: (obj: KubeObject) => KubeObject = (o) => o, opts: { byNamespace?: boolean; byLabel?: boolean } = {}) {
     this.#client = client
     this.gvr = gvr
     this.#transform = transform
+    if (opts.byNamespace) this.#byNamespace = new Map()
+    if (opts.byLabel) this.#byLabel = new Map()
+  }
+
+  /**
+   * Cached objects of one namespace carrying at least the rarest of the labels `required` (the
+   * informer must index labels; the caller checks the others). Without any required label: the
+   * namespace's objects.
+   */
+  withLabels(namespace: string, required: Record<string, string>): KubeObject[] {
+    let keys: Set<string> | undefined
+    let any = false
+    for (const [k, v] of Object.entries(required)) {
+      any = true
+      const set = this.#byLabel?.get(`${namespace}\n${k}=${v}`)
+      if (!set) return []
+      if (!keys || set.size < keys.size) keys = set
+    }
+    if (!any) return this.inNamespace(namespace)
+    if (!keys) return []
+    const out: KubeObject[] = []
+    for (const k of keys) {
+      const o = this.#store.get(k)
+      if (o) out.push(o)
+    }
+    return out
+  }
+
+  /** Cached objects of one namespace (the informer must index namespaces). */
+  inNamespace(namespace: string): KubeObject[] {
+    const keys = this.#byNamespace?.get(namespace)
+    if (!keys) return []
+    const out: KubeObject[] = []
+    for (const k of keys) {
+      const o = this.#store.get(k)
+      if (o) out.push(o)
+    }
+    return out
   }
 
   /** Registers an event handler (call before start). */
@@ -179,6 +223,20 @@ export class Informer {
     const old = this.#store.get(key)
     if (old) this.#unindex(key, old)
     this.#store.set(key, obj)
+    if (this.#byNamespace) {
+      const ns = obj.metadata.namespace ?? ''
+      let set = this.#byNamespace.get(ns)
+      if (!set) this.#byNamespace.set(ns, (set = new Set()))
+      set.add(key)
+    }
+    if (this.#byLabel) {
+      for (const [k, v] of Object.entries(obj.metadata.labels ?? {})) {
+        const lk = `${obj.metadata.namespace ?? ''}\n${k}=${v}`
+        let set = this.#byLabel.get(lk)
+        if (!set) this.#byLabel.set(lk, (set = new Set()))
+        set.add(key)
+      }
+    }
     for (const ref of obj.metadata.ownerReferences ?? []) {
       let set = this.#byOwner.get(ref.uid)
       if (!set) this.#byOwner.set(ref.uid, (set = new Set()))
@@ -194,6 +252,19 @@ export class Informer {
   }
 
   #unindex(key: string, old: KubeObject): void {
+    const nsKeys = this.#byNamespace?.get(old.metadata.namespace ?? '')
+    if (nsKeys) {
+      nsKeys.delete(key)
+      if (nsKeys.size === 0) this.#byNamespace?.delete(old.metadata.namespace ?? '')
+    }
+    if (this.#byLabel) {
+      for (const [k, v] of Object.entries(old.metadata.labels ?? {})) {
+        const lk = `${old.metadata.namespace ?? ''}\n${k}=${v}`
+        const set = this.#byLabel.get(lk)
+        set?.delete(key)
+        if (set?.size === 0) this.#byLabel.delete(lk)
+      }
+    }
     for (const ref of old.metadata.ownerReferences ?? []) {
       const set = this.#byOwner.get(ref.uid)
       if (!set) continue

@@ -5,12 +5,15 @@
  * or delete twice. A pod the API server refuses (admission: PodSecurity, ResourceQuota, …) gives
  * a Warning `FailedCreate` Event "Error creating: <message>" and the `ReplicaFailure` condition
  * (reason FailedCreate, the server's message) until a sync succeeds, as
- * pkg/controller/replicaset/replica_set.go and replica_set_utils.go `calculateStatus` do.
+ * pkg/controller/replicaset/replica_set.go and replica_set_utils.go `calculateStatus` do; each pod
+ * created or deleted is a Normal `SuccessfulCreate` "Created pod: <name>" / `SuccessfulDelete`
+ * "Deleted pod: <name>" Event (pkg/controller/controller_utils.go RealPodControl).
  * Not simulated: adoption of orphan pods matching the selector, and minReadySeconds (a ready
  * pod counts as available at once).
  */
 import type { JsonObject, KubeObject, OwnerReference } from '../types.ts'
-import { ApiError, Client, events, isConflict, isNotFound, pods, replicaSets } from './client.ts'
+import { ApiError, Client, isConflict, isNotFound, pods, replicaSets } from './client.ts'
+import type { EventRecorder } from './events.ts'
 import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
 
@@ -61,9 +64,11 @@ export class ReplicaSetController {
   #pods: Informer
   #queue: WorkQueue
   #expectations = new Map<string, Expectation>()
+  #recorder: EventRecorder
 
-  constructor(client: Client, rsInformer: Informer, podInformer: Informer) {
+  constructor(client: Client, rsInformer: Informer, podInformer: Informer, recorder: EventRecorder) {
     this.#client = client
+    this.#recorder = recorder
     this.#rs = rsInformer
     this.#pods = podInformer
     this.#queue = new WorkQueue((key) => this.#sync(key))
@@ -148,9 +153,13 @@ export class ReplicaSetController {
       const results = await Promise.allSettled(victims.map(async (p) => {
         try {
           await this.#client.delete(pods, p.metadata.namespace, p.metadata.name ?? '', { uid: p.metadata.uid ?? '' })
+          this.#recorder.event(rs, 'Normal', 'SuccessfulDelete', `Deleted pod: ${p.metadata.name ?? ''}`)
         } catch (err) {
           exp.deletes.delete(p.metadata.name ?? '')
-          if (!isNotFound(err) && !isConflict(err)) throw err
+          if (!isNotFound(err) && !isConflict(err)) {
+            this.#recorder.event(rs, 'Warning', 'FailedDelete', `Error deleting: ${err instanceof Error ? err.message : String(err)}`)
+            throw err
+          }
         }
       }))
       const failed = results.find((r) => r.status === 'rejected')
@@ -172,45 +181,14 @@ export class ReplicaSetController {
     for (let attempt = 0; ; attempt++) {
       pod.metadata.name = generateName(prefix)
       try {
-        await this.#client.create(pods, rs.metadata.namespace, pod)
+        const created = await this.#client.create(pods, rs.metadata.namespace, pod)
+        this.#recorder.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${created.metadata.name ?? ''}`)
         return
       } catch (err) {
         if (isConflict(err) && attempt < 3) continue
-        if (err instanceof ApiError && !err.causes.includes('NamespaceTerminating')) await this.#event(rs, 'FailedCreate', `Error creating: ${err.message}`)
+        if (err instanceof ApiError && !err.causes.includes('NamespaceTerminating')) this.#recorder.event(rs, 'Warning', 'FailedCreate', `Error creating: ${err.message}`)
         throw err
       }
-    }
-  }
-
-  /** Events already written (ReplicaSet uid, reason, message): the recorder's correlator folds repeats. */
-  #eventsSent = new Set<string>()
-
-  /** A Warning Event on the ReplicaSet, as record.EventRecorder writes it, once per message. Best effort. */
-  async #event(rs: KubeObject, reason: string, message: string): Promise<void> {
-    const seen = `${rs.metadata.uid ?? ''}\n${reason}\n${message}`
-    if (this.#eventsSent.has(seen)) return
-    this.#eventsSent.add(seen)
-    const time = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
-    const ev = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${rs.metadata.name ?? ''}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: rs.metadata.namespace ?? 'default' },
-      involvedObject: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs.metadata.name ?? '', namespace: rs.metadata.namespace ?? 'default', uid: rs.metadata.uid ?? '', resourceVersion: rs.metadata.resourceVersion ?? '' },
-      reason,
-      message,
-      source: { component: 'replicaset-controller' },
-      firstTimestamp: time,
-      lastTimestamp: time,
-      count: 1,
-      type: 'Warning',
-      eventTime: null,
-      reportingComponent: 'replicaset-controller',
-      reportingInstance: '',
-    } as unknown as KubeObject
-    try {
-      await this.#client.create(events, rs.metadata.namespace, ev)
-    } catch {
-      // Events are best effort, as the real recorder's are.
     }
   }
 

@@ -31,13 +31,11 @@
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
 import { goJson, selectorMatches } from '../validation.ts'
-import { ApiError, Client, events, isConflict, isNotFound, pods, type GVR } from './client.ts'
+import { ApiError, Client, events, isConflict, isNotFound, pods, statefulSets, type GVR } from './client.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { safeAlphabet } from './names.ts'
 import { controllerOf, controllerRef, isPodReady, sameJson } from './replicaset.ts'
 
-/** apps/v1 statefulsets */
-export const statefulSets: GVR = { group: 'apps', version: 'v1', resource: 'statefulsets' }
 /** apps/v1 controllerrevisions */
 export const controllerRevisions: GVR = { group: 'apps', version: 'v1', resource: 'controllerrevisions' }
 

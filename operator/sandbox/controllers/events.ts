@@ -1,0 +1,182 @@
+/**
+ * The Events the simulated controllers write, as client-go's record.EventRecorder writes them
+ * (k8s.io/client-go/tools/record/event.go, events_cache.go): core/v1 Events named
+ * `<object>.<hex nanoseconds>`, `source.component` and `reportingComponent` the controller's name.
+ * Like the recorder's EventCorrelator:
+ * - a repeat of an Event (same object, type, reason, message) is not a new Event: the first one's
+ *   `count` and `lastTimestamp` are patched (EventLogger);
+ * - once an object has had 10 Events of one type and reason with different messages within
+ *   10 minutes, the next ones fold into one Event whose message starts
+ *   `(combined from similar events): ` (EventAggregator);
+ * - the correlation caches are LRUs of 4,096 entries (maxLruCacheEntries).
+ * And, in place of kube-apiserver's `--event-ttl` (1 h, which the sandbox does not model), the
+ * Events the controllers wrote are deleted after an hour, and beyond 4,096 of them the oldest go
+ * first — so a long run with many objects keeps a bounded number of Events.
+ */
+import type { KubeObject } from '../types.ts'
+import { Client, events, isNotFound } from './client.ts'
+
+const lruSize = 4096
+const aggregateMax = 10
+const aggregateWindowMs = 10 * 60_000
+const ttlMs = 60 * 60_000
+
+function now(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+}
+
+interface Written {
+  client: Client
+  /** The create, which a deletion of the Event must follow */
+  created: Promise<unknown>
+  namespace: string
+  name: string
+  count: number
+  written: number
+}
+
+/** Inserts or refreshes `key` in an insertion-ordered map used as an LRU, evicting beyond `max`. */
+function touch<V>(lru: Map<string, V>, key: string, value: V, max: number, evicted?: (v: V) => void): void {
+  lru.delete(key)
+  lru.set(key, value)
+  while (lru.size > max) {
+    const [k, v] = lru.entries().next().value as [string, V]
+    lru.delete(k)
+    evicted?.(v)
+  }
+}
+
+/** The Events of all the simulated controllers, with their correlation caches. */
+export class EventSink {
+  #max: number
+  /** Event key (source, object, type, reason, message) → the Event written for it. */
+  #logged = new Map<string, Written>()
+  /** Aggregate key (source, object, type, reason) → messages seen, time of the last one. */
+  #similar = new Map<string, { messages: Set<string>; since: number }>()
+  #inflight = new Set<Promise<void>>()
+  /** Event key → its last write in flight */
+  #chains = new Map<string, Promise<void>>()
+  #stopped = false
+
+  /** @param maxEvents how many Events the controllers keep, and the size of the correlation caches */
+  constructor(maxEvents = lruSize) {
+    this.#max = maxEvents
+  }
+
+  /** A recorder for one controller (`deployment-controller`, …) writing with that controller's client. */
+  recorder(component: string, client: Client): EventRecorder {
+    return new EventRecorder(this, component, client)
+  }
+
+  /** Records an Event about `obj` (best effort: written in the background, failures dropped). */
+  record(client: Client, component: string, obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    if (this.#stopped) return
+    const uid = obj.metadata.uid ?? ''
+    const aggregateKey = `${component}\n${uid}\n${type}\n${reason}`
+    const t = Date.now()
+    let similar = this.#similar.get(aggregateKey)
+    if (!similar || t - similar.since > aggregateWindowMs) similar = { messages: new Set(), since: t }
+    similar.since = t
+    similar.messages.add(message)
+    // "do not grow our local key set any larger than max" (EventAggregate)
+    if (similar.messages.size > aggregateMax) similar.messages.delete(similar.messages.values().next().value as string)
+    touch(this.#similar, aggregateKey, similar, this.#max)
+    let key = `${aggregateKey}\n${message}`
+    if (similar.messages.size >= aggregateMax) {
+      // EventAggregate: the aggregate Event's key is the aggregate key; its message the latest one.
+      key = aggregateKey
+      message = `(combined from similar events): ${message}`
+    }
+    // Writes of one key go in order, so that a repeat patches the Event its first write created.
+    const before = this.#chains.get(key) ?? Promise.resolve()
+    const tracked: Promise<void> = before.then(() => this.#write(client, component, key, obj, type, reason, message)).catch(() => undefined).finally(() => {
+      this.#inflight.delete(tracked)
+      if (this.#chains.get(key) === tracked) this.#chains.delete(key)
+    })
+    this.#chains.set(key, tracked)
+    this.#inflight.add(tracked)
+  }
+
+  async #write(client: Client, component: string, key: string, obj: KubeObject, type: string, reason: string, message: string): Promise<void> {
+    const namespace = obj.metadata.namespace ?? 'default'
+    const time = now()
+    const seen = this.#logged.get(key)
+    if (seen) {
+      seen.count++
+      seen.written = Date.now()
+      touch(this.#logged, key, seen, this.#max, (v) => this.#expire(v))
+      try {
+        await client.mergePatch(events, seen.namespace, seen.name, { count: seen.count, lastTimestamp: time, message })
+        return
+      } catch (err) {
+        if (!isNotFound(err)) throw err
+        // Gone (expired, deleted): write it anew, as the recorder does after a failed patch.
+      }
+    }
+    const name = `${obj.metadata.name ?? ''}.${(BigInt(Date.now()) * 1_000_000n + BigInt(Math.floor(Math.random() * 1_000_000))).toString(16)}`
+    const entry: Written = { client, created: Promise.resolve(), namespace, name, count: 1, written: Date.now() }
+    const apiVersion = obj.apiVersion ?? 'v1'
+    const ev = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name, namespace },
+      involvedObject: { kind: obj.kind, namespace, name: obj.metadata.name ?? '', uid: obj.metadata.uid ?? '', apiVersion, resourceVersion: obj.metadata.resourceVersion ?? '' },
+      reason,
+      message,
+      source: { component },
+      firstTimestamp: time,
+      lastTimestamp: time,
+      count: 1,
+      type,
+      eventTime: null,
+      reportingComponent: component,
+      reportingInstance: '',
+    } as unknown as KubeObject
+    entry.created = client.create(events, namespace, ev)
+    touch(this.#logged, key, entry, this.#max, (v) => this.#expire(v))
+    await entry.created
+  }
+
+  /** Deletes an Event the LRU no longer remembers: the bound on how many Events the controllers keep. */
+  #expire(v: Written): void {
+    const work = v.created.then(() => v.client.delete(events, v.namespace, v.name)).catch(() => undefined)
+    const tracked = work.finally(() => this.#inflight.delete(tracked))
+    this.#inflight.add(tracked)
+  }
+
+  /** Deletes the Events written over an hour ago (periodic, as kube-apiserver's event TTL). */
+  sweep(): void {
+    const limit = Date.now() - ttlMs
+    // The LRU is in order of last write.
+    for (const [key, v] of this.#logged) {
+      if (v.written > limit) break
+      this.#logged.delete(key)
+      this.#expire(v)
+    }
+  }
+
+  /** Stops recording and waits for the writes in flight. */
+  async stop(): Promise<void> {
+    this.#stopped = true
+    // Writes in flight may still expire older Events: wait for those deletions too.
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight])
+  }
+}
+
+/** One controller's view of the {@link EventSink}, as `record.EventRecorder`. */
+export class EventRecorder {
+  #sink: EventSink
+  #client: Client
+  readonly component: string
+
+  constructor(sink: EventSink, component: string, client: Client) {
+    this.#sink = sink
+    this.component = component
+    this.#client = client
+  }
+
+  /** `recorder.Event(obj, type, reason, message)` */
+  event(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    this.#sink.record(this.#client, this.component, obj, type, reason, message)
+  }
+}
