@@ -620,7 +620,9 @@ export class Cluster implements ClusterAccess {
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
   #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
-    if (type.prune) {
+    // An apply's configuration was checked for undeclared fields before it was merged (a 500
+    // otherwise), and the live object holds none: the merged object has nothing to prune.
+    if (type.prune && patchTypeOf(req.contentType) !== 'apply') {
       const mode = req.query.get('fieldValidation') ?? 'Warn'
       if (mode === 'Strict') {
         const pruned = type.prune(structuredClone(obj))
@@ -928,7 +930,7 @@ export class Cluster implements ClusterAccess {
       // A field the CRD schema does not declare fails the typed conversion of the patch; the
       // server answers with that raw error (HTTP 500, no reason), whatever fieldValidation says
       // (kubernetes/kubernetes#139253).
-      const undeclared = type.prune(structuredClone(cfg))
+      const undeclared = type.undeclared ? type.undeclared(cfg) : type.prune(structuredClone(cfg))
       if (undeclared.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${typedName}): .${undeclared[0] ?? ''}: field not declared in schema`)
     }
     let result: ReturnType<WriteEngine['apply']>

@@ -431,14 +431,14 @@ export function openapiV2(registry: Registry): Served {
  * order of the document) for `fieldValidation` Warn and Strict (apimachinery's strict JSON
  * decoding, sigs.k8s.io/json). Walks upstream's definition of the kind; undefined for a kind
  * without one. Free-form objects (no `properties`, no `additionalProperties`: RawExtension,
- * FieldsV1) keep everything.
+ * FieldsV1) keep everything. With `remove` false, only reports.
  */
-export function builtinPruner(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string[]) | undefined {
+export function builtinPruner(group: string, version: string, kind: string): ((obj: Record<string, unknown>, remove?: boolean) => string[]) | undefined {
   const name = load().byGvk.get(`${group}/${version}/${kind}`)
   if (!name) return undefined
-  return (obj) => {
+  return (obj, remove = true) => {
     const out: string[] = []
-    pruneWith(load().definitions[name]!, obj, '', out)
+    pruneWith(load().definitions[name]!, obj, '', out, remove)
     return out
   }
 }
@@ -452,10 +452,10 @@ function resolve(s: Schema): Schema {
   return cur
 }
 
-function pruneWith(schema: Schema, value: unknown, path: string, out: string[]): void {
+function pruneWith(schema: Schema, value: unknown, path: string, out: string[], remove: boolean): void {
   const s = resolve(schema)
   if (Array.isArray(value)) {
-    if (s.items) value.forEach((v, i) => pruneWith(s.items as Schema, v, `${path}[${i}]`, out))
+    if (s.items) value.forEach((v, i) => pruneWith(s.items as Schema, v, `${path}[${i}]`, out, remove))
     return
   }
   if (typeof value !== 'object' || value === null) return
@@ -464,13 +464,13 @@ function pruneWith(schema: Schema, value: unknown, path: string, out: string[]):
   if (props) {
     for (const k of Object.keys(obj)) {
       const at = path === '' ? k : `${path}.${k}`
-      if (Object.hasOwn(props, k)) pruneWith(props[k]!, obj[k], at, out)
+      if (Object.hasOwn(props, k)) pruneWith(props[k]!, obj[k], at, out, remove)
       else {
-        delete obj[k]
+        if (remove) delete obj[k]
         out.push(at)
       }
     }
   } else if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) {
-    for (const k of Object.keys(obj)) pruneWith(s.additionalProperties as Schema, obj[k], path === '' ? k : `${path}.${k}`, out)
+    for (const k of Object.keys(obj)) pruneWith(s.additionalProperties as Schema, obj[k], path === '' ? k : `${path}.${k}`, out, remove)
   }
 }

@@ -114,7 +114,10 @@ export class Registry {
       if (s.scale) type.subresources.scale = s.scale
       if (defaulter) type.default = defaulter
       const prune = builtinPruner(s.group, s.version, s.kind)
-      if (prune) type.prune = (obj) => prune(obj as unknown as Record<string, unknown>)
+      if (prune) {
+        type.prune = (obj) => prune(obj as unknown as Record<string, unknown>, true)
+        type.undeclared = (obj) => prune(obj as unknown as Record<string, unknown>, false)
+      }
       this.#add(type)
     }
   }

@@ -118,6 +118,8 @@ export interface ResourceType {
   default?(obj: KubeObject): void
   /** Pruning of unknown fields (CRs), in place; returns the pruned paths for the Warning header. */
   prune?(obj: KubeObject): string[]
+  /** The paths {@link prune} would remove, leaving the object as it is (built-in kinds). */
+  undeclared?(obj: KubeObject): string[]
   /** Validation; an empty list means valid. */
   validate?(obj: KubeObject): FieldCause[]
   /** Extra printer columns for `Table` responses (CRDs' additionalPrinterColumns). */
