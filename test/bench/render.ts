@@ -5,7 +5,7 @@
  * Prints figures; asserts nothing.
  */
 import { spawnSync } from 'node:child_process'
-import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { loadChart } from '../../operator/render/chart.ts'
@@ -58,7 +58,9 @@ const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.
 // it), which would otherwise favour whichever was installed last. The snapshot is built again (a
 // build waits for one that runs), helm is copied.
 console.log('\nbuilding the snapshot and copying helm, so that both executables are freshly written')
+const buildStart = performance.now()
 const built = spawnSync(process.execPath, [join(root, 'operator/snapshot/build.ts')], { cwd: root, encoding: 'utf8', env })
+const buildSeconds = (performance.now() - buildStart) / 1000
 if (built.status !== 0) {
   process.stderr.write(built.stderr)
   process.exit(1)
@@ -82,3 +84,21 @@ console.log(`\nWhole process, ${runs} runs each after 3 warm-ups, interleaved (m
 for (const v of variants) console.log(`  ${v.label.padEnd(44)} median ${median(v.times).toFixed(1).padStart(6)}  min ${Math.min(...v.times).toFixed(1).padStart(6)}  max ${Math.max(...v.times).toFixed(1).padStart(6)}`)
 console.log(`  ratio ours/helm (median)                     ${(median(variants[0]!.times) / median(variants[2]!.times)).toFixed(2)}`)
 console.log(`  ratio from the sources/helm (median)         ${(median(variants[1]!.times) / median(variants[2]!.times)).toFixed(2)}`)
+
+// What the snapshot costs, beside what it saves (the medians above): its code, the time npm
+// install spends building it, and its disk (the build `current` names, and the previous one kept).
+const snapshotDir = resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR || join(root, 'node_modules', '.cache', 'memcached-operator'))
+const lines = (files: string[]) => files.reduce((n, f) => n + readFileSync(join(root, f), 'utf8').split('\n').length - 1, 0)
+const code = ['operator/cli/memcached-operator', ...readdirSync(join(root, 'operator/snapshot')).map((f) => `operator/snapshot/${f}`)]
+const tests = ['test/snapshot.test.ts', 'test/snapshot-parts.test.ts']
+// Bytes a build adds to the disk: its files but the hard link to the node binary that built it.
+const own = (dir: string) => readdirSync(dir).reduce((n, f) => {
+  const st = statSync(join(dir, f))
+  return n + (st.isFile() && st.nlink === 1 ? st.size : 0)
+}, 0) / 2 ** 20
+const builds = readdirSync(snapshotDir).filter((f) => f.startsWith('build-'))
+console.log(`\nThe snapshot's costs`)
+console.log(`  code: ${lines(code)} lines (${code.length} files), tests: ${lines(tests)} lines`)
+console.log(`  build (part of npm install): ${buildSeconds.toFixed(1)} s`)
+console.log(`  disk: ${own(realpathSync(join(snapshotDir, 'current'))).toFixed(0)} MiB the current build (its node is a hard link), ${builds.reduce((n, b) => n + own(join(snapshotDir, b)), 0).toFixed(0)} MiB with the previous one kept`)
+console.log(`  saves per render: ${(median(variants[1]!.times) - median(variants[0]!.times)).toFixed(1)} ms (median from the sources minus median from the snapshot)`)
