@@ -110,3 +110,26 @@ t.test('a custom resource\'s unknown fields are refused in the same words (the C
   t.equal(r.status, 400)
   t.equal(r.body.message, 'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus"')
 })
+
+t.test('a quantity that does not parse fails decoding, before anything else, in each handler\'s words (resource.Quantity UnmarshalJSON, through upstream\'s schema of the kind)', async (t) => {
+  const c = createCluster()
+  const FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+  const bad = (memory: string) => {
+    const d = deployment('q') as Record<string, any>
+    d.spec.template.spec.containers[0].resources = { limits: { memory } }
+    return d
+  }
+  const create = call(c, `POST ${D}`, bad('64mb'))
+  t.equal(create.status, 400)
+  t.equal(create.body.message, `Deployment in version "v1" cannot be handled as a Deployment: ${FORMAT}`)
+  t.equal(call(c, `POST ${D}`, bad('512Gu')).body.message, "Deployment in version \"v1\" cannot be handled as a Deployment: unable to parse quantity's suffix")
+  const apply = call(c, `PATCH ${D}/q?fieldManager=chart`, bad('64mb'), { type: 'apply' })
+  t.equal(apply.status, 500)
+  t.equal(apply.body.message, `failed to convert new object (default/q; apps/v1, Kind=Deployment) to proper version: ${FORMAT}`)
+  t.equal(call(c, `POST ${D}`, bad('64Mi')).status, 201, 'a good one is taken')
+  const patch = call(c, `PATCH ${D}/q`, { spec: { template: { spec: { containers: [{ name: 'memcached', resources: { limits: { memory: 'lots' } } }] } } } }, { type: 'strategic' })
+  t.equal(patch.status, 422)
+  t.match(patch.body.message, new RegExp(`^ "" is invalid: patch: Invalid value: "map\\[spec:.*\\]": ${FORMAT.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`))
+  const cm = call(c, `POST ${CM}`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'not-a-quantity' }, data: { memory: '64mb' } })
+  t.equal(cm.status, 201, 'a string that is not a quantity field is left alone')
+})

@@ -620,6 +620,10 @@ export class Cluster implements ClusterAccess {
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
   #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
+    // Decoding into the kind's Go type fails on a quantity that does not parse, before anything
+    // else is looked at.
+    const badQuantity = type.badQuantity?.(obj)
+    if (badQuantity) throw decodingError(type, req, obj, badQuantity)
     // An apply's configuration was checked for undeclared fields before it was merged (a 500
     // otherwise), and the live object holds none: the merged object has nothing to prune.
     if (type.prune && patchTypeOf(req.contentType) !== 'apply') {
@@ -1536,7 +1540,20 @@ function internalRequest(): ApiRequest {
  * the patch for a strategic merge patch).
  */
 function strictDecodingError(type: ResourceType, req: ApiRequest, obj: KubeObject, pruned: string[]): StatusError {
-  const detail = `strict decoding error: ${pruned.map((p) => `unknown field "${p}"`).join(', ')}`
+  return decodingError(type, req, obj, `strict decoding error: ${pruned.map((p) => `unknown field "${p}"`).join(', ')}`)
+}
+
+/**
+ * An object that does not decode into its kind's Go type, worded by the handler that decoded it
+ * (create.go / update.go `transformDecodeError`, patch.go `errors.NewInvalid` on `patch`); an
+ * apply meets it converting the merged object (fieldmanager structuredmerge.go: `failed to convert
+ * new object (…) to proper version: …`, a plain error, so 500).
+ */
+function decodingError(type: ResourceType, req: ApiRequest, obj: KubeObject, detail: string): StatusError {
+  if (patchTypeOf(req.contentType) === 'apply' && req.verb === 'patch') {
+    const name = obj.metadata.name ?? ''
+    return new StatusError(500, '', `failed to convert new object (${type.namespaced ? (req.namespace ?? '') : ''}/${name}; ${type.group}/${type.version}, Kind=${type.kind}) to proper version: ${detail}`)
+  }
   if (req.verb !== 'patch') return badRequest(`${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: ${detail}`)
   const strategic = (req.contentType ?? '').split(';')[0]?.trim() === 'application/strategic-merge-patch+json'
   const message = `Invalid value: ${goValue(strategic ? goPrint(req.body) : goJson(obj))}: ${detail}`

@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { isQuantity, quantityOf } from './quantity.ts'
 import type { Registry } from './registry.ts'
 import type { ResourceType } from './types.ts'
 
@@ -473,4 +474,50 @@ function pruneWith(schema: Schema, value: unknown, path: string, out: string[], 
   } else if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) {
     for (const k of Object.keys(obj)) pruneWith(s.additionalProperties as Schema, obj[k], path === '' ? k : `${path}.${k}`, out, remove)
   }
+}
+
+/**
+ * The first quantity of a built-in object that does not parse, in the order of the document, as
+ * decoding into the kind's Go type meets it (`resource.Quantity`'s UnmarshalJSON: the message of
+ * apimachinery's parser); undefined when every one parses. Found through upstream's schema of the
+ * kind: every field typed `io.k8s.apimachinery.pkg.api.resource.Quantity`.
+ */
+export function builtinQuantityCheck(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string | undefined) | undefined {
+  const name = load().byGvk.get(`${group}/${version}/${kind}`)
+  if (!name) return undefined
+  return (obj) => badQuantity(load().definitions[name]!, obj)
+}
+
+const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity'
+
+function badQuantity(schema: Schema, value: unknown): string | undefined {
+  if (schema.$ref === QUANTITY_REF) {
+    if ((typeof value === 'string' || typeof value === 'number') && !isQuantity(value)) {
+      try {
+        quantityOf(value)
+      } catch (e) {
+        return e instanceof Error ? e.message : String(e)
+      }
+    }
+    return undefined
+  }
+  const s = resolve(schema)
+  if (Array.isArray(value)) {
+    if (!s.items) return undefined
+    for (const v of value) {
+      const bad = badQuantity(s.items as Schema, v)
+      if (bad) return bad
+    }
+    return undefined
+  }
+  if (typeof value !== 'object' || value === null) return undefined
+  const obj = value as Record<string, unknown>
+  const props = s.properties as Record<string, Schema> | undefined
+  const additional = typeof s.additionalProperties === 'object' && s.additionalProperties !== null ? (s.additionalProperties as Schema) : undefined
+  for (const k of Object.keys(obj)) {
+    const sub = props ? (Object.hasOwn(props, k) ? props[k] : undefined) : additional
+    const bad = sub ? badQuantity(sub, obj[k]) : undefined
+    if (bad) return bad
+  }
+  return undefined
 }

@@ -3,7 +3,7 @@
  * CustomResourceDefinition once it is Established. Discovery and the request handler both read
  * from here, so a CRD's kinds appear and disappear in one place.
  */
-import { builtinPruner } from './openapi.ts'
+import { builtinPruner, builtinQuantityCheck } from './openapi.ts'
 import type { KubeObject, ResourceType, ScaleSubresource, Topology } from './types.ts'
 
 /** Builds a built-in kind's schema topology (the apply engine provides it). */
@@ -118,6 +118,8 @@ export class Registry {
         type.prune = (obj) => prune(obj as unknown as Record<string, unknown>, true)
         type.undeclared = (obj) => prune(obj as unknown as Record<string, unknown>, false)
       }
+      const quantities = builtinQuantityCheck(s.group, s.version, s.kind)
+      if (quantities) type.badQuantity = (obj) => quantities(obj as unknown as Record<string, unknown>)
       this.#add(type)
     }
   }

@@ -120,6 +120,8 @@ export interface ResourceType {
   prune?(obj: KubeObject): string[]
   /** The paths {@link prune} would remove, leaving the object as it is (built-in kinds). */
   undeclared?(obj: KubeObject): string[]
+  /** The first quantity that does not parse, as decoding into the kind's Go type reports it (built-in kinds). */
+  badQuantity?(obj: KubeObject): string | undefined
   /** Validation; an empty list means valid. */
   validate?(obj: KubeObject): FieldCause[]
   /** Extra printer columns for `Table` responses (CRDs' additionalPrinterColumns). */
