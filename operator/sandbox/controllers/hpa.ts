@@ -10,8 +10,9 @@
  * desiredReplicas, lastScaleTime, conditions AbleToScale and ScalingActive.
  */
 import type { JsonObject, KubeObject } from '../types.ts'
-import { ApiError, Client, events, isConflict, isNotFound, type GVR } from './client.ts'
+import { ApiError, Client, isConflict, isNotFound, type GVR } from './client.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
+import type { EventRecorder } from './events.ts'
 import { sameJson } from './replicaset.ts'
 
 /** autoscaling/v2 horizontalpodautoscalers */
@@ -69,11 +70,11 @@ export class HorizontalPodAutoscalerController {
   #resolve: ScaleTargetResolver
   #periodMs: number
   #queue: WorkQueue
-  /** Warning Events already written (uid, reason, message): the recorder folds repeats. */
-  #warningsSent = new Set<string>()
+  #recorder: EventRecorder
 
-  constructor(client: Client, hpaInformer: Informer, resolve: ScaleTargetResolver, periodMs: number) {
+  constructor(client: Client, hpaInformer: Informer, resolve: ScaleTargetResolver, periodMs: number, recorder: EventRecorder) {
     this.#client = client
+    this.#recorder = recorder
     this.#hpas = hpaInformer
     this.#resolve = resolve
     this.#periodMs = periodMs
@@ -195,35 +196,9 @@ export class HorizontalPodAutoscalerController {
     }
   }
 
-  /** An Event on the HPA from `horizontal-pod-autoscaler`; a Warning once per distinct message. Best effort. */
-  async #event(hpa: KubeObject, type: string, reason: string, message: string): Promise<void> {
-    if (type === 'Warning') {
-      const seen = `${hpa.metadata.uid ?? ''}\n${reason}\n${message}`
-      if (this.#warningsSent.has(seen)) return
-      this.#warningsSent.add(seen)
-    }
-    const time = now()
-    const ev = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${hpa.metadata.name ?? ''}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: hpa.metadata.namespace ?? 'default' },
-      involvedObject: { apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', name: hpa.metadata.name ?? '', namespace: hpa.metadata.namespace ?? 'default', uid: hpa.metadata.uid ?? '', resourceVersion: hpa.metadata.resourceVersion ?? '' },
-      reason,
-      message,
-      source: { component: 'horizontal-pod-autoscaler' },
-      firstTimestamp: time,
-      lastTimestamp: time,
-      count: 1,
-      type,
-      eventTime: null,
-      reportingComponent: 'horizontal-pod-autoscaler',
-      reportingInstance: '',
-    } as unknown as KubeObject
-    try {
-      await this.#client.create(events, hpa.metadata.namespace, ev)
-    } catch {
-      // Events are best effort, as the real recorder's are.
-    }
+  /** An Event on the HPA from `horizontal-pod-autoscaler`, through the controllers' recorder (counted and folded as client-go's is). */
+  async #event(hpa: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    this.#recorder.event(hpa, type, reason, message)
   }
 }
 

@@ -82,7 +82,8 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   const deploymentController = new DeploymentController(deploymentClient, deploymentInformer, rsInformer, eventSink.recorder('deployment-controller', deploymentClient))
   const rsClient = new Client(access, controllerAgent('replicaset-controller'), account)
   const rsController = new ReplicaSetController(rsClient, rsInformer, podInformer, eventSink.recorder('replicaset-controller', rsClient))
-  const setController = new StatefulSetController(new Client(access, controllerAgent('statefulset-controller'), account), setInformer, revisionInformer, podInformer)
+  const setClient = new Client(access, controllerAgent('statefulset-controller'), account)
+  const setController = new StatefulSetController(setClient, setInformer, revisionInformer, podInformer, eventSink.recorder('statefulset-controller', setClient))
   const disruptionClient = new Client(access, controllerAgent('disruption-controller'), account)
   const disruption = new DisruptionController(disruptionClient, { pdbs: pdbInformer, pods: podInformer, replicaSets: rsInformer, deployments: deploymentInformer, statefulSets: setInformer }, eventSink.recorder('controllermanager', disruptionClient))
   const endpointsController = new EndpointsController(
@@ -102,7 +103,8 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : ''
     return scalable[`${group}/${kind}`] ?? crdKinds.get(`${group}/${kind}`)?.gvr
   }
-  const hpaController = new HorizontalPodAutoscalerController(new Client(access, controllerAgent('horizontal-pod-autoscaler'), account), hpaInformer, resolveTarget, opts.hpaSyncPeriodMs ?? 15_000)
+  const hpaClient = new Client(access, controllerAgent('horizontal-pod-autoscaler'), account)
+  const hpaController = new HorizontalPodAutoscalerController(hpaClient, hpaInformer, resolveTarget, opts.hpaSyncPeriodMs ?? 15_000, eventSink.recorder('horizontal-pod-autoscaler', hpaClient))
   const gc = new GarbageCollector(new Client(access, controllerAgent('generic-garbage-collector'), account), [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer])
 
   let stopped = false

@@ -31,9 +31,10 @@
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
 import { goJson, selectorMatches } from '../validation.ts'
-import { ApiError, Client, events, isConflict, isNotFound, pods, statefulSets, type GVR } from './client.ts'
+import { ApiError, Client, isConflict, isNotFound, pods, statefulSets, type GVR } from './client.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { safeAlphabet } from './names.ts'
+import type { EventRecorder } from './events.ts'
 import { controllerOf, controllerRef, isPodReady, sameJson } from './replicaset.ts'
 
 /** apps/v1 controllerrevisions */
@@ -156,15 +157,17 @@ export class StatefulSetController {
   #pods: Informer
   #queue: WorkQueue
 
-  constructor(client: Client, setInformer: Informer, revisionInformer: Informer, podInformer: Informer) {
+  #recorder: EventRecorder
+
+  constructor(client: Client, setInformer: Informer, revisionInformer: Informer, podInformer: Informer, recorder: EventRecorder) {
     this.#client = client
+    this.#recorder = recorder
     this.#sets = setInformer
     this.#revisions = revisionInformer
     this.#pods = podInformer
     this.#queue = new WorkQueue((key) => this.#sync(key))
     setInformer.on((type, set) => {
       if (type !== 'DELETED') this.#queue.add(keyOf(set))
-      else for (const k of this.#warningsSent) if (k.startsWith(`${set.metadata.uid ?? ''}\n`)) this.#warningsSent.delete(k)
     })
     const owned = (_type: string, o: KubeObject) => {
       const ref = controllerOf(o)
@@ -408,38 +411,9 @@ export class StatefulSetController {
     await this.#event(set, 'Normal', 'SuccessfulDelete', `delete Pod ${pod.metadata.name ?? ''} in StatefulSet ${set.metadata.name ?? ''} successful`)
   }
 
-  /** Warning Events already written (set uid, reason, message): a create retried with backoff is not a new Event each time. */
-  #warningsSent = new Set<string>()
-
-  /** An Event on the StatefulSet, as the controller's recorder writes it. Best effort. */
-  async #event(set: KubeObject, type: string, reason: string, message: string): Promise<void> {
-    if (type === 'Warning') {
-      const seen = `${set.metadata.uid ?? ''}\n${reason}\n${message}`
-      if (this.#warningsSent.has(seen)) return
-      this.#warningsSent.add(seen)
-    }
-    const time = now()
-    const ev = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${set.metadata.name ?? ''}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: set.metadata.namespace ?? 'default' },
-      involvedObject: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: set.metadata.name ?? '', namespace: set.metadata.namespace ?? 'default', uid: set.metadata.uid ?? '', resourceVersion: set.metadata.resourceVersion ?? '' },
-      reason,
-      message,
-      source: { component: 'statefulset-controller' },
-      firstTimestamp: time,
-      lastTimestamp: time,
-      count: 1,
-      type,
-      eventTime: null,
-      reportingComponent: 'statefulset-controller',
-      reportingInstance: '',
-    } as unknown as KubeObject
-    try {
-      await this.#client.create(events, set.metadata.namespace, ev)
-    } catch {
-      // Events are best effort, as the real recorder's are.
-    }
+  /** An Event on the StatefulSet, through the controllers' recorder (counted and folded as client-go's is). */
+  async #event(set: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    this.#recorder.event(set, type, reason, message)
   }
 
   /** stateful_set_control.go computeReplicaStatus, completeRollingUpdate and updateStatefulSetStatus. */
