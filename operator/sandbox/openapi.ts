@@ -260,7 +260,6 @@ function definitionsFor(types: ResourceType[], v2: boolean): Record<string, Sche
   for (const t of types) {
     if (t.custom) continue
     for (const n of [nameOf(t, false), nameOf(t, true)]) if (n) names.add(n)
-    if (t.subresources.scale) names.add(SCALE)
   }
   if (types.some((t) => t.subresources.scale)) names.add(SCALE)
   closure(out, names)
