@@ -24,6 +24,7 @@ import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { podTemplateHash } from './names.ts'
 import { controllerOf, controllerRef, sameJson, specReplicas } from './replicaset.ts'
+import { rfc3339 } from '../cluster.ts'
 
 const revisionKey = 'deployment.kubernetes.io/revision'
 const desiredKey = 'deployment.kubernetes.io/desired-replicas'
@@ -67,10 +68,6 @@ function revisionOf(rs: KubeObject): number {
 
 function statusOf(rs: KubeObject, field: string): number {
   return num(obj(rs['status'])[field])
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
 interface Condition {
@@ -327,7 +324,7 @@ export class DeploymentController {
     put('readyReplicas', sum('readyReplicas'))
     put('availableReplicas', available)
     put('unavailableReplicas', Math.max(0, specTotal - available))
-    const time = now()
+    const time = rfc3339()
     let conds = (Array.isArray(old['conditions']) ? structuredClone(old['conditions']) : []) as unknown as Condition[]
     const cond = (type: string, s: string, reason: string, message: string): Condition => ({ type, status: s, lastUpdateTime: time, lastTransitionTime: time, reason, message })
     const { unavailable } = rollingBounds(d)

@@ -22,6 +22,7 @@ import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { controllerOf, isPodReady, sameJson, specReplicas } from './replicaset.ts'
 import { labelSelectorMatcher, SelectorIndex } from './selector.ts'
+import { rfc3339 } from '../cluster.ts'
 
 /** policy/v1 poddisruptionbudgets */
 export const podDisruptionBudgets: GVR = { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets' }
@@ -31,10 +32,6 @@ const deletionTimeoutMs = 2 * 60_000
 
 function obj(v: unknown): JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
 /** intstr.GetScaledValueFromIntOrPercent with roundUp. */
@@ -238,7 +235,7 @@ interface Condition {
 function setCondition(existing: unknown, c: Condition): Json {
   const conds = (Array.isArray(existing) ? existing : []) as unknown as Condition[]
   const cur = conds.find((x) => x.type === c.type)
-  const next: Condition = { ...c, lastTransitionTime: cur && cur.status === c.status && cur.lastTransitionTime ? cur.lastTransitionTime : now() }
+  const next: Condition = { ...c, lastTransitionTime: cur && cur.status === c.status && cur.lastTransitionTime ? cur.lastTransitionTime : rfc3339() }
   if (!next.observedGeneration) delete (next as Partial<Condition>).observedGeneration
   const out = conds.map((x) => (x.type === c.type ? next : x))
   if (!cur) out.push(next)

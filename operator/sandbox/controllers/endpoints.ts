@@ -22,6 +22,7 @@ import { Client, isConflict, isNotFound, type GVR } from './client.ts'
 import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
 import { controllerRef, isPodReady, sameJson } from './replicaset.ts'
 import { mapSelectorMatches, SelectorIndex } from './selector.ts'
+import { rfc3339 } from '../cluster.ts'
 
 /** core/v1 services */
 export const services: GVR = { group: '', version: 'v1', resource: 'services' }
@@ -45,9 +46,6 @@ function obj(v: unknown): JsonObject {
 }
 function arr(v: unknown): JsonObject[] {
   return Array.isArray(v) ? v.map(obj) : []
-}
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
 interface Port {
@@ -250,7 +248,7 @@ export class EndpointsController {
         unused.delete(reuse)
         const same = sameJson(reuse['endpoints'] ?? null, want.endpoints) && sameJson(reuse['ports'] ?? null, want.ports) && sameJson(reuse.metadata.labels ?? {}, labels)
         if (same) continue
-        const next = { ...reuse, metadata: { ...reuse.metadata, labels, annotations: { ...(reuse.metadata.annotations ?? {}), [triggerTime]: now() } }, ports: want.ports, endpoints: want.endpoints } as unknown as KubeObject
+        const next = { ...reuse, metadata: { ...reuse.metadata, labels, annotations: { ...(reuse.metadata.annotations ?? {}), [triggerTime]: rfc3339() } }, ports: want.ports, endpoints: want.endpoints } as unknown as KubeObject
         try {
           await this.#sliceClient.update(endpointSlices, next)
         } catch (err) {
@@ -263,7 +261,7 @@ export class EndpointsController {
       const slice = {
         apiVersion: 'discovery.k8s.io/v1',
         kind: 'EndpointSlice',
-        metadata: { generateName: `${svc.metadata.name ?? ''}-`, namespace: svc.metadata.namespace, labels, annotations: { [triggerTime]: now() }, ownerReferences: [owner] },
+        metadata: { generateName: `${svc.metadata.name ?? ''}-`, namespace: svc.metadata.namespace, labels, annotations: { [triggerTime]: rfc3339() }, ownerReferences: [owner] },
         addressType: 'IPv4',
         endpoints: want.endpoints,
         ports: want.ports,
@@ -307,7 +305,7 @@ export class EndpointsController {
     const current = this.#endpoints.get(keyOf(svc))
     const currentLabels = current?.metadata.labels ?? {}
     if (current && sameJson(current['subsets'] ?? [], out) && sameJson(currentLabels, labels)) return
-    const annotations = { ...(current?.metadata.annotations ?? {}), [triggerTime]: now() }
+    const annotations = { ...(current?.metadata.annotations ?? {}), [triggerTime]: rfc3339() }
     const body = { apiVersion: 'v1', kind: 'Endpoints', metadata: { ...(current?.metadata ?? {}), name: svc.metadata.name, namespace: svc.metadata.namespace, labels, annotations }, ...(out.length > 0 ? { subsets: out } : {}) } as unknown as KubeObject
     try {
       if (current) await this.#endpointsClient.update(endpoints, body)

@@ -15,15 +15,12 @@
  */
 import type { KubeObject } from '../types.ts'
 import { Client, events, isNotFound } from './client.ts'
+import { rfc3339 } from '../cluster.ts'
 
 const lruSize = 4096
 const aggregateMax = 10
 const aggregateWindowMs = 10 * 60_000
 const ttlMs = 60 * 60_000
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
-}
 
 interface Written {
   client: Client
@@ -99,7 +96,7 @@ export class EventSink {
 
   async #write(client: Client, component: string, key: string, obj: KubeObject, type: string, reason: string, message: string): Promise<void> {
     const namespace = obj.metadata.namespace ?? 'default'
-    const time = now()
+    const time = rfc3339()
     const seen = this.#logged.get(key)
     if (seen) {
       seen.count++

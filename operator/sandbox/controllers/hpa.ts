@@ -14,6 +14,7 @@ import { ApiError, Client, isConflict, isNotFound, type GVR } from './client.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import type { EventRecorder } from './events.ts'
 import { sameJson } from './replicaset.ts'
+import { rfc3339 } from '../cluster.ts'
 
 /** autoscaling/v2 horizontalpodautoscalers */
 export const horizontalPodAutoscalers: GVR = { group: 'autoscaling', version: 'v2', resource: 'horizontalpodautoscalers' }
@@ -23,10 +24,6 @@ export type ScaleTargetResolver = (apiVersion: string, kind: string) => GVR | un
 
 function obj(v: unknown): JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
 /** The metrics client's error for one metric, when no metrics API is served (replica_calculator.go, metrics clients). */
@@ -59,7 +56,7 @@ interface Condition {
 /** horizontal.go setCondition: the transition time moves only when the status changes; new types go last. */
 function setCondition(conds: Condition[], type: string, status: string, reason: string, message: string): Condition[] {
   const cur = conds.find((c) => c.type === type)
-  const next: Condition = { type, status, lastTransitionTime: cur && cur.status === status ? cur.lastTransitionTime : now(), reason, message }
+  const next: Condition = { type, status, lastTransitionTime: cur && cur.status === status ? cur.lastTransitionTime : rfc3339(), reason, message }
   return cur ? conds.map((c) => (c === cur ? next : c)) : [...conds, next]
 }
 
@@ -120,7 +117,7 @@ export class HorizontalPodAutoscalerController {
     const status = (current: number, desired: number, rescaled: boolean): JsonObject => {
       const s: JsonObject = { desiredReplicas: desired }
       if (current) s['currentReplicas'] = current
-      const last = rescaled ? now() : old['lastScaleTime']
+      const last = rescaled ? rfc3339() : old['lastScaleTime']
       if (last) s['lastScaleTime'] = last
       if (Array.isArray(old['currentMetrics'])) s['currentMetrics'] = old['currentMetrics']
       if (conds.length > 0) s['conditions'] = conds as unknown as JsonObject[]

@@ -78,21 +78,18 @@ export class Informer {
       if (!keys || set.size < keys.size) keys = set
     }
     if (!any) return this.inNamespace(namespace)
-    if (!keys) return []
-    const out: KubeObject[] = []
-    for (const k of keys) {
-      const o = this.#store.get(k)
-      if (o) out.push(o)
-    }
-    return out
+    return this.#objects(keys)
   }
 
   /** Cached objects of one namespace (the informer must index namespaces). */
   inNamespace(namespace: string): KubeObject[] {
-    const keys = this.#byNamespace?.get(namespace)
-    if (!keys) return []
+    return this.#objects(this.#byNamespace?.get(namespace))
+  }
+
+  /** The cached objects of a set of keys. */
+  #objects(keys: Set<string> | undefined): KubeObject[] {
     const out: KubeObject[] = []
-    for (const k of keys) {
+    for (const k of keys ?? []) {
       const o = this.#store.get(k)
       if (o) out.push(o)
     }

@@ -10,6 +10,7 @@ import type { JsonObject, KubeObject } from '../types.ts'
 import { Client, isConflict, isNotFound, pods } from './client.ts'
 import type { Informer } from './informer.ts'
 import { isPodReady } from './replicaset.ts'
+import { rfc3339 } from '../cluster.ts'
 
 /** The one node pods are scheduled to. */
 export const nodeName = 'sandbox-node'
@@ -18,10 +19,6 @@ export const hostIP = '172.18.0.2'
 
 function obj(v: unknown): JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
 /** The status a kubelet reports for a pod whose containers all run. */
@@ -144,7 +141,7 @@ export class Kubelet {
     try {
       await this.#scheduler.mergePatch(pods, pod.metadata.namespace, pod.metadata.name ?? '', { spec: { nodeName } })
       // What `kubectl get pods -w` shows between scheduling and Running.
-      if (this.#delayMs > 0) await this.#kubelet.mergePatch(pods, pod.metadata.namespace, pod.metadata.name ?? '', { status: creatingStatus(pod, now()) }, { subresource: 'status' })
+      if (this.#delayMs > 0) await this.#kubelet.mergePatch(pods, pod.metadata.namespace, pod.metadata.name ?? '', { status: creatingStatus(pod, rfc3339()) }, { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err
     }
@@ -167,7 +164,7 @@ export class Kubelet {
     const podIP = `10.244.${(n >> 8) & 255}.${n & 255}`
     try {
       if (!obj(pod['spec'])['nodeName']) await this.#scheduler.mergePatch(pods, namespace, name, { spec: { nodeName } })
-      await this.#kubelet.mergePatch(pods, namespace, name, { status: runningStatus(pod, podIP, now()) }, { subresource: 'status' })
+      await this.#kubelet.mergePatch(pods, namespace, name, { status: runningStatus(pod, podIP, rfc3339()) }, { subresource: 'status' })
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return
       // Anything else (a fault, a 500): try again shortly, as a kubelet's status manager would.

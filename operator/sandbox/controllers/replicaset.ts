@@ -16,6 +16,7 @@ import { ApiError, Client, isConflict, isNotFound, pods, replicaSets } from './c
 import type { EventRecorder } from './events.ts'
 import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
+import { rfc3339 } from '../cluster.ts'
 
 /** The controller ownerReference a controller puts on what it creates. */
 export function controllerRef(owner: KubeObject): OwnerReference {
@@ -210,7 +211,7 @@ export class ReplicaSetController {
       const diff = active.length - specReplicas(rs)
       const reason = diff < 0 ? 'FailedCreate' : diff > 0 ? 'FailedDelete' : ''
       const message = manageError instanceof Error ? manageError.message : String(manageError)
-      conditions = [...conditions, { type: 'ReplicaFailure', status: 'True', lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), reason, message }]
+      conditions = [...conditions, { type: 'ReplicaFailure', status: 'True', lastTransitionTime: rfc3339(), reason, message }]
     } else if (manageError === undefined && failure) conditions = conditions.filter((c) => c !== failure)
     if (conditions.length > 0) status['conditions'] = conditions
     if (sameJson(old, status)) return

@@ -36,6 +36,7 @@ import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { safeAlphabet } from './names.ts'
 import type { EventRecorder } from './events.ts'
 import { controllerOf, controllerRef, isPodReady, sameJson } from './replicaset.ts'
+import { rfc3339 } from '../cluster.ts'
 
 /** apps/v1 controllerrevisions */
 export const controllerRevisions: GVR = { group: 'apps', version: 'v1', resource: 'controllerrevisions' }
@@ -51,10 +52,6 @@ const hashLabel = 'controller.kubernetes.io/hash'
 
 function obj(v: unknown): JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : {}
-}
-
-function now(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
 /** FNV-1 (not 1a), 32 bits, as Go's hash/fnv New32 that history.HashControllerRevision uses. */
