@@ -124,7 +124,7 @@ function sendReply(res: ServerResponse, reply: Reply): void {
 const gzipThresholdBytes = 128 * 1024
 const gzipAsync = promisify(gzip)
 
-export function acceptsGzip(header: string | undefined): boolean {
+function acceptsGzip(header: string | undefined): boolean {
   return (header ?? '').split(',').some((token) => token.trim() === 'gzip')
 }
 

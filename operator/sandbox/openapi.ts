@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { isQuantity, quantityOf } from './quantity.ts'
+import { quantityOf } from './quantity.ts'
 import type { Registry } from './registry.ts'
 import type { ResourceType } from './types.ts'
 
@@ -146,9 +146,9 @@ function closure(into: Record<string, Schema>, names: Iterable<string>): void {
     into[name] = defs[name]
     visit(defs[name])
   }
-  for (const n of names) add(n)
-  // References from custom resources' schemas (ObjectMeta, ListMeta) are followed too.
+  // References from the custom resources' schemas already there (ObjectMeta, ListMeta) first.
   for (const s of Object.values(into)) visit(s)
+  for (const n of names) add(n)
 }
 
 /** A parameter of an operation, in the document's version. */
@@ -434,13 +434,48 @@ export function openapiV2(registry: Registry): Served {
  * FieldsV1) keep everything. With `remove` false, only reports.
  */
 export function builtinPruner(group: string, version: string, kind: string): ((obj: Record<string, unknown>, remove?: boolean) => string[]) | undefined {
-  const name = load().byGvk.get(`${group}/${version}/${kind}`)
-  if (!name) return undefined
+  const schema = definitionOf(group, version, kind)
+  if (!schema) return undefined
   return (obj, remove = true) => {
     const out: string[] = []
-    pruneWith(load().definitions[name]!, obj, '', out, remove)
+    walk(schema, obj, '', {
+      unknown(o, key, path) {
+        if (remove) delete o[key]
+        out.push(path)
+      },
+    })
     return out
   }
+}
+
+/**
+ * The first quantity of a built-in object that does not parse, in the order of the document, as
+ * decoding into the kind's Go type meets it (`resource.Quantity`'s UnmarshalJSON: the message of
+ * apimachinery's parser); undefined when every one parses. Found through upstream's schema of the
+ * kind: every field typed `io.k8s.apimachinery.pkg.api.resource.Quantity`.
+ */
+export function builtinQuantityCheck(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string | undefined) | undefined {
+  const schema = definitionOf(group, version, kind)
+  if (!schema) return undefined
+  return (obj) => {
+    let bad: string | undefined
+    walk(schema, obj, '', {
+      quantity(value) {
+        if (bad !== undefined || (typeof value !== 'string' && typeof value !== 'number')) return
+        try {
+          quantityOf(value)
+        } catch (e) {
+          bad = e instanceof Error ? e.message : String(e)
+        }
+      },
+    })
+    return bad
+  }
+}
+
+function definitionOf(group: string, version: string, kind: string): Schema | undefined {
+  const name = load().byGvk.get(`${group}/${version}/${kind}`)
+  return name === undefined ? undefined : load().definitions[name]
 }
 
 function resolve(s: Schema): Schema {
@@ -452,71 +487,36 @@ function resolve(s: Schema): Schema {
   return cur
 }
 
-function pruneWith(schema: Schema, value: unknown, path: string, out: string[], remove: boolean): void {
+const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity'
+
+/** What a walk of an object against its kind's schema reports. */
+interface Visitor {
+  /** A key the schema does not declare: the object holding it, the key, its path. */
+  unknown?(obj: Record<string, unknown>, key: string, path: string): void
+  /** A value the schema types as a Quantity. */
+  quantity?(value: unknown): void
+}
+
+/** Walks `value` against `schema` in the order of the document (arrays by index, maps by key). */
+function walk(schema: Schema, value: unknown, path: string, v: Visitor): void {
+  if (schema.$ref === QUANTITY_REF) {
+    v.quantity?.(value)
+    return
+  }
   const s = resolve(schema)
   if (Array.isArray(value)) {
-    if (s.items) value.forEach((v, i) => pruneWith(s.items as Schema, v, `${path}[${i}]`, out, remove))
+    if (s.items) value.forEach((x, i) => walk(s.items as Schema, x, `${path}[${i}]`, v))
     return
   }
   if (typeof value !== 'object' || value === null) return
   const obj = value as Record<string, unknown>
   const props = s.properties as Record<string, Schema> | undefined
-  if (props) {
-    for (const k of Object.keys(obj)) {
-      const at = path === '' ? k : `${path}.${k}`
-      if (Object.hasOwn(props, k)) pruneWith(props[k]!, obj[k], at, out, remove)
-      else {
-        if (remove) delete obj[k]
-        out.push(at)
-      }
-    }
-  } else if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) {
-    for (const k of Object.keys(obj)) pruneWith(s.additionalProperties as Schema, obj[k], path === '' ? k : `${path}.${k}`, out, remove)
-  }
-}
-
-/**
- * The first quantity of a built-in object that does not parse, in the order of the document, as
- * decoding into the kind's Go type meets it (`resource.Quantity`'s UnmarshalJSON: the message of
- * apimachinery's parser); undefined when every one parses. Found through upstream's schema of the
- * kind: every field typed `io.k8s.apimachinery.pkg.api.resource.Quantity`.
- */
-export function builtinQuantityCheck(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string | undefined) | undefined {
-  const name = load().byGvk.get(`${group}/${version}/${kind}`)
-  if (!name) return undefined
-  return (obj) => badQuantity(load().definitions[name]!, obj)
-}
-
-const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity'
-
-function badQuantity(schema: Schema, value: unknown): string | undefined {
-  if (schema.$ref === QUANTITY_REF) {
-    if ((typeof value === 'string' || typeof value === 'number') && !isQuantity(value)) {
-      try {
-        quantityOf(value)
-      } catch (e) {
-        return e instanceof Error ? e.message : String(e)
-      }
-    }
-    return undefined
-  }
-  const s = resolve(schema)
-  if (Array.isArray(value)) {
-    if (!s.items) return undefined
-    for (const v of value) {
-      const bad = badQuantity(s.items as Schema, v)
-      if (bad) return bad
-    }
-    return undefined
-  }
-  if (typeof value !== 'object' || value === null) return undefined
-  const obj = value as Record<string, unknown>
-  const props = s.properties as Record<string, Schema> | undefined
   const additional = typeof s.additionalProperties === 'object' && s.additionalProperties !== null ? (s.additionalProperties as Schema) : undefined
+  if (!props && !additional) return
   for (const k of Object.keys(obj)) {
+    const at = path === '' ? k : `${path}.${k}`
     const sub = props ? (Object.hasOwn(props, k) ? props[k] : undefined) : additional
-    const bad = sub ? badQuantity(sub, obj[k]) : undefined
-    if (bad) return bad
+    if (sub) walk(sub, obj[k], at, v)
+    else v.unknown?.(obj, k, at)
   }
-  return undefined
 }
