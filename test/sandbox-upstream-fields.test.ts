@@ -8,7 +8,7 @@
  */
 import t from 'tap'
 import { escapeFieldValue, parseFieldSelector, splitFieldTerm, splitFieldTerms, unescapeFieldValue } from '../operator/sandbox/labels.ts'
-import { runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
+import { errorOf, runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
 
 t.test('fields/selector_test.go TestSplitTerms', async (t) => {
   const rows: [string, string[]][] = [
@@ -84,14 +84,7 @@ t.test('fields/selector_test.go TestEscapeValue', async (t) => {
   runUpstreamTable(t, 'fields/selector_test.go TestEscapeValue', cases)
 })
 
-function parses(s: string): string | undefined {
-  try {
-    parseFieldSelector(s)
-    return undefined
-  } catch (e) {
-    return (e as Error).message
-  }
-}
+const parses = (s: string): string | undefined => errorOf(() => parseFieldSelector(s))
 
 t.test('fields/selector_test.go TestSelectorParse', async (t) => {
   const good = ['x=a,y=b,z=c', '', 'x!=a,y=b', 'x=a||y\\=b', 'x=a\\=\\=b']

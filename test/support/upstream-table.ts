@@ -49,3 +49,13 @@ export function runUpstreamTable(t: Test, table: string, cases: UpstreamCase[], 
   t.comment(`${table}: ${counts.passed} passed / ${counts.total} total / ${counts.deviations} declared deviations`)
   return counts
 }
+
+/** The message a call throws, or undefined when it returns. */
+export function errorOf(call: () => unknown): string | undefined {
+  try {
+    call()
+    return undefined
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e)
+  }
+}
