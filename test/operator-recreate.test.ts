@@ -10,7 +10,6 @@ import pino from 'pino'
 import t, { type Test } from 'tap'
 import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
-import { MANAGED_KINDS } from '../operator/render/guard.ts'
 import { AppliedMemory } from '../operator/reconcile/applied.ts'
 import { CONTROLLER_INDEX, kindKey, Reconciler, type Cache, type MemcachedObject } from '../operator/reconcile/reconciler.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
@@ -245,7 +244,7 @@ t.test('a second identical refusal after a re-creation does not delete again: De
     client,
     chart: () => chart,
     memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(MANAGED_KINDS.map((k) => [kindKey(k), cache(k.kind)])),
+    children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
     pods: { get: () => undefined, byIndex: () => [] },
     memory: new AppliedMemory(),
     events: { record: async (_o, type, reason) => void recorded.push(`${type} ${reason}`) },

@@ -5,7 +5,6 @@ import fc from 'fast-check'
 import type { Memcached } from '../operator/api/memcached.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
-import { MANAGED_KINDS } from '../operator/render/guard.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { diffObject, FIELD_MANAGER } from '../operator/reconcile/diff.ts'
 import type { JsonMap } from '../operator/reconcile/normalize.ts'
@@ -16,7 +15,7 @@ const chart = loadChart()
 
 function target(o: { apiVersion: string; kind: string }) {
   const [group, version] = o.apiVersion.includes('/') ? (o.apiVersion.split('/') as [string, string]) : ['', o.apiVersion]
-  const kind = MANAGED_KINDS.find((k) => k.kind === o.kind)
+  const kind = chart.kinds.find((k) => k.kind === o.kind)
   if (!kind) throw new Error(`unmanaged kind ${o.kind}`)
   return { group, version, resource: kind.resource }
 }

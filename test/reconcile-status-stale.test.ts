@@ -3,7 +3,6 @@ import pino from 'pino'
 import t from 'tap'
 import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { loadChart } from '../operator/render/chart.ts'
-import { MANAGED_KINDS } from '../operator/render/guard.ts'
 import { AppliedMemory } from '../operator/reconcile/applied.ts'
 import { kindKey, Reconciler, type Cache, type MemcachedObject } from '../operator/reconcile/reconciler.ts'
 
@@ -46,7 +45,7 @@ t.test('a reconcile on a CR cache that has not seen the last status write does n
     chart: () => chart,
     // The CR cache never catches up: it keeps the object read before the status write.
     memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(MANAGED_KINDS.map((k) => [kindKey(k), empty])),
+    children: new Map(chart.kinds.map((k) => [kindKey(k), empty])),
     pods: empty,
     memory: new AppliedMemory(),
     events: { record: async () => {} },

@@ -12,7 +12,7 @@ t.test('a 253-character CR name still renders valid objects', async (t) => {
   t.equal(name.length, 253)
   t.ok(isDnsSubdomain(name))
   const r = renderInstance(chart, { name, namespace: 'default', spec: { size: 3, serviceAccount: { create: true } } })
-  t.same(guardObjects(r.objects, 'default'), [], 'names and labels are valid')
+  t.same(guardObjects(r.objects, 'default', loadChart().kinds), [], 'names and labels are valid')
   for (const o of r.objects) {
     t.ok(isDnsLabel(o.metadata.name), `${o.kind} name ${o.metadata.name} is a DNS-1035 label`)
     t.ok(o.metadata.name.length <= 63)

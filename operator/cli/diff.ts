@@ -11,7 +11,7 @@ import { isNotFound, KubeClient, type KubeObject } from '../controller/client.ts
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
-import { MANAGED_KINDS } from '../render/guard.ts'
+import { kindKey, type ChartKind } from '../render/kinds.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
 import { yamlText } from '../render/manifest.ts'
@@ -69,18 +69,26 @@ function liveByRequest(client: KubeClient): Live {
 }
 
 /**
- * For the whole fleet (`--all`): the Memcacheds as listed, and one list per managed kind of the
+ * For the whole fleet (`--all`): the Memcacheds as listed, and one list per declared kind of the
  * objects labelled as the operator's (as its caches hold them) — not a GET per object. An object
  * those lists do not hold (about to be created, or somebody else's of the same name) is read
  * alone, so that the diff shows what an apply would really land on.
  */
-async function liveByList(client: KubeClient, crs: Memcached[]): Promise<Live> {
+async function liveByList(client: KubeClient, crs: Memcached[], kinds: readonly ChartKind[]): Promise<Live> {
   const key = (apiVersion: string, kind: string, namespace: string, name: string) => `${apiVersion}/${kind}/${namespace}/${name}`
   const memcacheds = new Map(crs.map((cr) => [`${cr.metadata.namespace ?? 'default'}/${cr.metadata.name}`, cr]))
   const objects = new Map<string, KubeObject>()
   const byInstance = new Map<string, KubeObject[]>()
-  for (const k of MANAGED_KINDS) {
-    for (const o of (await client.list({ apiVersion: k.apiVersion, kind: k.kind }, { labelSelector: 'app.kubernetes.io/managed-by=memcached-operator' })).items) {
+  for (const k of kinds) {
+    let items: KubeObject[]
+    try {
+      items = (await client.list({ apiVersion: k.apiVersion, kind: k.kind }, { labelSelector: 'app.kubernetes.io/managed-by=memcached-operator' })).items
+    } catch (err) {
+      // An optional kind the cluster does not serve has no objects.
+      if (k.optional && isNotFound(err)) continue
+      throw err
+    }
+    for (const o of items) {
       const namespace = o.metadata.namespace ?? ''
       objects.set(key(k.apiVersion, k.kind, namespace, o.metadata.name ?? ''), o)
       const instance = o.metadata.labels?.['app.kubernetes.io/instance']
@@ -116,12 +124,14 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   const client = new KubeClient(kc, { userAgent: `memcached-operator-diff/${packageVersion()}`, fieldManager: FIELD_MANAGER })
   try {
     const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
+    client.learnKinds(chart.kinds)
+    const optional = new Set(chart.kinds.filter((k) => k.optional).map(kindKey))
     const overrides = readOverrides(opts, io)
     let crs: Memcached[]
     let live: Live
     if (opts.all) {
       crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND })).items
-      live = await liveByList(client, crs)
+      live = await liveByList(client, crs, chart.kinds)
     } else {
       crs = []
       for (const input of await readInputs(opts.filename, io)) crs.push(...parseMemcacheds(input.text, input.source))
@@ -153,12 +163,21 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       const seen = new Set<string>()
       for (const d of desired) {
         seen.add(fileName(d))
-        const current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
-        const merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+        let current: KubeObject | undefined
+        let merged: KubeObject
+        try {
+          current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
+          merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+        } catch (err) {
+          // What the operator does with an optional kind the cluster does not serve: leave it out.
+          if (!optional.has(kindKey(d)) || !isNotFound(err)) throw err
+          r.err.push(`${d.kind} ${namespace}/${d.metadata.name}: not applied, the cluster does not serve ${d.apiVersion} ${d.kind} (optional in kinds.yaml)\n`)
+          continue
+        }
         r.differences += patch(r.out, d, comparable(current), comparable(merged))
       }
       if (liveCr?.metadata.uid) {
-        for (const kind of MANAGED_KINDS) {
+        for (const kind of chart.kinds) {
           for (const o of await live.owned(kind.apiVersion, kind.kind, namespace, name)) {
             const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
             if (seen.has(fileName(id)) || !isControlledBy(o, liveCr)) continue

@@ -9,7 +9,7 @@ import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value]
 
-const COMMANDS = ['render', 'lint', 'crd', 'run', 'diff', 'sandbox']
+const COMMANDS = ['render', 'lint', 'crd', 'rbac', 'run', 'diff', 'sandbox']
 
 /**
  * Commands register here; each returns its exit code. With `only`, the command being run is the
@@ -61,6 +61,17 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .action(async (opts) => {
         const { runCrd } = await import('./crd.ts')
         setCode(runCrd(opts, io))
+      })
+  }
+
+  if (wanted('rbac')) {
+    program
+      .command('rbac')
+      .description('print the operator\'s ClusterRole: fixed rules plus the kinds the chart declares (kinds.yaml)')
+      .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .action(async (opts) => {
+        const { runRbac } = await import('./rbac.ts')
+        setCode(runRbac(opts, io))
       })
   }
 

@@ -424,6 +424,21 @@ export class KubeClient {
   }
 
   /**
+   * Adds namespaced kinds to the resource table (a chart's declared kinds): `resource` is the plural
+   * in their URLs. A kind already in the table keeps its entry.
+   */
+  learnKinds(kinds: readonly { apiVersion: string; kind: string; resource: string }[]): void {
+    const resources = { ...this.#opts.resources }
+    for (const k of kinds) {
+      const key = `${k.apiVersion}/${k.kind}`
+      if (resources[key] || builtinResources[key]) continue
+      const slash = k.apiVersion.indexOf('/')
+      resources[key] = { group: slash === -1 ? '' : k.apiVersion.slice(0, slash), version: k.apiVersion.slice(slash + 1), plural: k.resource, namespaced: true }
+    }
+    this.#opts = { ...this.#opts, resources }
+  }
+
+  /**
    * Connection options (agent, auth headers) for one request, and the exec credential they use.
    * Credentials may rotate, so they are resolved each time: client-node reads certificate, key and
    * CA files anew and re-reads token files; an exec plugin's credential is cached until it expires.

@@ -19,6 +19,12 @@ export const CONDITION_TYPES = {
    * reason and message of the first of Degraded, Available, Progressing that stands in the way.
    */
   Ready: 'Ready',
+  /**
+   * Written only for a chart that declares optional kinds (kinds.yaml `optional: true`): True when
+   * the cluster serves every optional kind the render produced, False `KindNotServed` naming the
+   * objects left out because their kind is not served. It does not count towards Ready.
+   */
+  OptionalKindsServed: 'OptionalKindsServed',
 } as const
 
 /** The type of a Memcached condition. */
@@ -54,6 +60,11 @@ export const REASONS = {
   ReconcileError: 'ReconcileError',
   /** The Deployment reports ReplicaFailure: pods cannot be created (quota, admission, a webhook). */
   ReplicaFailure: 'ReplicaFailure',
+  // OptionalKindsServed
+  /** Every object of an optional kind the render produced was applied (or it produced none). */
+  AllServed: 'AllServed',
+  /** The cluster does not serve an optional kind the render produced: its objects were left out. */
+  KindNotServed: 'KindNotServed',
 } as const
 
 /** A reason the operator writes. */

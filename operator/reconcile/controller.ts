@@ -1,17 +1,20 @@
 /**
- * The Memcached controller: informers for Memcacheds, for every kind the chart may render
- * (label-filtered to objects the operator manages) and for pods; events mapped to the owning CR's
- * key; a work queue and N workers running the {@link Reconciler}.
+ * The Memcached controller: informers for Memcacheds, for every kind the chart declares in its
+ * kinds.yaml (label-filtered to objects the operator manages) and for pods; events mapped to the
+ * owning CR's key; a work queue and N workers running the {@link Reconciler}. Discovery decides
+ * which declared kinds get an informer: a cluster-scoped one is refused, an optional one the
+ * cluster does not serve is left out and looked up again every discovery period.
  */
 import type { Logger } from 'pino'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
+import { discoverKinds } from '../controller/discovery.ts'
 import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
 import type { Chart } from '../render/chart.ts'
-import { MANAGED_KINDS } from '../render/guard.ts'
+import type { ChartKind } from '../render/kinds.ts'
 import { labelValue } from '../render/names.ts'
 import { AppliedMemory } from './applied.ts'
 import { EventAggregator } from './events.ts'
@@ -58,8 +61,21 @@ export interface MemcachedControllerOptions {
   resyncPeriodMs: number
   log: Logger
   metrics: ControllerMetrics
+  /**
+   * How often discovery is asked again about declared kinds that have no informer yet (optional
+   * kinds not served, kinds a reloaded chart added); default one minute. No request when there are none.
+   */
+  discoveryPeriodMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
+}
+
+/** The default of {@link MemcachedControllerOptions.discoveryPeriodMs}. */
+export const DISCOVERY_PERIOD_MS = 60_000
+
+/** A declared kind the cluster serves cluster-scoped: the operator renders only into a CR's namespace. */
+export class ClusterScopedKindError extends Error {
+  override name = 'ClusterScopedKindError'
 }
 
 /** What the controller keeps of a pod: enough for status.nodes and for mapping it to its CR. */
@@ -119,6 +135,12 @@ export class MemcachedController {
   #queue: WorkQueue
   #memcacheds: InformerSet<MemcachedObject>
   #children = new Map<string, InformerSet>()
+  /** Optional kinds the cluster does not serve (kindKey → why): the reconciler leaves them out. */
+  #unserved = new Map<string, string>()
+  #make: <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>) => InformerSet<T>
+  #started = false
+  #discovering: Promise<void> | undefined
+  #discoveryTimer: NodeJS.Timeout | undefined
   #pods: InformerSet
   #memory = new AppliedMemory()
   #aggregator = new EventAggregator()
@@ -148,6 +170,7 @@ export class MemcachedController {
           return informer
         }),
       )
+    this.#make = make
 
     // A shard sees only its Memcacheds: children and pods of the others map to keys it does not
     // hold, whose reconcile does nothing (it never prunes or adopts for a CR it cannot see).
@@ -155,7 +178,6 @@ export class MemcachedController {
       [UID_INDEX]: (o) => (o.metadata.uid ? [o.metadata.uid] : []),
       [INSTANCE_INDEX]: (o) => [`${o.metadata.namespace ?? ''}/${labelValue(o.metadata.name)}`],
     })
-    for (const k of MANAGED_KINDS) this.#children.set(kindKey(k), make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid }))
     this.#pods = make('v1', 'Pod', MANAGED_BY_SELECTOR, {
       [INSTANCE_INDEX]: (o) => {
         const instance = o.metadata.labels?.[INSTANCE_LABEL]
@@ -169,6 +191,7 @@ export class MemcachedController {
       chart: opts.chart,
       memcacheds: this.#memcacheds,
       children: this.#children,
+      unserved: this.#unserved,
       pods: this.#pods,
       memory: this.#memory,
       events: recorder,
@@ -177,11 +200,97 @@ export class MemcachedController {
     this.#wire()
   }
 
+  #enqueue(o: KubeObject): void {
+    if (this.#active) this.#queue.add(objectKey(o))
+  }
+
+  /** Queues the CR that controls a child. */
+  #byOwner(o: KubeObject): void {
+    const owner = controllerOf(o)
+    if (owner?.kind !== KIND) return
+    const owners = this.#memcacheds.byIndex(UID_INDEX, owner.uid)
+    for (const cr of owners) this.#enqueue(cr)
+    // An object of a deleted CR: a CR re-created under the same name may be waiting for it to go
+    // (an ownership conflict), so it is told by name, as controller-runtime's owner handler does.
+    const successor = owners.length === 0 ? this.#memcacheds.get(o.metadata.namespace, owner.name) : undefined
+    if (successor) this.#enqueue(successor)
+  }
+
+  /** An informer for a declared kind, wired to its CRs (and started if the others run). */
+  #addKind(k: ChartKind): void {
+    const set = this.#make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid })
+    for (const i of set.informers) {
+      i.onAdd((o) => this.#byOwner(o))
+      i.onUpdate((before, after) => {
+        if (before.metadata.resourceVersion !== after.metadata.resourceVersion) this.#byOwner(after)
+      })
+      i.onDelete((o) => this.#byOwner(o))
+      if (this.#started) i.start()
+    }
+    this.#children.set(kindKey(k), set)
+  }
+
+  /**
+   * Asks discovery about the chart's declared kinds that have no informer yet, and gives each its
+   * informer: a served namespaced kind, and a kind not optional even when not served (its
+   * informer retries until it is, and applying it fails meanwhile, as before kinds were
+   * declared). An optional kind not served is left out (kept in #unserved) until a later call
+   * finds it served, which queues every Memcached so that its objects are applied.
+   * @throws ClusterScopedKindError on the first call, when a declared kind is cluster-scoped
+   */
+  async #discover(first: boolean): Promise<void> {
+    const kinds = this.#o.chart().kinds
+    this.#o.client.learnKinds(kinds)
+    const pending = kinds.filter((k) => !this.#children.has(kindKey(k)))
+    if (pending.length === 0) return
+    let serving: Awaited<ReturnType<typeof discoverKinds>>
+    try {
+      serving = await discoverKinds(this.#o.client, pending)
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err)
+      this.#o.log.warn({ err: message }, 'discovery failed; retrying every discovery period')
+      // Not knowing is not "not served": the kinds that must be served get their informers now.
+      if (first) for (const k of pending) (k.optional ? this.#unserved.set(kindKey(k), `discovery failed: ${message}`) : this.#addKind(k))
+      return
+    }
+    const refused: string[] = []
+    let newlyServed = false
+    for (const k of pending) {
+      const s = serving.get(kindKey(k))
+      if (s?.served && !s.namespaced) {
+        const why = `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)`
+        refused.push(why)
+        this.#unserved.set(kindKey(k), why)
+      } else if (s?.served || !k.optional) {
+        this.#addKind(k)
+        if (this.#unserved.delete(kindKey(k))) newlyServed = true
+        if (s?.served) this.#o.log.info({ kind: kindKey(k) }, 'kind served: watching it')
+        else this.#o.log.warn({ kind: kindKey(k), why: s?.why }, 'a declared kind is not served; its informer retries until it is')
+      } else {
+        if (this.#unserved.get(kindKey(k)) !== s?.why) this.#o.log.info({ kind: kindKey(k), why: s?.why }, 'optional kind not served: its objects are left out')
+        this.#unserved.set(kindKey(k), s?.why ?? 'not served')
+      }
+    }
+    if (refused.length > 0) {
+      if (first) throw new ClusterScopedKindError(refused.join('; '))
+      this.#o.log.error({ refused }, 'declared kinds refused')
+    }
+    if (newlyServed) this.enqueueAll()
+  }
+
+  /** One discovery round at a time. */
+  #rediscover(): void {
+    if (this.#discovering) return
+    this.#discovering = this.#discover(false)
+      .catch((err: unknown) => this.#o.log.error({ err }, 'discovery round failed'))
+      .finally(() => {
+        this.#discovering = undefined
+      })
+  }
+
   /** Maps every event to the key of the CR it concerns. */
   #wire(): void {
-    const enqueue = (o: KubeObject): void => {
-      if (this.#active) this.#queue.add(objectKey(o))
-    }
+    const enqueue = (o: KubeObject): void => this.#enqueue(o)
     for (const i of this.#memcacheds.informers) {
       i.onAdd(enqueue)
       i.onUpdate((before, after) => {
@@ -196,25 +305,6 @@ export class MemcachedController {
           this.#aggregator.forgetObject(cr.metadata.uid)
         }
       })
-    }
-    const byOwner = (o: KubeObject): void => {
-      const owner = controllerOf(o)
-      if (owner?.kind !== KIND) return
-      const owners = this.#memcacheds.byIndex(UID_INDEX, owner.uid)
-      for (const cr of owners) enqueue(cr)
-      // An object of a deleted CR: a CR re-created under the same name may be waiting for it to go
-      // (an ownership conflict), so it is told by name, as controller-runtime's owner handler does.
-      const successor = owners.length === 0 ? this.#memcacheds.get(o.metadata.namespace, owner.name) : undefined
-      if (successor) enqueue(successor)
-    }
-    for (const set of this.#children.values()) {
-      for (const i of set.informers) {
-        i.onAdd(byOwner)
-        i.onUpdate((before, after) => {
-          if (before.metadata.resourceVersion !== after.metadata.resourceVersion) byOwner(after)
-        })
-        i.onDelete(byOwner)
-      }
     }
     const byInstance = (pod: KubeObject): void => {
       const instance = pod.metadata.labels?.[INSTANCE_LABEL]
@@ -236,10 +326,18 @@ export class MemcachedController {
     return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), this.#pods]
   }
 
-  /** Starts every informer and resolves when all caches have synced. */
+  /**
+   * Asks discovery about the chart's kinds, starts every informer and resolves when all caches
+   * have synced; then asks discovery again every discovery period about declared kinds without
+   * an informer. @throws ClusterScopedKindError when the chart declares a cluster-scoped kind
+   */
   async start(): Promise<void> {
+    await this.#discover(true)
+    this.#started = true
     const informers = this.#all().flatMap((s) => s.informers)
     for (const i of informers) i.start()
+    this.#discoveryTimer = setInterval(() => this.#rediscover(), this.#o.discoveryPeriodMs ?? DISCOVERY_PERIOD_MS)
+    this.#discoveryTimer.unref()
     await Promise.all(informers.map((i) => i.waitForSync()))
   }
 
@@ -305,6 +403,8 @@ export class MemcachedController {
 
   /** Stops taking work, waits for in-flight reconciles, stops the informers. */
   async stop(): Promise<void> {
+    clearInterval(this.#discoveryTimer)
+    await this.#discovering
     this.#queue.shutdown()
     await this.#queue.drain()
     await Promise.all(this.#workers)

@@ -22,7 +22,7 @@
  * - an empty map or list is the same as an absent one (the Go types cannot tell most of them
  *   apart either; `selector: {}` vs no selector is the exception, and no chart renders it).
  *
- * Topology covers the kinds the operator manages (guard.ts MANAGED_KINDS) and is looked up by
+ * Topology covers the built-in kinds a chart declares (kinds.yaml) and is looked up by
  * field name; it follows the table of the API server reference (§1.6), which follows k8s.io/api's
  * `patchMergeKey` / `listType` markers.
  */

@@ -9,14 +9,15 @@ import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../contr
 import type { Chart } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
-import { MANAGED_KINDS } from '../render/guard.ts'
+import { kindKey } from '../render/kinds.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
 import { hashDesired, type AppliedMemory } from './applied.ts'
-import { findCondition } from './conditions.ts'
+import { CONDITION_TYPES, findCondition, REASONS, type ConditionInput } from './conditions.ts'
 import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
+import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
 import { computeStatus, DEGRADED_REASON, outcomeOfRenderError, statusEqual, type DeploymentLike, type PodLike, type ReconcileOutcome } from './status.ts'
 
@@ -50,8 +51,10 @@ export interface ReconcilerDeps {
   /** The chart now (it may be reloaded when its files change). */
   chart: () => Chart
   memcacheds: Cache<MemcachedObject>
-  /** One cache per managed kind, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
+  /** One cache per kind the chart declares, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
   children: ReadonlyMap<string, Cache>
+  /** Optional kinds the cluster does not serve (keyed `apiVersion/kind`, with why): their objects are left out. */
+  unserved?: ReadonlyMap<string, string>
   /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
   pods: Cache
   memory: AppliedMemory
@@ -99,9 +102,7 @@ export class ReconcileError extends Error {
 const OWNERSHIP_RETRY_MS = 60_000
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
-export function kindKey(obj: { apiVersion: string; kind: string }): string {
-  return `${obj.apiVersion}/${obj.kind}`
-}
+export { kindKey }
 
 /** Reconciles Memcached resources. */
 export class Reconciler {
@@ -129,9 +130,10 @@ export class Reconciler {
   async reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
+    const chart = this.#d.chart()
     let desired: RenderedObject[]
     try {
-      const rendered = renderInstance(this.#d.chart(), { name, namespace, spec: cr.spec ?? {} })
+      const rendered = renderInstance(chart, { name, namespace, spec: cr.spec ?? {} })
       desired = stampOwner(rendered.objects, cr)
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
@@ -140,6 +142,9 @@ export class Reconciler {
       await this.#fail(cr, outcome, undefined, log)
       return {}
     }
+    const { apply, left } = splitNotServed(chart.kinds, desired, this.#d.unserved ?? new Map())
+    const optional = optionalKindsCondition(chart.kinds, left)
+    desired = apply
 
     const live = new Map<string, KubeObject | undefined>()
     for (const d of desired) live.set(objectKey(d), this.#cached(d) ?? (await this.#lookUp(cr, d, log)))
@@ -160,8 +165,9 @@ export class Reconciler {
     } finally {
       await this.#announce(cr, done)
     }
-    await this.#prune(cr, desired, log)
-    await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`) }, log)
+    await this.#prune(cr, chart, desired, log)
+    if (optional) await this.#announceOptional(cr, optional, left.length > 0 ? describeNotServed(left) : undefined)
+    await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`) }, log, optional ? [optional] : [])
     return {}
   }
 
@@ -320,14 +326,26 @@ export class Reconciler {
     }
   }
 
-  /** Deletes what this CR controls and no longer renders (found by label and controller uid). */
-  async #prune(cr: MemcachedObject, desired: RenderedObject[], log: Logger): Promise<void> {
+  /**
+   * A Warning event when objects of an optional kind start being left out (or what is left out
+   * changes), a Normal one when they are applied again: on the condition's change only, so a
+   * resync writes nothing.
+   */
+  async #announceOptional(cr: MemcachedObject, condition: ConditionInput, notServed: string | undefined): Promise<void> {
+    const before = findCondition(cr.status?.conditions, CONDITION_TYPES.OptionalKindsServed)
+    if (before?.status === condition.status && before.message === condition.message) return
+    if (notServed !== undefined) await this.#d.events.record(cr, 'Warning', REASONS.KindNotServed, `Not applied, the cluster does not serve their kind: ${notServed}`, 'Apply')
+    else if (before?.status === 'False') await this.#d.events.record(cr, 'Normal', REASONS.AllServed, 'Every optional kind the chart rendered is served and applied', 'Apply')
+  }
+
+  /** Deletes what this CR controls and no longer renders (found by label and controller uid, in the caches of the chart's kinds). */
+  async #prune(cr: MemcachedObject, chart: Chart, desired: RenderedObject[], log: Logger): Promise<void> {
     const keep = new Set(desired.map((d) => objectKey(d)))
     const pruned: string[] = []
     const uid = cr.metadata.uid
     if (!uid) return
     try {
-      for (const kind of MANAGED_KINDS) {
+      for (const kind of chart.kinds) {
         const informer = this.#d.children.get(kindKey(kind))
         for (const obj of informer?.byIndex(CONTROLLER_INDEX, uid) ?? []) {
           const identity = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' } }
@@ -382,12 +400,12 @@ export class Reconciler {
   }
 
   /** Writes `/status` (server-side apply) only when it changed. */
-  async #writeStatus(cr: MemcachedObject, desired: RenderedObject[] | undefined, applied: KubeObject | undefined, outcome: ReconcileOutcome, log: Logger): Promise<void> {
+  async #writeStatus(cr: MemcachedObject, desired: RenderedObject[] | undefined, applied: KubeObject | undefined, outcome: ReconcileOutcome, log: Logger, also: readonly ConditionInput[] = []): Promise<void> {
     const namespace = cr.metadata.namespace ?? 'default'
     const desiredDeployment = desired?.find((o) => o.kind === 'Deployment') as DeploymentLike | undefined
     const liveDeployment = this.#ownDeployment(cr, desiredDeployment, applied) as DeploymentLike | undefined
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
-    const status = computeStatus({ cr, desiredDeployment, liveDeployment, pods, outcome, now: this.#now() })
+    const status = computeStatus({ cr, desiredDeployment, liveDeployment, pods, outcome, also, now: this.#now() })
     if (statusEqual(status, cr.status)) return
     try {
       await this.#d.client.apply(

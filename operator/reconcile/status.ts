@@ -6,7 +6,7 @@
  */
 import type { Condition, Memcached, MemcachedStatus } from '../api/memcached.ts'
 import type { RenderError } from '../render/errors.ts'
-import { CONDITION_TYPES, REASONS, setCondition, type Reason } from './conditions.ts'
+import { CONDITION_TYPES, REASONS, setCondition, type ConditionInput, type Reason } from './conditions.ts'
 import { isMap, jsonEqual } from './normalize.ts'
 
 /**
@@ -88,6 +88,8 @@ export interface StatusInput {
   /** Pods from the cache; filtered again here by namespace and selector, so a wider list is fine. */
   pods: readonly PodLike[]
   outcome: ReconcileOutcome
+  /** Conditions decided elsewhere (OptionalKindsServed), set alongside; they do not count towards Ready. */
+  also?: readonly ConditionInput[]
   /** The time of a condition transition. */
   now: Date
 }
@@ -227,7 +229,7 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   conditions.push(readyOf(conditions, want))
 
   let list = cr.status?.conditions
-  for (const c of conditions) list = setCondition(list, generation === undefined ? c : { ...c, observedGeneration: generation }, now)
+  for (const c of [...conditions, ...(input.also ?? [])]) list = setCondition(list, generation === undefined ? c : { ...c, observedGeneration: generation }, now)
 
   const status: MemcachedStatus = {
     nodes: selector ? podNames(input.pods, selector, cr.metadata.namespace) : [],

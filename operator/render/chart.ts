@@ -1,6 +1,6 @@
 /**
- * A chart on disk: Chart.yaml, values.yaml, values.schema.json and templates/*.ejs (files whose
- * name starts with `_` are partials). Loading compiles every template once; the loaded chart is
+ * A chart on disk: Chart.yaml, values.yaml, values.schema.json, kinds.yaml (the kinds it may
+ * render) and templates/*.ejs (files whose name starts with `_` are partials). Loading compiles every template once; the loaded chart is
  * cached by directory, so rendering many CRs compiles nothing again.
  */
 import ejs from 'ejs'
@@ -9,6 +9,7 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import YAML from 'yaml'
 import { firstLine, lineAt, ModuleUnavailable, RenderError, yamlProblems } from './errors.ts'
+import { KINDS_FILE, parseKinds, type ChartKind } from './kinds.ts'
 import { lazyRequire as require } from './lazy-require.ts'
 import { yamlScalar } from './scalar.ts'
 import { compileValuesSchema, type SchemaNode, type ValuesValidator } from './schema.ts'
@@ -38,6 +39,8 @@ export interface Chart {
   /** values.schema.json as written. */
   schema: SchemaNode
   validate: ValuesValidator
+  /** kinds.yaml: the kinds the chart may render, in the order declared. */
+  kinds: readonly ChartKind[]
   /** Templates that produce manifests, sorted by file name. */
   templates: Template[]
   /** Partials by name (`_helpers.ejs` → `helpers`). */
@@ -91,7 +94,7 @@ export function chartFiles(dir: string): string[] {
   } catch {
     // No templates/ directory: loading the chart reports it.
   }
-  return [join(dir, 'Chart.yaml'), join(dir, 'values.yaml'), join(dir, 'values.schema.json'), join(dir, 'templates'), ...templates]
+  return [join(dir, 'Chart.yaml'), join(dir, 'values.yaml'), join(dir, 'values.schema.json'), join(dir, KINDS_FILE), join(dir, 'templates'), ...templates]
 }
 
 function readChart(dir: string): Chart {
@@ -115,6 +118,7 @@ function readChart(dir: string): Chart {
     if (err instanceof ModuleUnavailable) throw err
     throw new RenderError('input', [`${join(dir, 'values.schema.json')}: invalid schema: ${(err as Error).message}`])
   }
+  const kinds = parseKinds(parseYamlFile(dir, KINDS_FILE), join(dir, KINDS_FILE))
   const templateDir = join(dir, 'templates')
   let files: string[]
   try {
@@ -145,6 +149,7 @@ function readChart(dir: string): Chart {
     defaults: cloneData(defaults, true) as Values,
     schema,
     validate,
+    kinds,
     templates,
     partials,
   }

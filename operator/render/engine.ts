@@ -71,7 +71,7 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
     }
   }
   if (problems.length > 0) throw new RenderError(kind, problems)
-  const refused = guardObjects(items.map((i) => i.object), input.namespace)
+  const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds)
   if (refused.length > 0) throw new RenderError('guard', refused)
   const order = new Map(items.map((item) => [item.object, item.source]))
   const objects = sortObjects(items.map((i) => i.object))

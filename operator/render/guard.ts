@@ -1,26 +1,11 @@
 /**
- * What a chart may produce for an instance: only namespaced kinds the operator is allowed to
- * manage, only in the instance's namespace, with valid and unique names. The operator refuses the
+ * What a chart may produce for an instance: only the kinds its kinds.yaml declares, only in the
+ * instance's namespace, with valid and unique names. The operator refuses the
  * whole render when any object breaks a rule, so nothing of it is half-applied.
  */
+import type { ChartKind } from './kinds.ts'
 import type { RenderedObject } from './manifest.ts'
 import { isDnsLabel, isDnsSubdomain } from './names.ts'
-
-/** A kind the operator manages, with its REST resource (the RBAC rules grant exactly these). */
-export interface ManagedKind {
-  apiVersion: string
-  kind: string
-  resource: string
-}
-
-/** The kinds a chart may render. All are namespaced. */
-export const MANAGED_KINDS: readonly ManagedKind[] = [
-  { apiVersion: 'v1', kind: 'ServiceAccount', resource: 'serviceaccounts' },
-  { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps' },
-  { apiVersion: 'v1', kind: 'Service', resource: 'services' },
-  { apiVersion: 'apps/v1', kind: 'Deployment', resource: 'deployments' },
-  { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', resource: 'poddisruptionbudgets' },
-]
 
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
@@ -32,14 +17,14 @@ function isQualifiedName(key: string): boolean {
 }
 
 /** Every rule an instance's objects break, as `Kind/name: problem`; empty when all is well. */
-export function guardObjects(objects: RenderedObject[], namespace: string): string[] {
+export function guardObjects(objects: RenderedObject[], namespace: string, kinds: readonly ChartKind[]): string[] {
   const problems: string[] = []
   const seen = new Set<string>()
   for (const o of objects) {
     const id = `${o.kind}/${o.metadata.name}`
-    const managed = MANAGED_KINDS.find((k) => k.kind === o.kind && k.apiVersion === o.apiVersion)
-    if (!managed) {
-      problems.push(`${id}: kind ${o.apiVersion} ${o.kind} is not one the operator manages (${MANAGED_KINDS.map((k) => k.kind).join(', ')})`)
+    const declared = kinds.find((k) => k.kind === o.kind && k.apiVersion === o.apiVersion)
+    if (!declared) {
+      problems.push(`${id}: kind ${o.apiVersion} ${o.kind} is not one the operator manages (kinds.yaml declares ${kinds.map((k) => `${k.apiVersion} ${k.kind}`).join(', ')})`)
     }
     if (o.metadata.namespace !== namespace) {
       problems.push(`${id}: namespace ${JSON.stringify(o.metadata.namespace)} is not the instance's namespace ${JSON.stringify(namespace)}`)
