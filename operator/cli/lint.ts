@@ -1,6 +1,7 @@
 /**
  * `memcached-operator lint`: the chart's schema is valid and structural (it becomes the CRD), its
- * templates compile, and minimal values and the sample CRs render into valid objects.
+ * templates compile, its declared kinds (kinds.yaml) are namespaced, and minimal values and the
+ * sample CRs render into valid objects of declared kinds.
  */
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -9,6 +10,8 @@ import { parseMemcacheds } from '../api/memcached.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { renderInstance, type RenderInput } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
+import type { ChartKind } from '../render/kinds.ts'
+import { builtinSpecs } from '../sandbox/registry.ts'
 import type { CliIO } from './io.ts'
 import { readInputs } from './render.ts'
 
@@ -29,6 +32,8 @@ export async function runLint(opts: { chart?: string; filename: string[] }, io: 
   }
   if (!chart.description) problems.push('Chart.yaml: description is empty')
   problems.push(...structuralProblems(chart.schema).map((p) => `values.schema.json: ${p}`))
+  const scopes = kindScopes(chart.kinds)
+  problems.push(...scopes.problems)
   const inputs: { label: string; input: RenderInput }[] = [
     { label: 'minimal values (size 1)', input: { name: 'lint', namespace: 'default', spec: { size: 1 } } },
     { label: 'minimal values (size 3)', input: { name: 'lint', namespace: 'default', spec: { size: 3 } } },
@@ -57,7 +62,8 @@ export async function runLint(opts: { chart?: string; filename: string[] }, io: 
     io.stderr(`lint: ${dir}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${problems.map((p) => `  - ${p}`).join('\n')}\n`)
     return 1
   }
-  io.stdout(`lint: ${dir}: ok (${chart.templates.length} templates, ${inputs.length} instances rendered into ${objects} objects)\n`)
+  for (const k of scopes.unknown) io.stdout(`lint: kinds.yaml: ${k.apiVersion} ${k.kind} is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced\n`)
+  io.stdout(`lint: ${dir}: ok (${chart.templates.length} templates, ${chart.kinds.length} kinds, ${inputs.length} instances rendered into ${objects} objects)\n`)
   return 0
 }
 
@@ -67,4 +73,28 @@ function defaultSamples(chartDir: string): string[] {
     .filter((f) => f.startsWith('cache_') && f.endsWith('.yaml'))
     .sort()
     .map((f) => join(SAMPLES_DIR, f))
+}
+
+/**
+ * Checks each declared kind against the built-in kinds the sandbox serves (as a v1.34 cluster
+ * does): it must be namespaced, under its real resource name. A kind that is not built in (a CRD's)
+ * cannot be known offline: it is returned in `unknown`, and the operator checks it at start.
+ */
+export function kindScopes(kinds: readonly ChartKind[]): { problems: string[]; unknown: ChartKind[] } {
+  const problems: string[] = []
+  const unknown: ChartKind[] = []
+  kinds.forEach((k, i) => {
+    const [group, version] = k.apiVersion.includes('/') ? k.apiVersion.split('/') : ['', k.apiVersion]
+    const builtin = builtinSpecs.find((b) => b.group === group && b.version === version && b.kind === k.kind)
+    const at = `kinds.yaml: kinds[${i}] (${k.apiVersion} ${k.kind})`
+    if (!builtin) {
+      const sameResource = builtinSpecs.find((b) => b.group === group && b.resource === k.resource)
+      if (sameResource) problems.push(`${at}: resource ${k.resource} is of kind ${sameResource.kind}`)
+      else unknown.push(k)
+      return
+    }
+    if (!builtin.namespaced) problems.push(`${at}: cluster-scoped; a chart may declare only namespaced kinds (everything it renders lives in its Memcached's namespace)`)
+    if (builtin.resource !== k.resource) problems.push(`${at}: resource is ${builtin.resource}, not ${k.resource}`)
+  })
+  return { problems, unknown }
 }
