@@ -17,7 +17,7 @@ import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
-import { controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
+import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
 
@@ -196,6 +196,13 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   signal?.addEventListener('abort', abort, { once: true })
   try {
     await controller.start()
+  } catch (err) {
+    if (!(err instanceof ClusterScopedKindError)) throw err
+    // The chart asks for something the operator will not do: say so and exit, as for a bad chart.
+    await controller.stop()
+    await endpoints.close()
+    client.close()
+    throw new InputError(`chart ${chartDir}: ${err.message}`)
   } finally {
     signal?.removeEventListener('abort', abort)
   }

@@ -1,6 +1,6 @@
 /** Test charts: a copy of the bundled chart in a temporary directory, with files replaced or added. */
 import { cpSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { DEFAULT_CHART_DIR } from '../../operator/render/chart.ts'
 import { tempDir } from './tmp.ts'
 
@@ -12,5 +12,12 @@ export function chartWith(files: Record<string, string | null>): string {
     if (content === null) rmSync(join(dir, path))
     else writeFileSync(join(dir, path), content)
   }
+  return dir
+}
+
+/** A fixture chart: charts/memcached with the files of test/fixtures/charts/<name> copied over it; returns the directory. */
+export function fixtureChart(name: string): string {
+  const dir = chartWith({})
+  cpSync(resolve(import.meta.dirname, '..', 'fixtures', 'charts', name), dir, { recursive: true })
   return dir
 }

@@ -1,0 +1,108 @@
+/**
+ * Kinds a chart declares in kinds.yaml, reconciled against the sandbox with no change to the
+ * operator: an extra kind is watched, applied and pruned; an optional kind the cluster does not
+ * serve is left out (OptionalKindsServed False, KindNotServed) until its CRD is installed; a
+ * declared kind the cluster serves cluster-scoped stops the operator at start.
+ */
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import t from 'tap'
+import YAML from 'yaml'
+import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
+import { loadChart } from '../operator/render/chart.ts'
+import { fixtureChart } from './support/chart.ts'
+import { eventually, operatorWrites, startBed, startOperatorOn } from './support/operator.ts'
+
+const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
+type Condition = { type: string; status: string; reason: string; message: string }
+const conditionOf = (cr: KubeObject, type: string) => ((cr.status ?? {}) as { conditions?: Condition[] }).conditions?.find((c) => c.type === type)
+const crd = YAML.parse(readFileSync(resolve(import.meta.dirname, 'fixtures', 'servicemonitor-crd.yaml'), 'utf8')) as KubeObject
+
+/** Creates the CRD (cluster-scoped: not a kind the test's client resolves) and waits until discovery serves its group-version. */
+async function installCrd(c: KubeClient, object: KubeObject): Promise<void> {
+  const res = await c.request({ method: 'POST', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', body: object })
+  if (res.status !== 201) throw new Error(`CRD not created: ${res.status} ${res.body}`)
+  await eventually('the CRD served', async () => ((await c.request({ method: 'GET', path: '/apis/monitoring.coreos.com/v1' })).status === 200 ? true : undefined))
+}
+
+async function exists(c: KubeClient, apiVersion: string, kind: string, name: string): Promise<KubeObject | undefined> {
+  try {
+    return await c.get({ apiVersion, kind, namespace: 'default', name })
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return undefined
+    throw err
+  }
+}
+
+t.test('a kind added to kinds.yaml is applied, owned and pruned when no longer rendered', async (t) => {
+  const chart = loadChart(fixtureChart('extra-kind'))
+  const bed = await startBed({ chart })
+  t.teardown(() => bed.stop())
+  bed.client.learnKinds(chart.kinds)
+  const cr = await bed.client.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 2 } })
+  const role = await eventually('the Role', () => exists(bed.client, 'rbac.authorization.k8s.io/v1', 'Role', 'cache'))
+  t.same(role.metadata.ownerReferences, [{ apiVersion: MC.apiVersion, kind: MC.kind, name: 'cache', uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true }])
+  t.equal(role.metadata.labels?.['app.kubernetes.io/managed-by'], 'memcached-operator')
+  await eventually('Ready', async () => (conditionOf(await bed.client.get({ ...MC, namespace: 'default', name: 'cache' }), 'Ready')?.status === 'True' ? true : undefined))
+  t.notOk(conditionOf(await bed.client.get({ ...MC, namespace: 'default', name: 'cache' }), 'OptionalKindsServed'), 'no optional kind declared: no such condition')
+
+  // Size 1: the template renders no Role, and the operator deletes the one it applied.
+  await bed.client.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 1 } }, { type: 'merge' })
+  await eventually('the Role pruned', async () => ((await exists(bed.client, 'rbac.authorization.k8s.io/v1', 'Role', 'cache')) ? undefined : true))
+  t.ok(operatorWrites(bed.sandbox).some((w) => w.verb === 'delete' && w.resource === 'roles' && w.name === 'cache'), 'deleted by the operator, not by the garbage collector')
+  t.equal(bed.metrics.counts['pruned:Role'], 1)
+})
+
+t.test('an optional kind the cluster does not serve is left out and the CR says so; once its CRD is installed, it is applied', async (t) => {
+  const chart = loadChart(fixtureChart('optional-kind'))
+  const bed = await startBed({ chart, discoveryPeriodMs: 100 })
+  t.teardown(() => bed.stop())
+  bed.client.learnKinds(chart.kinds)
+  await bed.client.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 2 } })
+  const get = () => bed.client.get({ ...MC, namespace: 'default', name: 'cache' })
+  const ready = await eventually('Ready', async () => {
+    const cr = await get()
+    return conditionOf(cr, 'Ready')?.status === 'True' ? cr : undefined
+  })
+  const left = conditionOf(ready, 'OptionalKindsServed')
+  t.equal(left?.status, 'False')
+  t.equal(left?.reason, 'KindNotServed')
+  t.equal(left?.message, 'not applied, the cluster does not serve their kind: ServiceMonitor cache (the cluster does not serve monitoring.coreos.com/v1)')
+  for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['policy/v1', 'PodDisruptionBudget']] as const) t.ok(await exists(bed.client, apiVersion, kind, 'cache'), `the rest is applied: ${kind}`)
+  const events = async () => (await bed.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })).items as (KubeObject & { type: string; reason: string; message: string })[]
+  const warning = await eventually('the KindNotServed event', async () => (await events()).find((e) => e.reason === 'KindNotServed'))
+  t.equal(warning.type, 'Warning')
+  t.match(warning.message, /ServiceMonitor cache \(the cluster does not serve monitoring\.coreos\.com\/v1\)/)
+  t.notOk(operatorWrites(bed.sandbox).some((w) => w.resource === 'servicemonitors'), 'nothing was sent for it')
+
+  // The CRD arrives: the next discovery round starts its informer and the CRs are reconciled again.
+  await installCrd(bed.client, crd)
+  const monitor = await eventually('the ServiceMonitor', () => exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
+  t.equal(monitor.metadata.ownerReferences?.[0]?.name, 'cache')
+  t.same((monitor.spec as { endpoints: unknown }).endpoints, [{ port: 'memcache' }])
+  const served = await eventually('OptionalKindsServed True', async () => {
+    const c = conditionOf(await get(), 'OptionalKindsServed')
+    return c?.status === 'True' ? c : undefined
+  })
+  t.equal(served.reason, 'AllServed')
+  t.equal(conditionOf(await get(), 'Ready')?.status, 'True')
+  await eventually('the AllServed event', async () => (await events()).find((e) => e.reason === 'AllServed' && e.type === 'Normal'))
+
+  // Now watched like any other kind: edited by hand, it is put back.
+  await bed.client.patch({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', namespace: 'default', name: 'cache' }, { spec: { endpoints: [{ port: 'other' }] } }, { type: 'merge' })
+  await eventually('drift corrected', async () => {
+    const m = await exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache')
+    return (m?.spec as { endpoints?: { port: string }[] } | undefined)?.endpoints?.[0]?.port === 'memcache' ? true : undefined
+  })
+})
+
+t.test('a declared kind the cluster serves cluster-scoped stops the operator at start, naming it', async (t) => {
+  const clusterScoped = { ...crd, spec: { ...(crd.spec as object), scope: 'Cluster' } }
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  await installCrd(bed.client, clusterScoped)
+  await t.rejects(startOperatorOn(bed.sandbox, { chart: loadChart(fixtureChart('optional-kind')) }), {
+    name: 'ClusterScopedKindError',
+    message: 'monitoring.coreos.com/v1 ServiceMonitor (servicemonitors) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)',
+  })
+})
