@@ -275,16 +275,20 @@ export class MemcachedController {
       if (first) throw new ClusterScopedKindError(refused.join('; '))
       this.#o.log.error({ refused }, 'declared kinds refused')
     }
-    if (newlyServed) this.enqueueAll()
+    if (newlyServed) this.#queueAll()
   }
 
-  /** One discovery round at a time. */
-  #rediscover(): void {
-    if (this.#discovering) return
+  /** One discovery round at a time; `thenQueueAll` re-queues every Memcached after it (even when it failed). */
+  #rediscover(thenQueueAll = false): void {
+    if (this.#discovering) {
+      if (thenQueueAll) void this.#discovering.then(() => this.enqueueAll())
+      return
+    }
     this.#discovering = this.#discover(false)
       .catch((err: unknown) => this.#o.log.error({ err }, 'discovery round failed'))
       .finally(() => {
         this.#discovering = undefined
+        if (thenQueueAll) this.#queueAll()
       })
   }
 
@@ -356,8 +360,21 @@ export class MemcachedController {
     return stalled
   }
 
-  /** Re-queues every Memcached (after a chart change); nothing while the workers do not run. */
+  /**
+   * Re-queues every Memcached (after a chart change); nothing while the workers do not run. A
+   * reloaded chart that declares kinds discovery has not seen yet is given its informers first.
+   */
   enqueueAll(): void {
+    if (!this.#active) return
+    const kinds = this.#o.chart().kinds
+    if (this.#started && kinds.some((k) => !this.#children.has(kindKey(k)) && !this.#unserved.has(kindKey(k)))) {
+      this.#rediscover(true)
+      return
+    }
+    this.#queueAll()
+  }
+
+  #queueAll(): void {
     if (!this.#active) return
     for (const cr of this.#memcacheds.list()) this.#queue.add(objectKey(cr))
   }
