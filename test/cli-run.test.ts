@@ -28,6 +28,7 @@ t.test('run: probes, metrics, a leader Lease released on stop', async (t) => {
   for (const name of ['controller_runtime_reconcile_errors_total', 'controller_runtime_reconcile_time_seconds_bucket', 'workqueue_depth', 'workqueue_adds_total', 'workqueue_retries_total', 'workqueue_queue_duration_seconds_bucket', 'memcached_operator_applies_total']) {
     t.match(text, new RegExp(`^${name}\\{`, 'm'), name)
   }
+  t.match(text, /^memcached_operator_kind_served\{kind="apps\/v1\/Deployment"\} 1$/m, 'discovery found each declared kind served')
   const lease = await user.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'default', name: 'memcached-operator-leader' })
   t.ok((lease.spec as { holderIdentity?: string }).holderIdentity, 'held')
   await op.stop()

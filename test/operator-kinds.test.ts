@@ -43,6 +43,7 @@ t.test('a kind added to kinds.yaml is applied, owned and pruned when no longer r
   const role = await eventually('the Role', () => exists(bed.client, 'rbac.authorization.k8s.io/v1', 'Role', 'cache'))
   t.same(role.metadata.ownerReferences, [{ apiVersion: MC.apiVersion, kind: MC.kind, name: 'cache', uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true }])
   t.equal(role.metadata.labels?.['app.kubernetes.io/managed-by'], 'memcached-operator')
+  t.equal(bed.metrics.counts['served:rbac.authorization.k8s.io/v1/Role'], 1, 'discovery found it served')
   await eventually('Ready', async () => (conditionOf(await bed.client.get({ ...MC, namespace: 'default', name: 'cache' }), 'Ready')?.status === 'True' ? true : undefined))
   t.notOk(conditionOf(await bed.client.get({ ...MC, namespace: 'default', name: 'cache' }), 'OptionalKindsServed'), 'no optional kind declared: no such condition')
 
@@ -74,6 +75,7 @@ t.test('an optional kind the cluster does not serve is left out and the CR says 
   t.equal(warning.type, 'Warning')
   t.match(warning.message, /ServiceMonitor cache \(the cluster does not serve monitoring\.coreos\.com\/v1\)/)
   t.notOk(operatorWrites(bed.sandbox).some((w) => w.resource === 'servicemonitors'), 'nothing was sent for it')
+  t.equal(bed.metrics.counts['served:monitoring.coreos.com/v1/ServiceMonitor'], 0, 'the metric says it is not served')
 
   // The CRD arrives: the next discovery round starts its informer and the CRs are reconciled again.
   await installCrd(bed.client, crd)
@@ -85,6 +87,7 @@ t.test('an optional kind the cluster does not serve is left out and the CR says 
     return c?.status === 'True' ? c : undefined
   })
   t.equal(served.reason, 'AllServed')
+  t.equal(bed.metrics.counts['served:monitoring.coreos.com/v1/ServiceMonitor'], 1)
   t.equal(conditionOf(await get(), 'Ready')?.status, 'True')
   await eventually('the AllServed event', async () => (await events()).find((e) => e.reason === 'AllServed' && e.type === 'Normal'))
 

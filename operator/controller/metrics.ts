@@ -51,6 +51,8 @@ export interface OperatorMetrics {
   readonly skippedApplies: Counter<'kind'>
   /** `memcached_operator_reconcile_failures_total{reason}`: failed reconciles by condition reason. */
   readonly reconcileFailures: Counter<'reason'>
+  /** `memcached_operator_kind_served{kind}`: 1 when the cluster serves a kind the chart declares (`apiVersion/Kind`), 0 when not. */
+  readonly kindServed: Gauge<'kind'>
   /** Sets every `result` of a controller to 0, so rates exist before the first reconcile (as controller-runtime does). */
   initController(controller: string): void
   /** Records one reconcile: its result, its duration, and an error count for `error`. */
@@ -76,6 +78,7 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
   const prunes = new Counter({ name: 'memcached_operator_prunes_total', help: 'Objects deleted because their CR no longer renders them, by kind', labelNames: ['kind'] as const, registers })
   const skippedApplies = new Counter({ name: 'memcached_operator_skipped_applies_total', help: 'Applies not sent because the live object already matched, by kind', labelNames: ['kind'] as const, registers })
   const reconcileFailures = new Counter({ name: 'memcached_operator_reconcile_failures_total', help: 'Failed reconciles, by condition reason', labelNames: ['reason'] as const, registers })
+  const kindServed = new Gauge({ name: 'memcached_operator_kind_served', help: 'Whether the cluster serves a kind the chart declares (1) or not (0), by apiVersion/Kind', labelNames: ['kind'] as const, registers })
   return {
     registry,
     reconcileTotal,
@@ -90,6 +93,7 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
     prunes,
     skippedApplies,
     reconcileFailures,
+    kindServed,
     initController(controller) {
       for (const result of RESULTS) reconcileTotal.inc({ controller, result }, 0)
       reconcileErrors.inc({ controller }, 0)

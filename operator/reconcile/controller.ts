@@ -33,6 +33,8 @@ export const CONTROLLER_NAME = 'memcached'
 /** Metrics of the controller, named after controller-runtime's. */
 export interface ControllerMetrics extends ReconcileMetrics {
   reconciled(result: 'success' | 'error' | 'requeue' | 'requeue_after', seconds: number): void
+  /** What discovery found of a declared kind (`apiVersion/Kind`). */
+  kindServed?(kind: string, served: boolean): void
   queueHooks: QueueHooks
 }
 
@@ -45,6 +47,7 @@ export function controllerMetrics(m: OperatorMetrics): ControllerMetrics {
     pruned: (kind) => m.prunes.inc({ kind }),
     failed: (reason) => m.reconcileFailures.inc({ reason }),
     reconciled: (result, seconds) => m.observeReconcile(CONTROLLER_NAME, result, seconds),
+    kindServed: (kind, served) => m.kindServed.set({ kind }, served ? 1 : 0),
     queueHooks: m.queueHooks(CONTROLLER_NAME),
   }
 }
@@ -257,6 +260,7 @@ export class MemcachedController {
     let newlyServed = false
     for (const k of pending) {
       const s = serving.get(kindKey(k))
+      this.#o.metrics.kindServed?.(kindKey(k), s?.served === true && s.namespaced)
       if (s?.served && !s.namespaced) {
         const why = `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)`
         refused.push(why)

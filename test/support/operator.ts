@@ -31,6 +31,10 @@ export class CountingMetrics implements ControllerMetrics {
   reconciled(result: string): void {
     this.#inc(`reconciled:${result}`)
   }
+  /** The last of each kind, `served:<apiVersion/Kind>` 1 or 0. */
+  kindServed(kind: string, served: boolean): void {
+    this.counts[`served:${kind}`] = served ? 1 : 0
+  }
   queueHooks = {}
 }
 
