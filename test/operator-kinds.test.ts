@@ -9,8 +9,10 @@ import { resolve } from 'node:path'
 import t from 'tap'
 import YAML from 'yaml'
 import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
+import { runCli } from '../operator/cli/program.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { fixtureChart } from './support/chart.ts'
+import { captureIO } from './support/io.ts'
 import { eventually, operatorWrites, startBed, startOperatorOn } from './support/operator.ts'
 
 const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
@@ -104,8 +106,11 @@ t.test('a declared kind the cluster serves cluster-scoped stops the operator at 
   const bed = await startBed()
   t.teardown(() => bed.stop())
   await installCrd(bed.client, clusterScoped)
-  await t.rejects(startOperatorOn(bed.sandbox, { chart: loadChart(fixtureChart('optional-kind')) }), {
-    name: 'ClusterScopedKindError',
-    message: 'monitoring.coreos.com/v1 ServiceMonitor (servicemonitors) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)',
-  })
+  const dir = fixtureChart('optional-kind')
+  const message = 'monitoring.coreos.com/v1 ServiceMonitor (servicemonitors) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)'
+  await t.rejects(startOperatorOn(bed.sandbox, { chart: loadChart(dir) }), { name: 'ClusterScopedKindError', message })
+  const io = captureIO()
+  const code = await runCli(['run', '--kubeconfig', bed.sandbox.kubeconfigPath, '--chart', dir, '--metrics-bind-address', '0', '--health-probe-bind-address', '0'], io)
+  t.equal(code, 1, 'run exits 1, as for a chart that does not load')
+  t.equal(io.err(), `error: chart ${dir}: ${message}\n`)
 })
