@@ -8,6 +8,7 @@ import type { KubeObject } from '../operator/controller/client.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { clientFor, eventually, startBed, startOperatorOn } from './support/operator.ts'
+import { fixtureChart } from './support/chart.ts'
 import { tempDir } from './support/tmp.ts'
 
 const root = resolve(import.meta.dirname, '..')
@@ -105,4 +106,18 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
   t.equal(await runCli(['diff', '--all', ...kc], foreign), 1, foreign.err())
   t.same(reads().filter((r) => r.verb === 'get').map((r) => `${r.resource}/${r.name}`), ['services/f-3'])
   t.match(foreign.out(), /--- live\/v1\.Service\.default\.f-3\n[\s\S]*\n-    app: other\n/, 'compared with what is really there')
+})
+
+t.test('diff with an optional kind the cluster does not serve: left out as the operator leaves it, and said so', async (t) => {
+  const dir = fixtureChart('optional-kind')
+  const bed = await startBed({ chart: loadChart(dir) })
+  t.teardown(() => bed.stop())
+  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'memcached-sample', namespace: 'default' }, spec: { size: 3 } })
+  await eventually('applied', async () => ((await bed.client.list({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' }, { namespace: 'default' })).items.length === 1 ? true : undefined))
+  for (const args of [['--all'], ['-f', sample]]) {
+    const io = captureIO()
+    t.equal(await runCli(['diff', ...args, '--chart', dir, '--kubeconfig', bed.sandbox.kubeconfigPath], io), 0, `${args[0]}: no difference (${io.err()})`)
+    t.equal(io.out(), '')
+    t.match(io.err(), /ServiceMonitor default\/memcached-sample: not applied, the cluster does not serve monitoring\.coreos\.com\/v1 ServiceMonitor \(optional in kinds\.yaml\)/)
+  }
 })

@@ -178,7 +178,15 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       }
       if (liveCr?.metadata.uid) {
         for (const kind of chart.kinds) {
-          for (const o of await live.owned(kind.apiVersion, kind.kind, namespace, name)) {
+          let owned: KubeObject[]
+          try {
+            owned = await live.owned(kind.apiVersion, kind.kind, namespace, name)
+          } catch (err) {
+            // An optional kind the cluster does not serve has no objects.
+            if (kind.optional && isNotFound(err)) continue
+            throw err
+          }
+          for (const o of owned) {
             const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
             if (seen.has(fileName(id)) || !isControlledBy(o, liveCr)) continue
             r.differences += patch(r.out, id, comparable(o), '')
