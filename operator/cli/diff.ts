@@ -46,7 +46,7 @@ const fileName = (o: { apiVersion: string; kind: string; metadata: { namespace?:
 interface Live {
   memcached(namespace: string, name: string): Promise<Memcached | undefined>
   object(apiVersion: string, kind: string, namespace: string, name: string): Promise<KubeObject | undefined>
-  /** The objects of a managed kind labelled with an instance. */
+  /** The objects of a declared kind labelled with an instance. */
   owned(apiVersion: string, kind: string, namespace: string, instance: string): Promise<KubeObject[]>
 }
 
