@@ -1,10 +1,11 @@
 /** kinds.yaml: what a chart declares it may render, read and checked when the chart loads. */
-import { readFileSync } from 'node:fs'
+import { appendFileSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { chartFiles, DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
 import { RenderError } from '../operator/render/errors.ts'
+import { chartChanged, fingerprint } from '../operator/snapshot/fingerprint.ts'
 import { chartWith } from './support/chart.ts'
 
 const problems = (kinds: string): string[] => {
@@ -28,8 +29,13 @@ t.test('the bundled chart declares the five kinds it renders, none optional', as
   ])
 })
 
-t.test('kinds.yaml is one of the files the render snapshot fingerprints', async (t) => {
+t.test('kinds.yaml is one of the files the render snapshot fingerprints: changing it makes the snapshot stale', async (t) => {
   t.ok(chartFiles(DEFAULT_CHART_DIR).includes(join(DEFAULT_CHART_DIR, 'kinds.yaml')))
+  const dir = chartWith({})
+  const fp = fingerprint(chartFiles(dir))
+  t.notOk(chartChanged(dir, fp))
+  appendFileSync(join(dir, 'kinds.yaml'), '  - {apiVersion: coordination.k8s.io/v1, kind: Lease, resource: leases}\n')
+  t.ok(chartChanged(dir, fp), 'a kind declared')
 })
 
 t.test('a declared kind is rendered; the same kind undeclared is refused by the guard', async (t) => {
