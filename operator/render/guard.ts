@@ -19,6 +19,7 @@ export const MANAGED_KINDS: readonly ManagedKind[] = [
   { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps' },
   { apiVersion: 'v1', kind: 'Service', resource: 'services' },
   { apiVersion: 'apps/v1', kind: 'Deployment', resource: 'deployments' },
+  { apiVersion: 'apps/v1', kind: 'StatefulSet', resource: 'statefulsets' },
   { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', resource: 'poddisruptionbudgets' },
 ]
 
