@@ -2,7 +2,9 @@ import t from 'tap'
 import type { Memcached, MemcachedStatus } from '../operator/api/memcached.ts'
 import { RenderError } from '../operator/render/errors.ts'
 import { findCondition } from '../operator/reconcile/conditions.ts'
-import { computeStatus, formatSelector, outcomeOfRenderError, podNames, selectorMatches, statusEqual, type WorkloadLike, type PodLike, type ReconcileOutcome, type StatusInput } from '../operator/reconcile/status.ts'
+import type { KubeObject } from '../operator/controller/client.ts'
+import { podSummary } from '../operator/reconcile/controller.ts'
+import { computeStatus, formatSelector, outcomeOfRenderError, podNames, selectorMatches, serverList, statusEqual, type WorkloadLike, type PodLike, type ReconcileOutcome, type StatusInput } from '../operator/reconcile/status.ts'
 
 const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' }
 const t0 = new Date('2026-11-21T10:00:00Z')
@@ -127,6 +129,69 @@ t.test('nodes: pods being deleted, finished, of another namespace or not selecte
   delete (pods[2] as PodLike).status
   t.same(computeStatus(input({ pods })).nodes, ['cache-nophase', 'cache-pending', 'cache-running'])
   t.same(podNames([pod('b'), pod('a', { namespace: 'x' })], { matchLabels: labels }, undefined), ['a', 'b'], 'no namespace filter without a namespace')
+})
+
+const template = (port: { name?: string; containerPort: number } | null = { name: 'memcache', containerPort: 11211 }) => ({ spec: { containers: [{ ports: port ? [{ name: 'metrics', containerPort: 9150 }, port] : [] }] } })
+const statefulSet = (replicas = 3, extra: Partial<NonNullable<WorkloadLike['spec']>> = {}): WorkloadLike => ({ kind: 'StatefulSet', metadata: { name: 'cache' }, spec: { replicas, serviceName: 'cache-hl', selector: { matchLabels: { ...labels } }, template: template(), ...extra } })
+const deployment = (port?: Parameters<typeof template>[0]): WorkloadLike => ({ kind: 'Deployment', metadata: { name: 'cache' }, spec: { replicas: 3, selector: { matchLabels: { ...labels } }, template: template(port) } })
+const readyPod = (name: string, podIP: string | undefined, ready = true, extra: Parameters<typeof pod>[1] = {}): PodLike => {
+  const p = pod(name, extra)
+  return { ...p, status: { ...p.status, ...(podIP ? { podIP } : {}), conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } }
+}
+
+t.test('serverList of a StatefulSet: every ordinal by its stable DNS name, ready or not, with the memcache port', async (t) => {
+  const s = computeStatus(input({ desiredWorkload: statefulSet(3), liveWorkload: { ...ready(3), kind: 'StatefulSet' }, pods: [] }))
+  t.same(s.serverList, ['cache-0.cache-hl.team.svc:11211', 'cache-1.cache-hl.team.svc:11211', 'cache-2.cache-hl.team.svc:11211'], 'no pod exists yet: the names are listed all the same')
+  t.equal(s.servers, 3)
+  t.same(serverList(statefulSet(2, { ordinals: { start: 5 } }), [], undefined, 'team'), ['cache-5.cache-hl.team.svc:11211', 'cache-6.cache-hl.team.svc:11211'], 'ordinals.start')
+  t.same(serverList(statefulSet(0), [], undefined, 'team'), [], 'size 0')
+  t.same(serverList(statefulSet(2, { template: template({ name: 'other', containerPort: 1 }) }), [], undefined, 'team'), [], 'no port named memcache: nothing to connect to')
+  const before = computeStatus(input({ desiredWorkload: statefulSet(3), pods: [readyPod('cache-0', '10.0.0.1'), readyPod('cache-1', '10.0.0.2')] }))
+  const after = computeStatus(input({ cr: cr(2, before), desiredWorkload: statefulSet(3), pods: [readyPod('cache-0', '10.0.0.7', false), readyPod('cache-1', '10.0.0.2'), readyPod('cache-2', '10.0.0.3')] }))
+  t.same(after.serverList, before.serverList, 'pods restarting or becoming ready do not change the list')
+  t.equal(computeStatus(input({ desiredWorkload: undefined, liveWorkload: { ...statefulSet(2), status: { replicas: 2, readyReplicas: 2 } }, outcome: { kind: 'template', message: 'x' } })).servers, 2, 'without a render, the live StatefulSet gives the list')
+  t.same(summary(computeStatus(input({ desiredWorkload: statefulSet(3), liveWorkload: undefined, pods: [] }))), { Available: 'False/StatefulSetNotFound', Progressing: 'True/Creating', Degraded: 'False/AsExpected', Ready: 'False/StatefulSetNotFound' })
+})
+
+t.test('serverList of a Deployment: the ready pods\' IPs, sorted by address, terminating and unready pods left out', async (t) => {
+  const pods = [
+    readyPod('cache-a', '10.0.0.10'),
+    readyPod('cache-b', '10.0.0.9'),
+    readyPod('cache-c', '10.0.1.1', false),
+    readyPod('cache-d', undefined),
+    readyPod('cache-e', '10.0.0.11', true, { deleting: true }),
+    readyPod('cache-f', '10.0.0.12', true, { namespace: 'other' }),
+    readyPod('other-x', '10.0.0.13', true, { labels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'other' } }),
+    pod('cache-g'),
+  ]
+  const s = computeStatus(input({ desiredWorkload: deployment(), pods }))
+  t.same(s.serverList, ['10.0.0.9:11211', '10.0.0.10:11211'])
+  t.equal(s.servers, 2)
+  t.same(s.nodes, ['cache-a', 'cache-b', 'cache-c', 'cache-d', 'cache-g'], 'nodes still lists every pod that exists')
+  t.same(serverList(deployment(), [readyPod('cache-a', 'fd00::2'), readyPod('cache-b', '10.0.0.1')], { matchLabels: labels }, 'team'), ['10.0.0.1:11211', '[fd00::2]:11211'], 'an IPv6 address is bracketed')
+  t.same(serverList(deployment(null), pods, { matchLabels: labels }, 'team'), [], 'no port named memcache')
+  t.same(computeStatus(input({ desiredWorkload: rendered(), pods })).serverList, [], 'a rendered Deployment without a pod template has no port')
+})
+
+t.test('a workload kind being switched: Progressing SwitchingWorkload with what is awaited', async (t) => {
+  const switching = 'waiting for StatefulSet team/cache to have all replicas ready (1/3 ready); Deployment team/cache keeps serving until then and is pruned after'
+  const s = computeStatus(input({ desiredWorkload: statefulSet(3), liveWorkload: { ...liveDep({ replicas: 3, updatedReplicas: 3, readyReplicas: 1 }), kind: 'StatefulSet' }, outcome: { kind: 'ok', switching } }))
+  t.same(summary(s), { Available: 'False/ReplicasNotReady', Progressing: 'True/SwitchingWorkload', Degraded: 'False/AsExpected', Ready: 'False/ReplicasNotReady' })
+  t.equal(findCondition(s.conditions, 'Progressing')?.message, switching)
+})
+
+t.test('the pod cache keeps of a pod its phase, IP and Ready condition, and nothing else of its status', async (t) => {
+  const full = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'cache-0', namespace: 'team', uid: 'p', resourceVersion: '7', labels: { ...labels }, annotations: { a: 'b' }, managedFields: [] },
+    spec: { containers: [{ name: 'memcached', image: 'memcached' }] },
+    status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }], hostIP: '192.168.0.1', conditions: [{ type: 'PodScheduled', status: 'True' }, { type: 'Ready', status: 'True', lastTransitionTime: '2026-11-21T10:00:00Z' }], containerStatuses: [{ name: 'memcached', ready: true }] },
+  } as unknown as KubeObject
+  t.same(podSummary(full), { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'cache-0', namespace: 'team', uid: 'p', resourceVersion: '7', labels }, status: { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] } })
+  const pending = podSummary({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x' }, status: { phase: 'Pending' } } as KubeObject)
+  t.same(pending.status, { phase: 'Pending' })
+  t.equal(serverList(deployment(), [podSummary(full) as unknown as PodLike], { matchLabels: labels }, 'team')[0], '10.0.0.1:11211', 'what it keeps is what serverList reads')
 })
 
 t.test('selectors: string form and matching as apimachinery does', async (t) => {
