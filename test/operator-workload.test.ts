@@ -11,7 +11,7 @@ import t from 'tap'
 import { ApiError, KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { Informer } from '../operator/controller/informer.ts'
 import { loadChart } from '../operator/render/chart.ts'
-import { eventually, startBed, type Bed } from './support/operator.ts'
+import { eventually, operatorWrites, reconcileCount, reconciles, startBed, type Bed } from './support/operator.ts'
 import { kubectlPath } from './support/tools.ts'
 
 const chart = loadChart(join(import.meta.dirname, 'fixtures', 'workload-chart'))
@@ -87,6 +87,23 @@ t.test("a Deployment CR's serverList lists its ready pods' IPs, sorted", async (
   const left = await bed.client.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: 'default', labelSelector: 'app.kubernetes.io/instance=dep' })
   const alive = left.items.filter((p) => !p.metadata.deletionTimestamp)
   t.same(statusOf(one).serverList, alive.map((p) => `${(p.status as { podIP: string }).podIP}:11211`), 'scaled down: the pods that remain')
+})
+
+t.test('an idle resync of converged StatefulSet and Deployment CRs makes zero write requests', async (t) => {
+  const bed = await startBed({ chart })
+  t.teardown(() => bed.stop())
+  await bed.client.create(sample('idle-sts', 'StatefulSet'))
+  await bed.client.create(sample('idle-dep', 'Deployment'))
+  await converged(bed, 'idle-sts', 3)
+  await converged(bed, 'idle-dep', 3)
+  await new Promise((r) => setTimeout(r, 300))
+  bed.sandbox.requests.reset()
+  const before = reconcileCount(bed.metrics)
+  bed.controller.enqueueAll()
+  await reconciles(bed.metrics, before, 2)
+  bed.controller.enqueueAll()
+  await reconciles(bed.metrics, before, 4)
+  t.same(operatorWrites(bed.sandbox), [], 'no write')
 })
 
 /**
