@@ -376,7 +376,7 @@ export class Reconciler {
   #notReady(d: RenderedObject): string | undefined {
     const what = describeObject(d)
     const live = this.#cached(d) as (WorkloadLike & KubeObject) | undefined
-    if (!live || live.metadata.uid === undefined) return `waiting for ${what} to be created`
+    if (!live) return `waiting for ${what} to be created`
     const want = typeof live.spec?.replicas === 'number' ? live.spec.replicas : 1
     const st = live.status ?? {}
     if ((st.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return `waiting for the ${d.kind} controller to observe ${what}`

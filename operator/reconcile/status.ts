@@ -160,15 +160,19 @@ export function selectorMatches(selector: LabelSelector, labels: Readonly<Record
  * each pod becomes ready. Duplicates are dropped.
  */
 export function podNames(pods: readonly PodLike[], selector: LabelSelector, namespace: string | undefined): string[] {
-  const names = new Set<string>()
-  for (const p of pods) {
-    if (namespace !== undefined && p.metadata.namespace !== undefined && p.metadata.namespace !== namespace) continue
-    if (p.metadata.deletionTimestamp) continue
-    const phase = p.status?.phase
-    if (phase === 'Succeeded' || phase === 'Failed') continue
-    if (selectorMatches(selector, p.metadata.labels)) names.add(p.metadata.name)
-  }
+  const names = new Set(memcachedPods(pods, selector, namespace).map((p) => p.metadata.name))
   return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** The pods of {@link podNames}: selected, in the namespace, neither being deleted nor finished. */
+function memcachedPods(pods: readonly PodLike[], selector: LabelSelector, namespace: string | undefined): PodLike[] {
+  return pods.filter((p) => {
+    if (namespace !== undefined && p.metadata.namespace !== undefined && p.metadata.namespace !== namespace) return false
+    if (p.metadata.deletionTimestamp) return false
+    const phase = p.status?.phase
+    if (phase === 'Succeeded' || phase === 'Failed') return false
+    return selectorMatches(selector, p.metadata.labels)
+  })
 }
 
 /** The pod template's container port named `memcache` (the chart's contract with clients), if any. */
@@ -213,9 +217,8 @@ export function serverList(workload: WorkloadLike | undefined, pods: readonly Po
     return Array.from({ length: replicasOf(workload) ?? 0 }, (_, i) => `${workload.metadata.name}-${start + i}.${service}.${ns}.svc:${port}`)
   }
   if (!selector) return []
-  const names = new Set(podNames(pods, selector, namespace))
   const ips = new Set<string>()
-  for (const p of pods) if (names.has(p.metadata.name) && !p.metadata.deletionTimestamp && p.status?.podIP && isReady(p)) ips.add(p.status.podIP)
+  for (const p of memcachedPods(pods, selector, namespace)) if (p.status?.podIP && isReady(p)) ips.add(p.status.podIP)
   return [...ips].sort(compareAddresses).map((ip) => (ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`))
 }
 
