@@ -153,6 +153,8 @@ async function observe(bed: Bed, name: string) {
 for (const [from, to] of [['Deployment', 'StatefulSet'], ['StatefulSet', 'Deployment']] as const) {
   t.test(`switching a live CR from a ${from} to a ${to} brings the new one up before pruning the old one, with a ready pod at every moment`, async (t) => {
     // Pods take a while to become ready, so that the new workload is seen not ready for a while.
+    // The bed resyncs every ten minutes: the prune that ends the switch is brought by the new
+    // workload's status change alone.
     const bed = await startBed({ chart, sandbox: { podReadyDelayMs: 300 } })
     t.teardown(() => bed.stop())
     const name = `${from.toLowerCase()}-to-${to.toLowerCase()}`
