@@ -32,7 +32,7 @@ t.test('sandbox runs the operator and applies the sample: status.nodes fills wit
     return out && JSON.parse(out).length === 3 ? (JSON.parse(out) as string[]) : undefined
   })
   t.same(nodes, (await kubectl('get', 'pods', '-o', 'jsonpath={.items[*].metadata.name}')).split(' ').sort())
-  t.match(await kubectl('get', 'mc'), /NAME\s+SIZE\s+READY\s+STATUS\s+AGE\nmemcached-sample\s+3\s+3\s+Reconciled\s/)
+  t.match(await kubectl('get', 'mc'), /NAME\s+SIZE\s+READY\s+SERVERS\s+STATUS\s+AGE\nmemcached-sample\s+3\s+3\s+3\s+Reconciled\s/)
   await eventually('the nodes reported on stdout', () => (io.out().includes(`status.nodes ${JSON.stringify(nodes)}`) ? true : undefined))
   t.match(await kubectl('wait', '--for=condition=Ready', 'mc/memcached-sample', '--timeout=30s'), /memcached\.cache\.example\.com\/memcached-sample condition met/)
 })

@@ -141,7 +141,7 @@ t.test('every object of kustomize/default applies to the sandbox with kubectl ap
 
   await kubectl('apply', '-n', 'default', '-k', join(ROOT, 'kustomize/samples'))
   const got = await kubectl('get', 'mc', '-n', 'default')
-  t.match(got.stdout, /^NAME\s+SIZE\s+READY\s+STATUS\s+AGE\n/)
+  t.match(got.stdout, /^NAME\s+SIZE\s+READY\s+SERVERS\s+STATUS\s+AGE\n/)
   t.match(got.stdout, /\nmemcached-sample\s+3\s/)
   t.match(got.stdout, /\nmemcached-tuned\s+4\s/)
 

@@ -8,6 +8,8 @@
  * direction fails this test.
  */
 import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import pino from 'pino'
 import t, { type Test } from 'tap'
 import { memcachedCRD } from '../operator/api/crd.ts'
@@ -15,7 +17,7 @@ import { KubeConfig } from '@kubernetes/client-node'
 import { KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { packageVersion } from '../operator/cli/io.ts'
 import { startOperator, type Operator, type RunOptions } from '../operator/cli/run.ts'
-import { loadChart } from '../operator/render/chart.ts'
+import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { EventAggregator } from '../operator/reconcile/events.ts'
 import { ApiEventRecorder } from '../operator/reconcile/recorder.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
@@ -35,6 +37,14 @@ type Status = { nodes?: string[]; readyReplicas?: number; observedGeneration?: n
 // The bundled chart renders no ConfigMap; chart authors may add one (it is a managed kind), so the
 // scenarios use a chart that does, removed again at size 1 so that pruning deletes it.
 const chart = loadChart(chartWith({ 'templates/configmap.ejs': '<% if (values.size > 1) { -%>\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname() %>\ndata:\n  size: <%= String(values.size) %>\n<% } -%>\n' }))
+
+// The same chart with a StatefulSet for a workload (the Deployment's pod template, the Service for
+// serviceName): switching a CR to it and back creates, applies and prunes a StatefulSet.
+const deploymentTemplate = readFileSync(join(DEFAULT_CHART_DIR, 'templates', 'deployment.ejs'), 'utf8')
+const statefulChart = loadChart(chartWith({
+  'templates/deployment.ejs': null,
+  'templates/statefulset.ejs': deploymentTemplate.replace('\nkind: Deployment\n', '\nkind: StatefulSet\n').replace('\nspec:\n', '\nspec:\n  serviceName: <%= fullname() %>\n'),
+}))
 
 async function converged(user: KubeClient, namespace: string, name: string, size: number): Promise<void> {
   await eventually(`${namespace}/${name} at ${size}`, async () => {
@@ -97,6 +107,16 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
     const left = await user.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: 'default', labelSelector: 'app.kubernetes.io/instance=cache' })
     return left.items.length === 0 ? true : undefined
   })
+  // The workload becomes a StatefulSet and a Deployment again: each is pruned once the other is ready.
+  const gone = (kind: string) => eventually(`the ${kind} pruned`, async () => ((await user.list({ apiVersion: 'apps/v1', kind }, { namespace: 'default' })).items.length === 0 ? true : undefined), 30_000)
+  current = statefulChart
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 2 } }, { type: 'merge' })
+  await gone('Deployment')
+  await converged(user, 'default', 'cache', 2)
+  current = chart
+  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 1 } }, { type: 'merge' })
+  await gone('StatefulSet')
+  await converged(user, 'default', 'cache', 1)
   // A chart author drops templates: what a CR rendered before and no longer renders is pruned,
   // whatever its kind (here the Service and the Deployment).
   await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 2 } }, { type: 'merge' })

@@ -16,7 +16,14 @@ const STATUS_SCHEMA = {
       items: { type: 'string' },
       'x-kubernetes-list-type': 'atomic',
     },
-    replicas: { type: 'integer', description: 'Pods of the current Deployment.' },
+    serverList: {
+      type: 'array',
+      description: 'The memcached servers as host:port, for clients: a StatefulSet\'s stable names <name>-<ordinal>.<service>.<namespace>.svc for every replica, ready or not; a Deployment\'s ready pods\' IPs, sorted.',
+      items: { type: 'string' },
+      'x-kubernetes-list-type': 'atomic',
+    },
+    servers: { type: 'integer', description: 'How many servers serverList holds.' },
+    replicas: { type: 'integer', description: 'Pods of the current Deployment or StatefulSet.' },
     readyReplicas: { type: 'integer', description: 'Pods that are ready.' },
     selector: { type: 'string', description: 'Label selector of the pods, for the scale subresource.' },
     observedGeneration: { type: 'integer', format: 'int64', description: 'The generation the status describes.' },
@@ -78,6 +85,7 @@ export function memcachedCRD(chart: Chart): Record<string, unknown> {
           additionalPrinterColumns: [
             { name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'Desired number of memcached pods' },
             { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods that are ready' },
+            { name: 'Servers', type: 'integer', jsonPath: '.status.servers', description: 'Servers listed in status.serverList for clients' },
             { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Reconciled, or why the instance is not Ready (the Ready condition\'s reason)' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],

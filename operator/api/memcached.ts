@@ -28,6 +28,10 @@ export interface Condition {
 /** What the operator reports about an instance. */
 export interface MemcachedStatus {
   nodes?: string[]
+  /** `host:port` of each memcached server, for clients (see reconcile/status.ts `serverList`). */
+  serverList?: string[]
+  /** How many servers serverList holds (a printer column cannot count a list). */
+  servers?: number
   replicas?: number
   readyReplicas?: number
   selector?: string

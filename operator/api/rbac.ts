@@ -88,7 +88,7 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
       apiGroups: [''],
       resources: ['pods'],
       verbs: ['list', 'watch'],
-      why: 'Read-only: status.nodes is the names of the Deployment\'s pods, from a pod informer.',
+      why: 'Read-only: status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs) come from a pod informer.',
     },
     {
       apiGroups: [''],

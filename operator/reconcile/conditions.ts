@@ -37,6 +37,7 @@ export const REASONS = {
   ScaledToZero: 'ScaledToZero',
   ReplicasNotReady: 'ReplicasNotReady',
   DeploymentNotFound: 'DeploymentNotFound',
+  StatefulSetNotFound: 'StatefulSetNotFound',
   // Progressing
   Creating: 'Creating',
   RollingOut: 'RollingOut',
@@ -45,6 +46,8 @@ export const REASONS = {
   NotApplied: 'NotApplied',
   /** An object was deleted and re-created to change a field the API server does not change in place. */
   Recreated: 'Recreated',
+  /** The workload's kind changed: the old one keeps serving until the new one has every replica ready. */
+  SwitchingWorkload: 'SwitchingWorkload',
   // Ready
   Reconciled: 'Reconciled',
   // Degraded

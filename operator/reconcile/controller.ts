@@ -81,16 +81,34 @@ export class ClusterScopedKindError extends Error {
   override name = 'ClusterScopedKindError'
 }
 
-/** What the controller keeps of a pod: enough for status.nodes and for mapping it to its CR. */
+/** What a pod's status says that the controller keeps. */
+interface PodStatusSummary {
+  phase?: string
+  podIP?: string
+  conditions?: { type: string; status: string }[]
+}
+
+/**
+ * What the controller keeps of a pod: enough for status.nodes, for status.serverList (its IP and
+ * whether it is Ready: the Ready condition alone, in the pod's own shape) and for mapping it to its CR.
+ */
 export function podSummary(pod: KubeObject): KubeObject {
   const { name, namespace, uid, resourceVersion, labels, deletionTimestamp, ownerReferences } = pod.metadata
-  const phase = (pod.status as { phase?: string } | undefined)?.phase
+  const { phase, podIP, conditions } = (pod.status ?? {}) as PodStatusSummary
+  const ready = Array.isArray(conditions) ? conditions.find((c) => c.type === 'Ready') : undefined
+  const status: PodStatusSummary = { ...(phase ? { phase } : {}), ...(podIP ? { podIP } : {}), ...(ready ? { conditions: [{ type: 'Ready', status: ready.status }] } : {}) }
   return {
     apiVersion: pod.apiVersion,
     kind: pod.kind,
     metadata: { name, namespace, uid, resourceVersion, labels, ...(deletionTimestamp ? { deletionTimestamp } : {}), ...(ownerReferences ? { ownerReferences } : {}) },
-    ...(phase ? { status: { phase } } : {}),
+    ...(Object.keys(status).length > 0 ? { status } : {}),
   }
+}
+
+/** What of a summarised pod the status shows: its phase, its IP and whether it is Ready. */
+function podStatusKey(pod: KubeObject): string {
+  const { phase, podIP, conditions } = (pod.status ?? {}) as PodStatusSummary
+  return `${phase ?? ''}/${podIP ?? ''}/${conditions?.[0]?.status ?? ''}`
 }
 
 /** A Memcached as cached: its managedFields are never read. */
@@ -164,7 +182,7 @@ export class MemcachedController {
             kind,
             ...(namespace ? { namespace } : {}),
             ...(labelSelector ? { labelSelector } : {}),
-            // Pods are many and only their names, labels, phase and deletion matter: cache just that.
+            // Pods are many and only their names, labels, deletion, phase, IP and readiness matter: cache just that.
             transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === KIND ? withoutManagedFields(o) : withOwnManagedFields(o)) as T,
             onError: onError(kind),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
@@ -323,9 +341,9 @@ export class MemcachedController {
       i.onAdd(byInstance)
       i.onDelete(byInstance)
       i.onUpdate((before, after) => {
-        // status.nodes lists pods that exist and are not terminating or finished.
-        const phase = (o: KubeObject) => (o.status as { phase?: string } | undefined)?.phase
-        if (before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp || phase(before) !== phase(after)) byInstance(after)
+        // status.nodes lists pods that exist and are not terminating or finished; a Deployment's
+        // status.serverList the ready pods' IPs.
+        if (before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp || podStatusKey(before) !== podStatusKey(after)) byInstance(after)
       })
     }
   }

@@ -19,7 +19,7 @@ import type { EventRecorder } from './recorder.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
-import { computeStatus, DEGRADED_REASON, outcomeOfRenderError, statusEqual, type DeploymentLike, type PodLike, type ReconcileOutcome } from './status.ts'
+import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
 export type MemcachedObject = Memcached & KubeObject
@@ -150,24 +150,24 @@ export class Reconciler {
     for (const d of desired) live.set(objectKey(d), this.#cached(d) ?? (await this.#lookUp(cr, d, log)))
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) {
-      await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; '), deployment: conflicts.some((c) => c.kind === 'Deployment') }, desired, log)
+      await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; '), deployment: conflicts.some((c) => WORKLOAD_KINDS.includes(c.kind)) }, desired, log)
       return { requeueAfterMs: OWNERSHIP_RETRY_MS }
     }
 
-    let liveDeployment: KubeObject | undefined
+    let liveWorkload: KubeObject | undefined
     const done: Applied = { created: [], updated: [], recreated: [] }
     try {
       for (const d of desired) {
         const current = live.get(objectKey(d))
         const result = await this.#applyOne(cr, d, current, done, log)
-        if (d.kind === 'Deployment') liveDeployment = result
+        if (isWorkload(d)) liveWorkload = result
       }
     } finally {
       await this.#announce(cr, done)
     }
-    await this.#prune(cr, chart, desired, log)
+    const switching = await this.#prune(cr, chart, desired, log)
     if (optional) await this.#announceOptional(cr, optional, left.length > 0 ? describeNotServed(left) : undefined)
-    await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`) }, log, optional ? [optional] : [])
+    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, optional ? [optional] : [])
     return {}
   }
 
@@ -338,12 +338,22 @@ export class Reconciler {
     else if (before?.status === 'False') await this.#d.events.record(cr, 'Normal', REASONS.AllServed, 'Every optional kind the chart rendered is served and applied', 'Apply')
   }
 
-  /** Deletes what this CR controls and no longer renders (found by label and controller uid, in the caches of the chart's kinds). */
-  async #prune(cr: MemcachedObject, chart: Chart, desired: RenderedObject[], log: Logger): Promise<void> {
+  /**
+   * Deletes what this CR controls and no longer renders (found by label and controller uid, in the caches of the chart's kinds) —
+   * except a workload (Deployment, StatefulSet) while a rendered workload is not ready yet: when
+   * the kind changes, the old pods keep serving until the new workload has every replica ready
+   * (read from the cache; its status update brings the next reconcile). Both select the same pods
+   * by label, but neither controller takes the other's: they adopt only pods without a controller
+   * (kubernetes pkg/controller/controller_ref_manager.go ClaimObject), and the Service's endpoints
+   * list the ready pods of both meanwhile. Returns what is awaited, for the Progressing condition.
+   */
+  async #prune(cr: MemcachedObject, chart: Chart, desired: RenderedObject[], log: Logger): Promise<string | undefined> {
     const keep = new Set(desired.map((d) => objectKey(d)))
     const pruned: string[] = []
     const uid = cr.metadata.uid
-    if (!uid) return
+    if (!uid) return undefined
+    const notReady = desired.filter(isWorkload).map((d) => this.#notReady(d)).find((why) => why !== undefined)
+    const kept: string[] = []
     try {
       for (const kind of chart.kinds) {
         const informer = this.#d.children.get(kindKey(kind))
@@ -351,6 +361,10 @@ export class Reconciler {
           const identity = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' } }
           if (keep.has(objectKey(identity)) || obj.metadata.deletionTimestamp) continue
           const what = describeObject(identity)
+          if (notReady !== undefined && isWorkload(identity)) {
+            kept.push(what)
+            continue
+          }
           try {
             await this.#d.client.delete(
               { apiVersion: kind.apiVersion, kind: kind.kind, namespace: identity.metadata.namespace, name: identity.metadata.name },
@@ -371,6 +385,23 @@ export class Reconciler {
     } finally {
       if (pruned.length > 0) await this.#d.events.record(cr, 'Normal', 'Pruned', `Deleted ${pruned.join(', ')}, no longer rendered`, 'Prune')
     }
+    if (kept.length === 0) return undefined
+    log.info({ kept, waitingFor: notReady }, 'prune of the old workload waits')
+    return `${notReady}; ${kept.join(', ')} keeps serving until then and is pruned after`
+  }
+
+  /** Why a rendered workload is not ready to take over from an old one (per the cache), or undefined when it is. */
+  #notReady(d: RenderedObject): string | undefined {
+    const what = describeObject(d)
+    const live = this.#cached(d) as (WorkloadLike & KubeObject) | undefined
+    if (!live) return `waiting for ${what} to be created`
+    const want = typeof live.spec?.replicas === 'number' ? live.spec.replicas : 1
+    const st = live.status ?? {}
+    if ((st.observedGeneration ?? 0) < (live.metadata.generation ?? 0)) return `waiting for the ${d.kind} controller to observe ${what}`
+    const ready = st.readyReplicas ?? 0
+    const updated = st.updatedReplicas ?? 0
+    if (ready < want || updated < want) return `waiting for ${what} to have all replicas ready (${ready}/${want} ready)`
+    return undefined
   }
 
   /** Reports a failure: condition (Degraded), Warning event, log line and metric. */
@@ -388,24 +419,30 @@ export class Reconciler {
   }
 
   /**
-   * The Deployment whose pods and readiness the status reports: the one just applied, else the
-   * cached one of the rendered name — only if this CR controls it (an object in conflict is not
-   * ours to report). Without a render (invalid spec, template error), the one it controls, if any.
+   * The workload (Deployment or StatefulSet) whose pods and readiness the status reports: the one
+   * just applied, else the cached one of the rendered kind and name — only if this CR controls it
+   * (an object in conflict is not ours to report). Without a render (invalid spec, template
+   * error), the one it controls, if any.
    */
-  #ownDeployment(cr: MemcachedObject, desired: DeploymentLike | undefined, applied: KubeObject | undefined): KubeObject | undefined {
-    const deployments = this.#d.children.get('apps/v1/Deployment')
-    if (!desired) return deployments?.byIndex(CONTROLLER_INDEX, cr.metadata.uid ?? '')[0]
-    const live = applied ?? deployments?.get(cr.metadata.namespace, desired.metadata.name)
+  #ownWorkload(cr: MemcachedObject, desired: (WorkloadLike & { kind: string }) | undefined, applied: KubeObject | undefined): KubeObject | undefined {
+    if (!desired) {
+      for (const kind of WORKLOAD_KINDS) {
+        const hit = this.#d.children.get(`apps/v1/${kind}`)?.byIndex(CONTROLLER_INDEX, cr.metadata.uid ?? '')[0]
+        if (hit) return hit
+      }
+      return undefined
+    }
+    const live = applied ?? this.#d.children.get(`apps/v1/${desired.kind}`)?.get(cr.metadata.namespace, desired.metadata.name)
     return live?.metadata.ownerReferences?.some((r) => r.controller && r.uid === cr.metadata.uid) ? live : undefined
   }
 
   /** Writes `/status` (server-side apply) only when it changed. */
   async #writeStatus(cr: MemcachedObject, desired: RenderedObject[] | undefined, applied: KubeObject | undefined, outcome: ReconcileOutcome, log: Logger, also: readonly ConditionInput[] = []): Promise<void> {
     const namespace = cr.metadata.namespace ?? 'default'
-    const desiredDeployment = desired?.find((o) => o.kind === 'Deployment') as DeploymentLike | undefined
-    const liveDeployment = this.#ownDeployment(cr, desiredDeployment, applied) as DeploymentLike | undefined
+    const desiredWorkload = desired?.find(isWorkload) as (WorkloadLike & { kind: string }) | undefined
+    const liveWorkload = this.#ownWorkload(cr, desiredWorkload, applied) as WorkloadLike | undefined
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
-    const status = computeStatus({ cr, desiredDeployment, liveDeployment, pods, outcome, also, now: this.#now() })
+    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, now: this.#now() })
     if (statusEqual(status, cr.status)) return
     try {
       await this.#d.client.apply(

@@ -1,7 +1,8 @@
 /**
  * The status a Memcached should show, computed from what the reconcile saw: the rendered
- * Deployment (its selector), the live Deployment (its counts and rollout state), the pods it
- * selects (their names) and how the reconcile went. Pure; the caller writes `/status` only when
+ * workload, a Deployment or a StatefulSet (its selector, size and servers), the live one (its
+ * counts and rollout state), the pods it selects (their names and, for a Deployment, the ready
+ * ones' addresses) and how the reconcile went. Pure; the caller writes `/status` only when
  * {@link statusEqual} says it changed.
  */
 import type { Condition, Memcached, MemcachedStatus } from '../api/memcached.ts'
@@ -18,11 +19,12 @@ import { isMap, jsonEqual } from './normalize.ts'
  * `error` ReconcileError. An `ok` reconcile lists what it deleted and re-created (`recreated`).
  */
 export type ReconcileOutcome =
-  | { kind: 'ok'; recreated?: readonly string[] }
+  /** `switching`: an old workload of the other kind is kept until the new one is ready (what is awaited). */
+  | { kind: 'ok'; recreated?: readonly string[]; switching?: string }
   | { kind: 'invalid'; message: string }
   | { kind: 'template'; message: string }
   | { kind: 'refused'; message: string }
-  /** `deployment`: the conflicting objects include the Deployment of the render (it exists, but is not ours). */
+  /** `deployment`: the conflicting objects include the workload of the render (it exists, but is not ours). */
   | { kind: 'ownership'; message: string; deployment?: boolean }
   | { kind: 'apply-failed'; message: string }
   | { kind: 'immutable'; message: string }
@@ -53,10 +55,33 @@ export interface LabelSelector {
   matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[]
 }
 
-/** The parts of a Deployment (rendered or live) the status reads. */
-export interface DeploymentLike {
-  metadata: { name: string; generation?: number }
-  spec?: { replicas?: number; selector?: LabelSelector }
+/** The kinds that run the memcached pods: one of them is rendered per instance. */
+export const WORKLOAD_KINDS: readonly string[] = ['Deployment', 'StatefulSet']
+
+/** Whether an object (rendered or live) is the workload that runs the pods. */
+export function isWorkload(o: { apiVersion?: string; kind?: string }): boolean {
+  return o.apiVersion === 'apps/v1' && o.kind !== undefined && WORKLOAD_KINDS.includes(o.kind)
+}
+
+/** A container port, as a pod template declares it. */
+interface ContainerPort {
+  name?: string
+  containerPort?: number
+}
+
+/** The parts of a Deployment or StatefulSet (rendered or live) the status reads; without `kind`, a Deployment. */
+export interface WorkloadLike {
+  kind?: string
+  metadata: { name: string; namespace?: string; generation?: number }
+  spec?: {
+    replicas?: number
+    selector?: LabelSelector
+    /** StatefulSet: the headless Service that gives each pod its DNS name. */
+    serviceName?: string
+    /** StatefulSet: the first ordinal (default 0). */
+    ordinals?: { start?: number }
+    template?: { spec?: { containers?: { ports?: ContainerPort[] }[] } }
+  }
   status?: {
     observedGeneration?: number
     replicas?: number
@@ -70,21 +95,21 @@ export interface DeploymentLike {
 /** The parts of a Pod the status reads. */
 export interface PodLike {
   metadata: { name: string; namespace?: string; labels?: Record<string, string>; deletionTimestamp?: string | null }
-  status?: { phase?: string }
+  status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[] }
 }
 
 /** What {@link computeStatus} works from. */
 export interface StatusInput {
   /** The CR as read (its generation and current status). */
   cr: Memcached
-  /** The rendered Deployment; undefined when the render failed (then the live one's selector and size are used). */
-  desiredDeployment: DeploymentLike | undefined
+  /** The rendered workload; undefined when the render failed (then the live one's selector and size are used). */
+  desiredWorkload: WorkloadLike | undefined
   /**
-   * The live Deployment from the cache, only if this CR controls it (owner.ts `isControlledBy`);
-   * undefined when it does not exist (yet) — or belongs to someone else: an object in conflict is
-   * not ours to report.
+   * The live workload of the rendered kind and name from the cache, only if this CR controls it
+   * (owner.ts `isControlledBy`); undefined when it does not exist (yet) — or belongs to someone
+   * else: an object in conflict is not ours to report.
    */
-  liveDeployment: DeploymentLike | undefined
+  liveWorkload: WorkloadLike | undefined
   /** Pods from the cache; filtered again here by namespace and selector, so a wider list is fine. */
   pods: readonly PodLike[]
   outcome: ReconcileOutcome
@@ -137,30 +162,86 @@ export function selectorMatches(selector: LabelSelector, labels: Readonly<Record
  * each pod becomes ready. Duplicates are dropped.
  */
 export function podNames(pods: readonly PodLike[], selector: LabelSelector, namespace: string | undefined): string[] {
-  const names = new Set<string>()
-  for (const p of pods) {
-    if (namespace !== undefined && p.metadata.namespace !== undefined && p.metadata.namespace !== namespace) continue
-    if (p.metadata.deletionTimestamp) continue
-    const phase = p.status?.phase
-    if (phase === 'Succeeded' || phase === 'Failed') continue
-    if (selectorMatches(selector, p.metadata.labels)) names.add(p.metadata.name)
-  }
+  const names = new Set(memcachedPods(pods, selector, namespace).map((p) => p.metadata.name))
   return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
 }
 
-function validSelector(d: DeploymentLike | undefined): LabelSelector | undefined {
+/** The pods of {@link podNames}: selected, in the namespace, neither being deleted nor finished. */
+function memcachedPods(pods: readonly PodLike[], selector: LabelSelector, namespace: string | undefined): PodLike[] {
+  return pods.filter((p) => {
+    if (namespace !== undefined && p.metadata.namespace !== undefined && p.metadata.namespace !== namespace) return false
+    if (p.metadata.deletionTimestamp) return false
+    const phase = p.status?.phase
+    if (phase === 'Succeeded' || phase === 'Failed') return false
+    return selectorMatches(selector, p.metadata.labels)
+  })
+}
+
+/** The pod template's container port named `memcache` (the chart's contract with clients), if any. */
+export function memcachePort(w: WorkloadLike | undefined): number | undefined {
+  for (const c of w?.spec?.template?.spec?.containers ?? []) {
+    for (const p of c.ports ?? []) if (p.name === 'memcache' && typeof p.containerPort === 'number') return p.containerPort
+  }
+  return undefined
+}
+
+/** Whether a pod's Ready condition is True (what the endpoints controller reads). */
+function isReady(p: PodLike): boolean {
+  return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false
+}
+
+/** IPv4 addresses by their numbers (10.0.0.9 before 10.0.0.10), anything else after them as text. */
+function compareAddresses(a: string, b: string): number {
+  const v4 = (ip: string) => (/^\d{1,3}(\.\d{1,3}){3}$/.test(ip) ? ip.split('.').reduce((n, o) => n * 256 + Number(o), 0) : undefined)
+  const [x, y] = [v4(a), v4(b)]
+  if (x !== undefined && y !== undefined) return x - y
+  if (x !== undefined || y !== undefined) return x !== undefined ? -1 : 1
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/**
+ * The servers a memcached client puts on its hash ring, `host:port` with the port of the
+ * template's container port named `memcache` (none without it):
+ * - a StatefulSet: `<set>-<ordinal>.<serviceName>.<namespace>.svc` for every ordinal it wants,
+ *   ready or not — the names stay while pods restart or move, so the clients' ring does not churn;
+ * - a Deployment: the addresses of its ready pods (selected as for `nodes`, not terminating),
+ *   sorted by address so that the list changes only when a server comes or goes; an IPv6 address
+ *   is bracketed (`[fd00::1]:11211`).
+ */
+export function serverList(workload: WorkloadLike | undefined, pods: readonly PodLike[], selector: LabelSelector | undefined, namespace: string | undefined): string[] {
+  const port = memcachePort(workload)
+  if (!workload || port === undefined) return []
+  if (workload.kind === 'StatefulSet') {
+    const service = workload.spec?.serviceName
+    if (!service) return []
+    const ns = workload.metadata.namespace ?? namespace ?? 'default'
+    const start = workload.spec?.ordinals?.start ?? 0
+    return Array.from({ length: replicasOf(workload) ?? 0 }, (_, i) => `${workload.metadata.name}-${start + i}.${service}.${ns}.svc:${port}`)
+  }
+  if (!selector) return []
+  const ips = new Set<string>()
+  for (const p of memcachedPods(pods, selector, namespace)) if (p.status?.podIP && isReady(p)) ips.add(p.status.podIP)
+  return [...ips].sort(compareAddresses).map((ip) => (ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`))
+}
+
+function validSelector(d: WorkloadLike | undefined): LabelSelector | undefined {
   const s = d?.spec?.selector
   return isMap(s) && (isMap(s.matchLabels) || Array.isArray(s.matchExpressions)) ? s : undefined
 }
 
 /**
- * The status the CR should have. Counts come from the live Deployment (zero when absent);
- * `observedGeneration` is the CR's generation (this reconcile saw it); conditions:
+ * The status the CR should have. Counts come from the live workload (zero when absent), a
+ * Deployment or a StatefulSet (said "Deployment" below); `serverList` ({@link serverList}) and its
+ * length `servers` from the rendered one; `observedGeneration` is the CR's generation (this
+ * reconcile saw it); conditions:
  *
  * - Available: True `AllReplicasReady` when readyReplicas >= the desired size, True `ScaledToZero`
- *   for size 0, otherwise False `ReplicasNotReady` (`2/3 replicas ready`) or `DeploymentNotFound`;
+ *   for size 0, otherwise False `ReplicasNotReady` (`2/3 replicas ready`) or `DeploymentNotFound`
+ *   (`StatefulSetNotFound`);
  * - Progressing: True `Recreated` when this reconcile deleted and re-created objects (the outcome's
- *   `recreated`, e.g. `Service default/cache: … may not change once set`); True `RollingOut` while the Deployment controller has not observed the
+ *   `recreated`, e.g. `Service default/cache: … may not change once set`); True `SwitchingWorkload`
+ *   while a workload of the old kind waits to be pruned until the new one is ready (the outcome's
+ *   `switching`); True `RollingOut` while the Deployment controller has not observed the
  *   Deployment's generation, or updated / ready replicas are fewer than desired, or surplus old
  *   pods still run; True `Creating` right after the Deployment was applied and before the cache
  *   has it; False `RolloutComplete` when done; False `ProgressDeadlineExceeded` when the
@@ -177,10 +258,10 @@ function validSelector(d: DeploymentLike | undefined): LabelSelector | undefined
  * and size are used, and the previous `status.selector` is kept if there is no Deployment at all.
  */
 export function computeStatus(input: StatusInput): MemcachedStatus {
-  const { cr, liveDeployment: dep, outcome, now } = input
+  const { cr, liveWorkload: dep, outcome, now } = input
   const generation = cr.metadata.generation
-  const selector = validSelector(input.desiredDeployment) ?? validSelector(dep)
-  const size = replicasOf(input.desiredDeployment) ?? replicasOf(dep)
+  const selector = validSelector(input.desiredWorkload) ?? validSelector(dep)
+  const size = replicasOf(input.desiredWorkload) ?? replicasOf(dep)
   const st = dep?.status ?? {}
   const replicas = st.replicas ?? 0
   const ready = st.readyReplicas ?? 0
@@ -190,22 +271,26 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   // Deployment as ReplicaFailure (pkg/controller/deployment/sync.go): the cause of missing pods.
   const replicaFailure = dep?.status?.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True')
   const want = size ?? 1
+  const kind = input.desiredWorkload?.kind ?? dep?.kind ?? 'Deployment'
 
   const conditions: { type: string; status: Condition['status']; reason: Reason; message: string }[] = []
   if (!dep && outcome.kind === 'ownership' && outcome.deployment) {
-    conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.OwnershipConflict, message: 'a Deployment of that name exists but is not controlled by this Memcached' })
-  } else if (!dep) conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.DeploymentNotFound, message: 'the Deployment does not exist' })
+    conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.OwnershipConflict, message: `a ${kind} of that name exists but is not controlled by this Memcached` })
+  } else if (!dep) conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: kind === 'StatefulSet' ? REASONS.StatefulSetNotFound : REASONS.DeploymentNotFound, message: `the ${kind} does not exist` })
   else if (want === 0) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.ScaledToZero, message: 'size is 0: no replicas are wanted' })
   else if (ready >= want) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.AllReplicasReady, message: `${ready}/${want} replicas ready` })
   else conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.ReplicasNotReady, message: `${ready}/${want} replicas ready` })
 
   const recreated = outcome.kind === 'ok' ? (outcome.recreated ?? []) : []
+  const switching = outcome.kind === 'ok' ? outcome.switching : undefined
   if (recreated.length > 0) {
     conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Recreated, message: `recreated ${recreated.join('; ')}` })
+  } else if (switching !== undefined) {
+    conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.SwitchingWorkload, message: switching })
   } else if (!dep) {
     conditions.push(
       outcome.kind === 'ok'
-        ? { type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Creating, message: 'the Deployment was applied and is being created' }
+        ? { type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Creating, message: `the ${kind} was applied and is being created` }
         : { type: CONDITION_TYPES.Progressing, status: 'False', reason: REASONS.NotApplied, message: 'nothing was applied: see the Degraded condition' },
     )
   } else if (stuck) {
@@ -214,7 +299,7 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
     const unobserved = (st.observedGeneration ?? 0) < (dep.metadata.generation ?? 0)
     if (unobserved || updated < want || ready < want || replicas > want) {
       const message = unobserved
-        ? `waiting for the Deployment controller to observe generation ${dep.metadata.generation ?? 0}`
+        ? `waiting for the ${kind} controller to observe generation ${dep.metadata.generation ?? 0}`
         : `rolling out: ${updated}/${want} updated, ${ready}/${want} ready, ${replicas} running`
       conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.RollingOut, message })
     } else {
@@ -231,8 +316,11 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   let list = cr.status?.conditions
   for (const c of [...conditions, ...(input.also ?? [])]) list = setCondition(list, generation === undefined ? c : { ...c, observedGeneration: generation }, now)
 
+  const servers = serverList(input.desiredWorkload ?? dep, input.pods, selector, cr.metadata.namespace)
   const status: MemcachedStatus = {
     nodes: selector ? podNames(input.pods, selector, cr.metadata.namespace) : [],
+    serverList: servers,
+    servers: servers.length,
     replicas,
     readyReplicas: ready,
   }
@@ -254,7 +342,7 @@ function readyOf(conditions: readonly { type: string; status: Condition['status'
   return { type: CONDITION_TYPES.Ready, status: 'True', reason: REASONS.Reconciled, message: `${want}/${want} replicas ready; the cluster matches the spec` }
 }
 
-function replicasOf(d: DeploymentLike | undefined): number | undefined {
+function replicasOf(d: WorkloadLike | undefined): number | undefined {
   if (d === undefined) return undefined
   const r = d.spec?.replicas
   // The API server defaults an absent replicas to 1.
