@@ -25,6 +25,7 @@ t.test('the bundled chart declares the kinds it renders, none optional', async (
     'v1 ConfigMap configmaps',
     'v1 Service services',
     'apps/v1 Deployment deployments',
+    'apps/v1 StatefulSet statefulsets',
     'policy/v1 PodDisruptionBudget poddisruptionbudgets',
   ])
 })
