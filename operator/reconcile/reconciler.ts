@@ -7,16 +7,18 @@ import type { Logger } from 'pino'
 import { API_VERSION, KIND, type Memcached, type MemcachedStatus } from '../api/memcached.ts'
 import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
 import type { Chart } from '../render/chart.ts'
-import { renderInstance } from '../render/engine.ts'
+import { renderInstance, type RenderResult } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { MANAGED_KINDS } from '../render/guard.ts'
 import type { RenderedObject } from '../render/manifest.ts'
+import { SecretsNotFound } from '../render/secrets.ts'
 import { labelValue } from '../render/names.ts'
 import { hashDesired, type AppliedMemory } from './applied.ts'
 import { findCondition } from './conditions.ts'
 import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
+import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
 import { computeStatus, DEGRADED_REASON, outcomeOfRenderError, statusEqual, type DeploymentLike, type PodLike, type ReconcileOutcome } from './status.ts'
 
@@ -55,6 +57,10 @@ export interface ReconcilerDeps {
   /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
   pods: Cache
   memory: AppliedMemory
+  /** Secrets labelled cache.example.com/memcached-input=true, as {@link SecretSummary}s: what `secretChecksum()` reads (none when absent). */
+  secrets?: Cache<SecretSummary>
+  /** Told which Secrets each CR's render referred to, so that a Secret's change re-renders them. */
+  references?: SecretReferences
   events: EventRecorder
   metrics: ReconcileMetrics
   now?: () => Date
@@ -97,6 +103,7 @@ export class ReconcileError extends Error {
 }
 
 const OWNERSHIP_RETRY_MS = 60_000
+const SECRET_RETRY_MS = 60_000
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
 export function kindKey(obj: { apiVersion: string; kind: string }): string {
@@ -131,14 +138,15 @@ export class Reconciler {
     if (!cr || cr.metadata.deletionTimestamp) return {}
     let desired: RenderedObject[]
     try {
-      const rendered = renderInstance(this.#d.chart(), { name, namespace, spec: cr.spec ?? {} })
-      desired = stampOwner(rendered.objects, cr)
+      desired = stampOwner(this.#render(cr).objects, cr)
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
-      const outcome = outcomeOfRenderError(err)
+      const outcome = err instanceof SecretsNotFound ? { kind: 'secret-not-found' as const, message: await this.#whyNotFound(err) } : outcomeOfRenderError(err)
       // Nothing is applied and the previous objects keep running; editing the CR or the chart retries.
       await this.#fail(cr, outcome, undefined, log)
-      return {}
+      // A Secret created or labelled brings the CR back through the Secret informer at once; the
+      // look a minute later keeps the message true about a Secret it does not watch (unlabelled).
+      return outcome.kind === 'secret-not-found' ? { requeueAfterMs: SECRET_RETRY_MS } : {}
     }
 
     const live = new Map<string, KubeObject | undefined>()
@@ -163,6 +171,35 @@ export class Reconciler {
     await this.#prune(cr, desired, log)
     await this.#writeStatus(cr, desired, liveDeployment, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`) }, log)
     return {}
+  }
+
+  /**
+   * Renders the CR, its Secrets' checksums read from the Secret cache, and records which Secrets
+   * it referred to — even when the render fails, so that the Secret's arrival brings it back. No
+   * await between the cache reads and the record: a Secret's event handled after this render
+   * finds the CR among its referrers.
+   */
+  #render(cr: MemcachedObject): RenderResult {
+    const namespace = cr.metadata.namespace ?? ''
+    const referred = new Set<string>()
+    const cache = cachedSecrets(this.#d.secrets ?? { get: () => undefined })
+    try {
+      return renderInstance(this.#d.chart(), {
+        name: cr.metadata.name,
+        namespace,
+        spec: cr.spec ?? {},
+        secrets: { checksum: (ns, name) => (referred.add(`${ns}/${name}`), cache.checksum(ns, name)) },
+      })
+    } finally {
+      this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred)
+    }
+  }
+
+  /** The SecretNotFound message: for each Secret, whether it does not exist or lacks the label (one GET each). */
+  async #whyNotFound(err: SecretsNotFound): Promise<string> {
+    const why: string[] = []
+    for (const key of err.missing) why.push(await whySecretMissing(this.#d.client, key))
+    return why.join('; ')
   }
 
   /** The cached CR, with the status this reconciler wrote if the cache has not seen that write yet. */
