@@ -8,6 +8,8 @@
  * direction fails this test.
  */
 import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import pino from 'pino'
 import t, { type Test } from 'tap'
 import { memcachedCRD } from '../operator/api/crd.ts'
@@ -15,7 +17,7 @@ import { KubeConfig } from '@kubernetes/client-node'
 import { KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { packageVersion } from '../operator/cli/io.ts'
 import { startOperator, type Operator, type RunOptions } from '../operator/cli/run.ts'
-import { loadChart } from '../operator/render/chart.ts'
+import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { EventAggregator } from '../operator/reconcile/events.ts'
 import { ApiEventRecorder } from '../operator/reconcile/recorder.ts'
 import { MANAGED_KINDS } from '../operator/render/guard.ts'
@@ -34,8 +36,17 @@ const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as co
 type Status = { nodes?: string[]; readyReplicas?: number; observedGeneration?: number; conditions?: { type: string; reason: string }[] }
 
 // The bundled chart renders no ConfigMap; chart authors may add one (it is a managed kind), so the
-// scenarios use a chart that does, removed again at size 1 so that pruning deletes it.
-const chart = loadChart(chartWith({ 'templates/configmap.ejs': '<% if (values.size > 1) { -%>\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname() %>\ndata:\n  size: <%= String(values.size) %>\n<% } -%>\n' }))
+// scenarios use a chart that does, removed again at size 1 so that pruning deletes it. Its
+// ConfigMap carries the checksum of the Secret named by the value `inputSecret` (a Secret input).
+const schema = JSON.parse(readFileSync(join(DEFAULT_CHART_DIR, 'values.schema.json'), 'utf8')) as { properties: Record<string, unknown> }
+schema.properties.inputSecret = { type: 'string', description: 'A Secret whose checksum annotates the ConfigMap.' }
+const chart = loadChart(
+  chartWith({
+    'values.schema.json': JSON.stringify(schema),
+    'templates/configmap.ejs':
+      '<% if (values.size > 1) { -%>\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname() %>\n<% if (values.inputSecret) { -%>\n  annotations:\n    checksum/input: <%= secretChecksum(values.inputSecret) %>\n<% } -%>\ndata:\n  size: <%= String(values.size) %>\n<% } -%>\n',
+  }),
+)
 
 async function converged(user: KubeClient, namespace: string, name: string, size: number): Promise<void> {
   await eventually(`${namespace}/${name} at ${size}`, async () => {
@@ -118,6 +129,15 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
     const cr = await user.get({ ...MC, namespace: 'team-a', name: 'taken' })
     return ((cr.status ?? {}) as Status).conditions?.some((c) => c.reason === 'OwnershipConflict') ? true : undefined
   })
+  // A Secret input: missing (SecretNotFound, after one GET of it), then created with the label.
+  await user.create({ ...MC, metadata: { name: 'keyed', namespace: 'team-a' }, spec: { size: 2, inputSecret: 'keyed-input' } })
+  await eventually('SecretNotFound', async () => {
+    const cr = await user.get({ ...MC, namespace: 'team-a', name: 'keyed' })
+    return ((cr.status ?? {}) as Status).conditions?.some((c) => c.reason === 'SecretNotFound') ? true : undefined
+  })
+  await user.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keyed-input', namespace: 'team-a', labels: { 'cache.example.com/memcached-input': 'true' } }, stringData: { k: 'v' } } as KubeObject)
+  await converged(user, 'team-a', 'keyed', 2)
+  await user.delete({ ...MC, namespace: 'team-a', name: 'keyed' })
   // Delete: the garbage collector removes the children; the operator only sees them go.
   await user.delete({ ...MC, namespace: 'default', name: 'cache' })
   await eventually('children collected', async () => ((await user.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: 'default' })).items.length === 0 ? true : undefined))
@@ -199,6 +219,8 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
     for (const verb of ['create', 'update']) t.same(used(verb, group, k.resource), [], `no ${verb} ${k.resource}`)
   }
   t.ok(used('patch', 'cache.example.com', 'memcacheds', 'status').length > 0)
+  t.ok(used('list', '', 'secrets').every((a) => a.namespace === undefined), 'Secrets are listed across all namespaces (labelled as inputs)')
+  t.same([...new Set(used('get', '', 'secrets').map((a) => `${a.namespace}/${a.name}`))], ['team-a/keyed-input'], 'a Secret is read with a GET only when it is missing from the cache')
   t.same(new Set(used('create', '', 'events').map((a) => a.namespace)), new Set(['default', 'team-a']), 'events are created in the CRs\' namespaces (hence the ClusterRole)')
   t.ok(used('patch', '', 'events').length > 0)
   const leases = requests.filter((a) => a.resource === 'leases')
