@@ -72,16 +72,29 @@ export class SecretReferences {
  * the Secret's data: only its labels are read, and nothing of it is kept.
  */
 export async function whySecretMissing(client: KubeClient, key: string): Promise<string> {
-  const i = key.indexOf('/')
-  const namespace = key.slice(0, i)
-  const name = key.slice(i + 1)
-  let labels: Record<string, string> | undefined
+  const { namespace, name } = splitSecretKey(key)
+  let secret: KubeObject | undefined
   try {
-    labels = (await client.get({ apiVersion: 'v1', kind: 'Secret', namespace, name })).metadata.labels ?? {}
+    secret = await client.get({ apiVersion: 'v1', kind: 'Secret', namespace, name })
   } catch (err) {
-    if (isNotFound(err)) return `Secret ${key} does not exist (the chart refers to it; create it with the label ${INPUT_SELECTOR})`
-    return `Secret ${key} is not among the Secrets labelled ${INPUT_SELECTOR} that the operator watches, and reading it failed: ${err instanceof Error ? err.message : String(err)}`
+    if (!isNotFound(err)) return `Secret ${key} is not among the Secrets labelled ${INPUT_SELECTOR} that the operator watches, and reading it failed: ${err instanceof Error ? err.message : String(err)}`
   }
-  if (labels[INPUT_LABEL] === 'true') return `Secret ${key} exists but is not in the operator's cache yet`
+  return unusableSecret(key, secret) ?? `Secret ${key} exists but is not in the operator's cache yet`
+}
+
+/** `namespace/name` apart. */
+export function splitSecretKey(key: string): { namespace: string; name: string } {
+  const i = key.indexOf('/')
+  return { namespace: key.slice(0, i), name: key.slice(i + 1) }
+}
+
+/**
+ * Why the operator cannot use the Secret `key` as read from the server (undefined: it does not
+ * exist), or undefined when it can (it carries the label).
+ */
+export function unusableSecret(key: string, secret: KubeObject | undefined): string | undefined {
+  if (!secret) return `Secret ${key} does not exist (the chart refers to it; create it with the label ${INPUT_SELECTOR})`
+  if (secret.metadata.labels?.[INPUT_LABEL] === 'true') return undefined
+  const { namespace, name } = splitSecretKey(key)
   return `Secret ${key} exists but lacks the label ${INPUT_SELECTOR}, without which the operator does not see it: kubectl label secret ${name} -n ${namespace} ${INPUT_SELECTOR}`
 }
