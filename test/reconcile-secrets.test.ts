@@ -29,6 +29,14 @@ t.test('a cached Secret keeps its identity, labels and checksum, and nothing of 
   t.notOk(text.includes(value) || text.includes(Buffer.from(value).toString('base64')), 'neither the value nor its base64 (annotations, which may copy it, are dropped too)')
 })
 
+t.test('a malformed Secret is summarised too: the transform never fails (the informer would cache a failure as it came)', async (t) => {
+  for (const odd of [{ data: { k: 42 } }, { data: 'text' }, { data: null, stringData: ['x'] }, { type: 7 }]) {
+    const summary = secretSummary({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'n' }, ...odd } as unknown as KubeObject)
+    t.match(summary.checksum, /^[0-9a-f]{64}$/, JSON.stringify(odd))
+    t.notOk('data' in summary || 'stringData' in summary)
+  }
+})
+
 t.test('a change of a Secret maps to the CRs whose last render referred to it, and to no other', async (t) => {
   const refs = new SecretReferences()
   refs.set('team/a', ['team/tls', 'team/auth'])

@@ -26,16 +26,19 @@ export interface SecretContent {
  * it — every field preceded by its length, so that no two contents share an encoding.
  */
 export function secretChecksum(secret: SecretContent): string {
+  // Never throws, whatever the object: the informer caches an object its transform fails on as it
+  // came, content included.
   const entries = new Map<string, Buffer>()
-  for (const [k, v] of Object.entries(secret.data ?? {})) entries.set(k, Buffer.from(v, 'base64'))
-  for (const [k, v] of Object.entries(secret.stringData ?? {})) entries.set(k, Buffer.from(v, 'utf8'))
+  const map = (m: unknown): [string, unknown][] => (m !== null && typeof m === 'object' && !Array.isArray(m) ? Object.entries(m) : [])
+  for (const [k, v] of map(secret.data)) entries.set(k, Buffer.from(String(v), 'base64'))
+  for (const [k, v] of map(secret.stringData)) entries.set(k, Buffer.from(String(v), 'utf8'))
   const parts: Buffer[] = []
   const field = (b: Buffer) => {
     const len = Buffer.alloc(4)
     len.writeUInt32BE(b.length)
     parts.push(len, b)
   }
-  field(Buffer.from(secret.type || 'Opaque', 'utf8'))
+  field(Buffer.from(String(secret.type || 'Opaque'), 'utf8'))
   const keys = [...entries.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   const count = Buffer.alloc(4)
   count.writeUInt32BE(keys.length)
