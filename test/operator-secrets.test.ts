@@ -123,6 +123,9 @@ t.test('a Secret that exists without the label: the message says so with the com
   t.notOk(await deploymentOrNone(bed.client, 'unl'), 'nothing applied')
   await bed.client.patch({ apiVersion: 'v1', kind: 'Secret', namespace: 'default', name: 'plain' }, { metadata: { labels: LABEL } }, { type: 'merge' })
   await annotated(bed.client, 'unl', secretChecksum({ stringData: { k: 'v' } }))
+  // The label taken away: the Secret leaves the watch (a DELETED event), and the CR says so again.
+  await bed.client.patch({ apiVersion: 'v1', kind: 'Secret', namespace: 'default', name: 'plain' }, { metadata: { labels: { 'cache.example.com/memcached-input': null } } }, { type: 'merge' })
+  t.match((await degraded(bed.client, 'unl', 'SecretNotFound')).message, /^Secret default\/plain exists but lacks the label/)
 })
 
 t.test('a Secret that goes away leaves the live objects as they were, and only the CRs referring to a Secret are reconciled for it', async (t) => {
