@@ -35,8 +35,17 @@ const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as co
 type Status = { nodes?: string[]; readyReplicas?: number; observedGeneration?: number; conditions?: { type: string; reason: string }[] }
 
 // The bundled chart renders no ConfigMap; chart authors may add one (it is a managed kind), so the
-// scenarios use a chart that does, removed again at size 1 so that pruning deletes it.
-const chart = loadChart(chartWith({ 'templates/configmap.ejs': '<% if (values.size > 1) { -%>\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname() %>\ndata:\n  size: <%= String(values.size) %>\n<% } -%>\n' }))
+// scenarios use a chart that does, removed again at size 1 so that pruning deletes it. Its
+// ConfigMap carries the checksum of the Secret named by the value `inputSecret` (a Secret input).
+const schema = JSON.parse(readFileSync(join(DEFAULT_CHART_DIR, 'values.schema.json'), 'utf8')) as { properties: Record<string, unknown> }
+schema.properties.inputSecret = { type: 'string', description: 'A Secret whose checksum annotates the ConfigMap.' }
+const chart = loadChart(
+  chartWith({
+    'values.schema.json': JSON.stringify(schema),
+    'templates/configmap.ejs':
+      '<% if (values.size > 1) { -%>\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname() %>\n<% if (values.inputSecret) { -%>\n  annotations:\n    checksum/input: <%= secretChecksum(values.inputSecret) %>\n<% } -%>\ndata:\n  size: <%= String(values.size) %>\n<% } -%>\n',
+  }),
+)
 
 // The same chart with a StatefulSet for a workload (the Deployment's pod template, the Service for
 // serviceName): switching a CR to it and back creates, applies and prunes a StatefulSet.
@@ -137,6 +146,15 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
     const cr = await user.get({ ...MC, namespace: 'team-a', name: 'taken' })
     return ((cr.status ?? {}) as Status).conditions?.some((c) => c.reason === 'OwnershipConflict') ? true : undefined
   })
+  // A Secret input: missing (SecretNotFound, after one GET of it), then created with the label.
+  await user.create({ ...MC, metadata: { name: 'keyed', namespace: 'team-a' }, spec: { size: 2, inputSecret: 'keyed-input' } })
+  await eventually('SecretNotFound', async () => {
+    const cr = await user.get({ ...MC, namespace: 'team-a', name: 'keyed' })
+    return ((cr.status ?? {}) as Status).conditions?.some((c) => c.reason === 'SecretNotFound') ? true : undefined
+  })
+  await user.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keyed-input', namespace: 'team-a', labels: { 'cache.example.com/memcached-input': 'true' } }, stringData: { k: 'v' } } as KubeObject)
+  await converged(user, 'team-a', 'keyed', 2)
+  await user.delete({ ...MC, namespace: 'team-a', name: 'keyed' })
   // Delete: the garbage collector removes the children; the operator only sees them go.
   await user.delete({ ...MC, namespace: 'default', name: 'cache' })
   await eventually('children collected', async () => ((await user.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: 'default' })).items.length === 0 ? true : undefined))
@@ -190,16 +208,9 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
   const denied = [...new Set(requests.filter((a) => allowing(grants, a).length === 0).map(describe))]
   t.same(denied, [], 'no request would be forbidden')
 
-  // The Secrets rule serves the informer over the chart's input Secrets (secretChecksum). Until the
-  // operator has that informer it makes no request on Secrets, and the rule is checked by
-  // test/rbac.test.ts alone; once it makes any, the rule is held to the two checks below as well.
-  const readsSecrets = requests.some((a) => a.group === '' && a.resource === 'secrets')
-  const ahead = (g: Grant) => !readsSecrets && g.rule.apiGroups?.length === 1 && g.rule.apiGroups[0] === '' && g.rule.resources?.length === 1 && g.rule.resources[0] === 'secrets'
-  t.equal(grants.filter(ahead).length, readsSecrets ? 0 : 1, 'only the Secrets rule waits for its informer')
-
   // Each (verb, resource) of each rule, in its scope, was used by at least one request.
   const unused: string[] = []
-  for (const g of grants.filter((g) => !ahead(g))) {
+  for (const g of grants) {
     for (const x of expand(g)) {
       const [resource, subresource] = x.resource.split('/')
       const used = requests.some((a) => a.verb === x.verb && a.group === x.group && a.resource === resource && a.subresource === subresource && allowing([g], a).length > 0)
@@ -209,7 +220,7 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
   t.same(unused, [], 'no rule grants a verb the operator never used')
 
   // And no rule is redundant: without any one of them some request is forbidden.
-  for (const g of grants.filter((g) => !ahead(g))) {
+  for (const g of grants) {
     const rest = grants.filter((x) => x !== g)
     t.ok(requests.some((a) => allowing(rest, a).length === 0), `needed: ${grantName(g)}`)
   }
@@ -225,6 +236,8 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
     for (const verb of ['create', 'update']) t.same(used(verb, group, k.resource), [], `no ${verb} ${k.resource}`)
   }
   t.ok(used('patch', 'cache.example.com', 'memcacheds', 'status').length > 0)
+  t.ok(used('list', '', 'secrets').every((a) => a.namespace === undefined), 'Secrets are listed across all namespaces (labelled as inputs)')
+  t.same([...new Set(used('get', '', 'secrets').map((a) => `${a.namespace}/${a.name}`))], ['team-a/keyed-input'], 'a Secret is read with a GET only when it is missing from the cache')
   t.same(new Set(used('create', '', 'events').map((a) => a.namespace)), new Set(['default', 'team-a']), 'events are created in the CRs\' namespaces (hence the ClusterRole)')
   t.ok(used('patch', '', 'events').length > 0)
   const leases = requests.filter((a) => a.resource === 'leases')

@@ -2,21 +2,24 @@
  * `memcached-operator diff`: what applying each CR's current render would change in the live
  * cluster, like `kubectl diff` — a server-side dry-run apply (field manager memcached-operator,
  * force) compared with the live object, as a unified YAML diff, plus the objects the operator
- * would prune. Exit 0: no difference; 1: differences; 2: an error.
+ * would prune. Secrets the chart refers to (`secretChecksum`) are read with a GET each, so that a
+ * diff shows what their rotation changes. Exit 0: no difference; 1: differences; 2: an error.
  */
 import { createTwoFilesPatch } from 'diff'
 import { resolve } from 'node:path'
 import { API_VERSION, KIND, parseMemcacheds, type Memcached } from '../api/memcached.ts'
 import { isNotFound, KubeClient, type KubeObject } from '../controller/client.ts'
-import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
-import { renderInstance } from '../render/engine.ts'
+import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { renderInstance, type RenderInput, type RenderResult } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { kindKey, type ChartKind } from '../render/kinds.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
 import { yamlText } from '../render/manifest.ts'
+import { offlineSecrets, secretChecksum, secretsFrom, type SecretContent } from '../render/secrets.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { isControlledBy, stampOwner } from '../reconcile/owner.ts'
+import { splitSecretKey, unusableSecret } from '../reconcile/secrets.ts'
 import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 import { readInputs, readOverrides } from './render.ts'
 import { loadKubeConfig } from './run.ts'
@@ -48,6 +51,8 @@ interface Live {
   object(apiVersion: string, kind: string, namespace: string, name: string): Promise<KubeObject | undefined>
   /** The objects of a declared kind labelled with an instance. */
   owned(apiVersion: string, kind: string, namespace: string, instance: string): Promise<KubeObject[]>
+  /** A Secret the chart refers to (read with a GET in either mode). */
+  secret(namespace: string, name: string): Promise<KubeObject | undefined>
 }
 
 async function getOrUndefined<T>(read: () => Promise<T>): Promise<T | undefined> {
@@ -65,6 +70,7 @@ function liveByRequest(client: KubeClient): Live {
     memcached: (namespace, name) => getOrUndefined(() => client.get<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND, namespace, name })),
     object: (apiVersion, kind, namespace, name) => getOrUndefined(() => client.get({ apiVersion, kind, namespace, name })),
     owned: async (apiVersion, kind, namespace, instance) => (await client.list({ apiVersion, kind }, { namespace, labelSelector: `app.kubernetes.io/instance=${labelValue(instance)}` })).items,
+    secret: (namespace, name) => getOrUndefined(() => client.get({ apiVersion: 'v1', kind: 'Secret', namespace, name })),
   }
 }
 
@@ -102,7 +108,30 @@ async function liveByList(client: KubeClient, crs: Memcached[], kinds: readonly 
     memcached: async (namespace, name) => memcacheds.get(`${namespace}/${name}`),
     object: async (apiVersion, kind, namespace, name) => objects.get(key(apiVersion, kind, namespace, name)) ?? (await fallback.object(apiVersion, kind, namespace, name)),
     owned: async (apiVersion, kind, namespace, instance) => byInstance.get(`${apiVersion}/${kind}/${namespace}/${labelValue(instance)}`) ?? [],
+    secret: fallback.secret,
   }
+}
+
+/**
+ * Renders with the real checksums of the Secrets the chart refers to, each read with one GET (a
+ * one-shot command keeps no cache): a first render finds which, the second uses them. A Secret the
+ * operator could not use (absent, or without the label) fails the render, as the operator's
+ * reconcile would (SecretNotFound).
+ */
+async function renderWithSecrets(chart: Chart, input: RenderInput, live: Live): Promise<RenderResult> {
+  const offline = renderInstance(chart, { ...input, secrets: offlineSecrets })
+  if (offline.secrets.length === 0) return offline
+  const checksums = new Map<string, string>()
+  const problems: string[] = []
+  for (const key of offline.secrets) {
+    const { namespace, name } = splitSecretKey(key)
+    const secret = await live.secret(namespace, name)
+    const why = unusableSecret(key, secret)
+    if (why !== undefined) problems.push(why)
+    else checksums.set(key, secretChecksum(secret as unknown as SecretContent))
+  }
+  if (problems.length > 0) throw new RenderError('secret', problems)
+  return renderInstance(chart, { ...input, secrets: secretsFrom(checksums) })
 }
 
 /** CRs compared at once: their dry-run applies are what takes the time. */
@@ -150,7 +179,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(liveCr?.metadata.uid ? { uid: liveCr.metadata.uid } : {}) } }
       let desired: RenderedObject[]
       try {
-        const rendered = renderInstance(chart, { name, namespace, spec: cr.spec ?? {}, overrides }).objects
+        const rendered = (await renderWithSecrets(chart, { name, namespace, spec: cr.spec ?? {}, overrides }, live)).objects
         desired = liveCr ? stampOwner(rendered, cr) : rendered
       } catch (err) {
         // One CR that does not render must not hide what the others would change.

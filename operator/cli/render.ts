@@ -10,6 +10,7 @@ import { parseMemcacheds, type Memcached } from '../api/memcached.ts'
 import { loadChart, DEFAULT_CHART_DIR, parseYamlValue } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
+import { offlineSecrets } from '../render/secrets.ts'
 import { toJsonList, toYamlStream } from '../render/manifest.ts'
 import { isPlainMap, parseSet, type Values } from '../render/values.ts'
 import { UsageError, type CliIO } from './io.ts'
@@ -83,11 +84,13 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
   if (crs.length === 0) throw new RenderError('input', ['no Memcached resource in the input'])
   const items: { source: string; object: unknown }[] = []
   const problems: string[] = []
+  const secrets = new Set<string>()
   for (const cr of crs) {
     try {
       const namespace = namespaceOf(cr, opts.namespace)
-      const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides })
+      const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets })
       result.objects.forEach((object, i) => items.push({ source: `${chart.name}/${result.sources[i]}`, object }))
+      for (const s of result.secrets) secrets.add(s)
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       const who = `Memcached ${cr.metadata.namespace ?? opts.namespace ?? 'default'}/${cr.metadata.name}`
@@ -96,5 +99,7 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
   }
   if (problems.length > 0) throw new RenderError('values', problems)
   io.stdout(opts.output === 'json' ? toJsonList(items.map((i) => i.object)) : toYamlStream(items))
+  // Without a cluster there is no Secret to digest: say so once, on stderr (stdout stays a manifest stream).
+  if (secrets.size > 0) io.stderr(`render: checksums of Secret(s) ${[...secrets].sort().join(', ')} not computed offline (no cluster); pods' checksum annotations are placeholders\n`)
   return 0
 }

@@ -60,6 +60,8 @@ export const REASONS = {
   /** A field cannot change in place and the object may not be re-created (opted out, not ours, or already tried). */
   ImmutableField: 'ImmutableField',
   PruneFailed: 'PruneFailed',
+  /** The render refers to a Secret (secretChecksum) that the operator's cache of labelled Secrets does not hold. */
+  SecretNotFound: 'SecretNotFound',
   ReconcileError: 'ReconcileError',
   /** The Deployment reports ReplicaFailure: pods cannot be created (quota, admission, a webhook). */
   ReplicaFailure: 'ReplicaFailure',

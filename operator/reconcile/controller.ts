@@ -1,9 +1,10 @@
 /**
  * The Memcached controller: informers for Memcacheds, for every kind the chart declares in its
- * kinds.yaml (label-filtered to objects the operator manages) and for pods; events mapped to the
- * owning CR's key; a work queue and N workers running the {@link Reconciler}. Discovery decides
- * which declared kinds get an informer: a cluster-scoped one is refused, an optional one the
- * cluster does not serve is left out and looked up again every discovery period.
+ * kinds.yaml (label-filtered to objects the operator manages), for pods and for the Secrets
+ * labelled as render inputs; events mapped to the key of the CR they concern; a work queue and N
+ * workers running the {@link Reconciler}. Discovery decides which declared kinds get an informer:
+ * a cluster-scoped one is refused, an optional one the cluster does not serve is left out and
+ * looked up again every discovery period.
  */
 import type { Logger } from 'pino'
 import { API_VERSION, KIND } from '../api/memcached.ts'
@@ -16,11 +17,13 @@ import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
 import type { Chart } from '../render/chart.ts'
 import type { ChartKind } from '../render/kinds.ts'
 import { labelValue } from '../render/names.ts'
+import { INPUT_SELECTOR } from '../render/secrets.ts'
 import { AppliedMemory } from './applied.ts'
 import { EventAggregator } from './events.ts'
 import { FIELD_MANAGER } from './diff.ts'
 import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
+import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
 
 /** The label every object the operator renders carries; the informers of children select by it. */
@@ -163,6 +166,9 @@ export class MemcachedController {
   #discovering: Promise<void> | undefined
   #discoveryTimer: NodeJS.Timeout | undefined
   #pods: InformerSet
+  /** Secrets labelled as render inputs, without their content (see reconcile/secrets.ts). */
+  #secrets: InformerSet<SecretSummary>
+  #references = new SecretReferences()
   #memory = new AppliedMemory()
   #aggregator = new EventAggregator()
   #reconciler: Reconciler
@@ -183,7 +189,8 @@ export class MemcachedController {
             ...(namespace ? { namespace } : {}),
             ...(labelSelector ? { labelSelector } : {}),
             // Pods are many and only their names, labels, deletion, phase, IP and readiness matter: cache just that.
-            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === KIND ? withoutManagedFields(o) : withOwnManagedFields(o)) as T,
+            // Secrets: never their content, only its checksum.
+            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : withOwnManagedFields(o)) as T,
             onError: onError(kind),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
@@ -205,6 +212,7 @@ export class MemcachedController {
         return instance ? [`${o.metadata.namespace ?? ''}/${instance}`] : []
       },
     })
+    this.#secrets = make<SecretSummary>('v1', 'Secret', INPUT_SELECTOR, {})
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
     this.#reconciler = new Reconciler({
@@ -214,6 +222,8 @@ export class MemcachedController {
       children: this.#children,
       unserved: this.#unserved,
       pods: this.#pods,
+      secrets: this.#secrets,
+      references: this.#references,
       memory: this.#memory,
       events: recorder,
       metrics: opts.metrics,
@@ -325,6 +335,7 @@ export class MemcachedController {
         if (before === after || before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) enqueue(after)
       })
       i.onDelete((cr) => {
+        this.#references.forget(objectKey(cr))
         if (cr.metadata.uid) {
           this.#memory.forgetOwner(cr.metadata.uid)
           this.#reconciler.forget(cr.metadata.uid)
@@ -346,10 +357,28 @@ export class MemcachedController {
         if (before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp || podStatusKey(before) !== podStatusKey(after)) byInstance(after)
       })
     }
+    // A Secret that appears (created, or labelled), changes content or goes (deleted, or its label
+    // removed) re-renders exactly the CRs whose last render referred to it.
+    const byReference = (secret: KubeObject): void => {
+      if (!this.#active) return
+      for (const key of this.#references.referrers(objectKey(secret))) this.#queue.add(key)
+    }
+    for (const i of this.#secrets.informers) {
+      i.onAdd(byReference)
+      i.onDelete(byReference)
+      i.onUpdate((before, after) => {
+        if (before.checksum !== after.checksum) byReference(after)
+      })
+    }
   }
 
   #all(): InformerSet[] {
-    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), this.#pods]
+    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), this.#pods, this.#secrets as unknown as InformerSet]
+  }
+
+  /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */
+  cachedSecrets(): SecretSummary[] {
+    return this.#secrets.list()
   }
 
   /**

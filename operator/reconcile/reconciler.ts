@@ -7,10 +7,11 @@ import type { Logger } from 'pino'
 import { API_VERSION, KIND, type Memcached, type MemcachedStatus } from '../api/memcached.ts'
 import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
 import type { Chart } from '../render/chart.ts'
-import { renderInstance } from '../render/engine.ts'
+import { renderInstance, type RenderResult } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { kindKey } from '../render/kinds.ts'
 import type { RenderedObject } from '../render/manifest.ts'
+import { SecretsNotFound } from '../render/secrets.ts'
 import { labelValue } from '../render/names.ts'
 import { hashDesired, type AppliedMemory } from './applied.ts'
 import { CONDITION_TYPES, findCondition, REASONS, type ConditionInput } from './conditions.ts'
@@ -18,6 +19,7 @@ import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
+import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
@@ -58,6 +60,10 @@ export interface ReconcilerDeps {
   /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
   pods: Cache
   memory: AppliedMemory
+  /** Secrets labelled cache.example.com/memcached-input=true, as {@link SecretSummary}s: what `secretChecksum()` reads (none when absent). */
+  secrets?: Cache<SecretSummary>
+  /** Told which Secrets each CR's render referred to, so that a Secret's change re-renders them. */
+  references?: SecretReferences
   events: EventRecorder
   metrics: ReconcileMetrics
   now?: () => Date
@@ -100,6 +106,7 @@ export class ReconcileError extends Error {
 }
 
 const OWNERSHIP_RETRY_MS = 60_000
+const SECRET_RETRY_MS = 60_000
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
 export { kindKey }
@@ -133,14 +140,15 @@ export class Reconciler {
     const chart = this.#d.chart()
     let desired: RenderedObject[]
     try {
-      const rendered = renderInstance(chart, { name, namespace, spec: cr.spec ?? {} })
-      desired = stampOwner(rendered.objects, cr)
+      desired = stampOwner(this.#render(cr, chart).objects, cr)
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
-      const outcome = outcomeOfRenderError(err)
+      const outcome = err instanceof SecretsNotFound ? { kind: 'secret-not-found' as const, message: await this.#whyNotFound(err) } : outcomeOfRenderError(err)
       // Nothing is applied and the previous objects keep running; editing the CR or the chart retries.
       await this.#fail(cr, outcome, undefined, log)
-      return {}
+      // A Secret created or labelled brings the CR back through the Secret informer at once; the
+      // look a minute later keeps the message true about a Secret it does not watch (unlabelled).
+      return outcome.kind === 'secret-not-found' ? { requeueAfterMs: SECRET_RETRY_MS } : {}
     }
     const { apply, left } = splitNotServed(chart.kinds, desired, this.#d.unserved ?? new Map())
     const optional = optionalKindsCondition(chart.kinds, left)
@@ -169,6 +177,35 @@ export class Reconciler {
     if (optional) await this.#announceOptional(cr, optional, left.length > 0 ? describeNotServed(left) : undefined)
     await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, optional ? [optional] : [])
     return {}
+  }
+
+  /**
+   * Renders the CR, its Secrets' checksums read from the Secret cache, and records which Secrets
+   * it referred to — even when the render fails, so that the Secret's arrival brings it back. No
+   * await between the cache reads and the record: a Secret's event handled after this render
+   * finds the CR among its referrers.
+   */
+  #render(cr: MemcachedObject, chart: Chart): RenderResult {
+    const namespace = cr.metadata.namespace ?? ''
+    const referred = new Set<string>()
+    const cache = cachedSecrets(this.#d.secrets ?? { get: () => undefined })
+    try {
+      return renderInstance(chart, {
+        name: cr.metadata.name,
+        namespace,
+        spec: cr.spec ?? {},
+        secrets: { checksum: (ns, name) => (referred.add(`${ns}/${name}`), cache.checksum(ns, name)) },
+      })
+    } finally {
+      this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred)
+    }
+  }
+
+  /** The SecretNotFound message: for each Secret, whether it does not exist or lacks the label (one GET each). */
+  async #whyNotFound(err: SecretsNotFound): Promise<string> {
+    const why: string[] = []
+    for (const key of err.missing) why.push(await whySecretMissing(this.#d.client, key))
+    return why.join('; ')
   }
 
   /** The cached CR, with the status this reconciler wrote if the cache has not seen that write yet. */

@@ -16,7 +16,7 @@ import { isMap, jsonEqual } from './normalize.ts'
  * YAML), `refused` ObjectRefused (the guard refused an object of the render), `ownership`
  * OwnershipConflict, `apply-failed` ApplyFailed, `immutable` ImmutableField (a field the server
  * does not change in place, on an object that may not be re-created), `prune-failed` PruneFailed,
- * `error` ReconcileError. An `ok` reconcile lists what it deleted and re-created (`recreated`).
+ * `secret-not-found` SecretNotFound (the render refers to a Secret the operator does not see), `error` ReconcileError. An `ok` reconcile lists what it deleted and re-created (`recreated`).
  */
 export type ReconcileOutcome =
   /** `switching`: an old workload of the other kind is kept until the new one is ready (what is awaited). */
@@ -29,6 +29,7 @@ export type ReconcileOutcome =
   | { kind: 'apply-failed'; message: string }
   | { kind: 'immutable'; message: string }
   | { kind: 'prune-failed'; message: string }
+  | { kind: 'secret-not-found'; message: string }
   | { kind: 'error'; message: string }
 
 /** The Degraded reason (and Warning event reason) of each failed outcome. */
@@ -40,12 +41,13 @@ export const DEGRADED_REASON: Record<Exclude<ReconcileOutcome['kind'], 'ok'>, Re
   'apply-failed': REASONS.ApplyFailed,
   immutable: REASONS.ImmutableField,
   'prune-failed': REASONS.PruneFailed,
+  'secret-not-found': REASONS.SecretNotFound,
   error: REASONS.ReconcileError,
 }
 
-/** The outcome of a reconcile whose render failed: values → invalid, guard → refused, the rest → template. */
+/** The outcome of a reconcile whose render failed: values → invalid, guard → refused, secret → secret-not-found, the rest → template. */
 export function outcomeOfRenderError(err: RenderError): Exclude<ReconcileOutcome, { kind: 'ok' }> {
-  const kind = err.kind === 'values' ? 'invalid' : err.kind === 'guard' ? 'refused' : 'template'
+  const kind = err.kind === 'values' ? 'invalid' : err.kind === 'guard' ? 'refused' : err.kind === 'secret' ? 'secret-not-found' : 'template'
   return { kind, message: err.message }
 }
 

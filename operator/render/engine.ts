@@ -8,6 +8,7 @@ import { guardObjects } from './guard.ts'
 import { parseManifests, sortObjects, stamp, yamlText, type RenderedObject } from './manifest.ts'
 import { dnsLabel, labelValue, sha256 } from './names.ts'
 import { Raw, quoteString, yamlScalar } from './scalar.ts'
+import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
@@ -17,6 +18,8 @@ export interface RenderInput {
   spec: unknown
   /** Overrides applied over the spec, lowest precedence first (`--values` files, then `--set`). */
   overrides?: Values[]
+  /** Where `secretChecksum()` reads Secrets of the namespace; without one, every checksum is {@link OFFLINE_CHECKSUM}. */
+  secrets?: SecretSource
 }
 
 /** The objects an instance should have, in apply order, with the template each came from. */
@@ -25,6 +28,15 @@ export interface RenderResult {
   /** `sources[i]` is the chart-relative template file of `objects[i]`. */
   sources: string[]
   values: Values
+  /** The Secrets the templates asked `secretChecksum()` for, as `namespace/name`, sorted. */
+  secrets: string[]
+}
+
+/** The Secrets one render referred to, and those its source did not have (`namespace/name`). */
+interface SecretUse {
+  source: SecretSource
+  referenced: Set<string>
+  missing: Set<string>
 }
 
 /** Label values that identify the instance's objects; the operator selects its objects by them. */
@@ -57,7 +69,8 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
 export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   const values = resolveValues(chart, input)
   const labels = standardLabels(chart, input.name)
-  const locals = templateLocals(chart, input, values, labels)
+  const secrets: SecretUse = { source: input.secrets ?? offlineSecrets, referenced: new Set(), missing: new Set() }
+  const locals = templateLocals(chart, input, values, labels, secrets)
   const items: { source: string; object: RenderedObject }[] = []
   const problems: string[] = []
   let kind: RenderError['kind'] = 'template'
@@ -71,15 +84,16 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
     }
   }
   if (problems.length > 0) throw new RenderError(kind, problems)
+  if (secrets.missing.size > 0) throw new SecretsNotFound([...secrets.missing].sort())
   const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds)
   if (refused.length > 0) throw new RenderError('guard', refused)
   const order = new Map(items.map((item) => [item.object, item.source]))
   const objects = sortObjects(items.map((i) => i.object))
-  return { objects, sources: objects.map((o) => order.get(o) ?? ''), values }
+  return { objects, sources: objects.map((o) => order.get(o) ?? ''), values, secrets: [...secrets.referenced].sort() }
 }
 
 /** The variables and helpers a template sees. */
-function templateLocals(chart: Chart, input: RenderInput, values: Values, labels: Record<string, string>): Record<string, unknown> {
+function templateLocals(chart: Chart, input: RenderInput, values: Values, labels: Record<string, string>, secrets: SecretUse): Record<string, unknown> {
   const selector = selectorLabelsFor(chart, input.name)
   const locals: Record<string, unknown> = {}
   const helpers = {
@@ -125,6 +139,19 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
     /** Hex SHA-256 of a string, or of the JSON of any other value. */
     sha256(value: unknown): string {
       return sha256(typeof value === 'string' ? value : JSON.stringify(value) ?? '')
+    },
+    /**
+     * Hex SHA-256 of the content of the Secret `name` in the instance's namespace (never the
+     * content itself), for a pod-template annotation: a rotation changes it and rolls the pods.
+     * A Secret the source does not have fails the render as a whole (after every template ran).
+     */
+    secretChecksum(name: unknown): string {
+      const key = `${input.namespace}/${checkSecretName(name)}`
+      secrets.referenced.add(key)
+      const sum = secrets.source.checksum(input.namespace, name as string)
+      if (sum !== undefined) return sum
+      secrets.missing.add(key)
+      return OFFLINE_CHECKSUM
     },
     /** Stops rendering with a template error. */
     fail(message: string): never {

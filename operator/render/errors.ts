@@ -4,8 +4,8 @@
  * document. Nothing is applied when rendering fails, so the whole list is what the user sees.
  */
 export class RenderError extends Error {
-  /** What failed: the values, a template, the YAML a template produced, the input CR, or a guard. */
-  readonly kind: 'values' | 'template' | 'yaml' | 'input' | 'guard'
+  /** What failed: the values, a template, the YAML a template produced, the input CR, a guard, or a Secret the render needs. */
+  readonly kind: 'values' | 'template' | 'yaml' | 'input' | 'guard' | 'secret'
   /** Every problem, one line each, in the order found. */
   readonly problems: string[]
 

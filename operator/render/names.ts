@@ -11,7 +11,12 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 
 /** Hex SHA-256 of a string. node:crypto is loaded on the first call: most renders never make one, and it is large. */
 export function sha256(s: string): string {
-  return process.getBuiltinModule('node:crypto').createHash('sha256').update(s).digest('hex')
+  return sha256Bytes(s)
+}
+
+/** Hex SHA-256 of bytes (or of a string's UTF-8). */
+export function sha256Bytes(b: string | Uint8Array): string {
+  return process.getBuiltinModule('node:crypto').createHash('sha256').update(b).digest('hex')
 }
 
 /** Whether `s` is a valid object name for most kinds (DNS-1123 subdomain, ≤ 253). */

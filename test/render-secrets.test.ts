@@ -1,0 +1,114 @@
+/**
+ * Secrets as render inputs: the checksum of a Secret's content, and the `secretChecksum(name)`
+ * helper templates call (validated name, the instance's namespace, missing Secrets, offline).
+ */
+import t from 'tap'
+import { loadChart } from '../operator/render/chart.ts'
+import { renderInstance } from '../operator/render/engine.ts'
+import { RenderError } from '../operator/render/errors.ts'
+import { OFFLINE_CHECKSUM, secretChecksum, secretsFrom, SecretsNotFound } from '../operator/render/secrets.ts'
+import { chartWith } from './support/chart.ts'
+
+const b64 = (s: string) => Buffer.from(s).toString('base64')
+
+t.test('the checksum is the same for data and stringData, whatever the key order', async (t) => {
+  const fromApi = secretChecksum({ type: 'Opaque', data: { b: b64('two'), a: b64('one') } })
+  t.match(fromApi, /^[0-9a-f]{64}$/)
+  t.equal(secretChecksum({ type: 'Opaque', data: { a: b64('one'), b: b64('two') } }), fromApi, 'key order does not matter')
+  t.equal(secretChecksum({ stringData: { a: 'one', b: 'two' } }), fromApi, 'stringData is data; an absent type is Opaque, as the API server defaults it')
+  t.equal(secretChecksum({ data: { a: b64('one'), b: b64('old') }, stringData: { b: 'two' } }), fromApi, 'stringData wins over data, as the API server merges it')
+})
+
+t.test('the checksum changes with any byte of a key, a value or the type', async (t) => {
+  const base = secretChecksum({ type: 'Opaque', data: { a: b64('one') } })
+  t.not(secretChecksum({ type: 'Opaque', data: { a: b64('onE') } }), base, 'a value')
+  t.not(secretChecksum({ type: 'Opaque', data: { b: b64('one') } }), base, 'a key')
+  t.not(secretChecksum({ type: 'kubernetes.io/tls', data: { a: b64('one') } }), base, 'the type')
+  t.not(secretChecksum({ type: 'Opaque', data: { a: b64('one'), c: '' } }), base, 'an empty key added')
+  t.not(secretChecksum({ type: 'Opaque', data: {} }), secretChecksum({ type: 'Opaque', data: { '': '' } }), 'no key and an empty key differ')
+})
+
+t.test('keys and values are delimited: moving bytes between them changes the checksum', async (t) => {
+  // Concatenated without lengths, each pair would read "ab" + "c".
+  t.not(secretChecksum({ stringData: { ab: 'c' } }), secretChecksum({ stringData: { a: 'bc' } }))
+  t.not(secretChecksum({ stringData: { a: 'b', c: 'd' } }), secretChecksum({ stringData: { a: 'bcd' } }))
+  // Binary values: bytes that are not UTF-8 count as bytes.
+  t.not(secretChecksum({ data: { k: Buffer.from([0xff, 0xfe]).toString('base64') } }), secretChecksum({ data: { k: Buffer.from([0xff, 0xfd]).toString('base64') } }))
+})
+
+t.test('the checksum is a fixed function of the content', async (t) => {
+  // sha256 of: u32(6) "Opaque" u32(1) u32(3) "key" u32(5) "value" — the encoding documented in secrets.ts.
+  const { createHash } = await import('node:crypto')
+  const u32 = (n: number) => Buffer.from([0, 0, 0, n])
+  const expected = createHash('sha256').update(Buffer.concat([u32(6), Buffer.from('Opaque'), u32(1), u32(3), Buffer.from('key'), u32(5), Buffer.from('value')])).digest('hex')
+  t.equal(secretChecksum({ type: 'Opaque', data: { key: b64('value') } }), expected)
+})
+
+const annotated = (expr: string) =>
+  loadChart(
+    chartWith({
+      'templates/extra.ejs': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname('extra') %>\n  annotations:\n    checksum/secret: <%= ${expr} %>\ndata: {}\n`,
+    }),
+  )
+const failure = (fn: () => unknown): RenderError => {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof RenderError) return err
+    throw err
+  }
+  throw new Error('expected a RenderError')
+}
+const extraOf = (objects: { kind: string; metadata: { name: string; annotations?: Record<string, string> } }[]) => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'x-extra')
+
+t.test('secretChecksum(name) gives the checksum of the Secret of that name in the instance\'s namespace', async (t) => {
+  const chart = annotated(`secretChecksum('creds')`)
+  const sum = secretChecksum({ stringData: { password: 'p' } })
+  const other = secretChecksum({ stringData: { password: 'q' } })
+  const secrets = secretsFrom(new Map([['team/creds', sum], ['default/creds', other]]))
+  const result = renderInstance(chart, { name: 'x', namespace: 'team', spec: { size: 1 }, secrets })
+  t.equal(extraOf(result.objects)?.metadata.annotations?.['checksum/secret'], sum)
+  t.same(result.secrets, ['team/creds'], 'the render lists the Secrets it referred to')
+  const elsewhere = renderInstance(chart, { name: 'x', namespace: 'default', spec: { size: 1 }, secrets })
+  t.equal(extraOf(elsewhere.objects)?.metadata.annotations?.['checksum/secret'], other, 'only the instance\'s own namespace is read')
+})
+
+t.test('a render that uses no Secret lists none', async (t) => {
+  t.same(renderInstance(loadChart(), { name: 'x', namespace: 'default', spec: { size: 1 } }).secrets, [])
+})
+
+t.test('a Secret the source does not have fails the whole render, naming it', async (t) => {
+  const chart = annotated(`secretChecksum('creds') + secretChecksum('other')`)
+  const err = failure(() => renderInstance(chart, { name: 'x', namespace: 'team', spec: { size: 1 }, secrets: secretsFrom(new Map([['team/other', 'abc']])) }))
+  t.ok(err instanceof SecretsNotFound)
+  t.equal(err.kind, 'secret')
+  t.same((err as SecretsNotFound).missing, ['team/creds'])
+  t.same(err.problems, ['Secret team/creds not found'])
+})
+
+t.test('a template error wins over a missing Secret: it has to be fixed first', async (t) => {
+  const chart = loadChart(chartWith({ 'templates/extra.ejs': `a: <%= secretChecksum('creds') %>\n<% fail('broken') %>\n` }))
+  const err = failure(() => renderInstance(chart, { name: 'x', namespace: 'team', spec: { size: 1 }, secrets: secretsFrom(new Map()) }))
+  t.equal(err.kind, 'template')
+  t.match(err.problems[0], /^templates\/extra\.ejs:2: broken/)
+})
+
+t.test('an invalid Secret name is a template error naming the value and the line', async (t) => {
+  for (const [expr, shown] of [
+    [`secretChecksum('Not_Valid')`, '"Not_Valid"'],
+    [`secretChecksum('')`, '""'],
+    [`secretChecksum('a'.repeat(254))`, `"${'a'.repeat(254)}"`],
+    [`secretChecksum(values.nothing)`, 'undefined'],
+    [`secretChecksum(42)`, '42 (number)'],
+  ] as const) {
+    const err = failure(() => renderInstance(annotated(expr), { name: 'x', namespace: 'team', spec: { size: 1 }, secrets: secretsFrom(new Map()) }))
+    t.equal(err.kind, 'template', expr)
+    t.match(err.problems[0], `templates/extra.ejs:6: secretChecksum: ${shown} is not a valid Secret name (a DNS subdomain`, expr)
+  }
+})
+
+t.test('without a source (offline), every checksum is a placeholder and the Secrets are listed', async (t) => {
+  const result = renderInstance(annotated(`secretChecksum('creds')`), { name: 'x', namespace: 'team', spec: { size: 1 } })
+  t.equal(extraOf(result.objects)?.metadata.annotations?.['checksum/secret'], OFFLINE_CHECKSUM)
+  t.same(result.secrets, ['team/creds'])
+})
