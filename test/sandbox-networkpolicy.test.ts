@@ -104,6 +104,21 @@ t.test('unknown fields: Strict refuses with the decoder\'s message, the default 
   t.same(warn.body.spec.ingress, [{}], 'the unknown field is not stored')
 })
 
+t.test('server-side apply: ingress, egress and policyTypes are atomic lists (k8s.io/api networking/v1 +listType=atomic), podSelector an atomic struct; a second manager conflicts on the whole list', async (t) => {
+  const c = createCluster()
+  const a = call(c, `PATCH ${NP}/s?fieldManager=a`, policy('s', { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 80 }] }] }), { type: 'apply' })
+  t.equal(a.status, 201)
+  const fields = a.body.metadata.managedFields[0].fieldsV1
+  t.same(fields['f:spec'], { 'f:ingress': {}, 'f:podSelector': {} }, 'whole lists and the whole selector are owned; the defaulted policyTypes are not')
+  const b = call(c, `PATCH ${NP}/s?fieldManager=b`, policy('s', { ingress: [{ ports: [{ port: 443 }] }] }), { type: 'apply' })
+  t.equal(b.status, 409)
+  t.equal(b.body.message, 'Apply failed with 1 conflict: conflict with "a": .spec.ingress')
+  const forced = call(c, `PATCH ${NP}/s?fieldManager=b&force=true`, policy('s', { ingress: [{ ports: [{ port: 443 }] }] }), { type: 'apply' })
+  t.equal(forced.status, 200)
+  t.same(forced.body.spec.ingress, [{ ports: [{ port: 443, protocol: 'TCP' }] }], 'the list is replaced, not merged')
+  t.same(forced.body.spec.podSelector, { matchLabels: { app: 'web' } }, 'a keeps the selector')
+})
+
 t.test('real kubectl: apply --server-side then diff exits 0; get netpol columns; explain networkpolicy.spec.ingress; a strict apply refuses an unknown field', async (t) => {
   const sb = await startSandbox({ controllers: false })
   t.teardown(() => sb.close())
@@ -135,12 +150,27 @@ metadata:
 spec:
   podSelector: {}
   policyTypes: [Ingress, Egress]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: expressions
+  namespace: default
+spec:
+  podSelector:
+    matchLabels: {app: web}
+    matchExpressions:
+    - {key: tier, operator: NotIn, values: [b, a]}
+    - {key: canary, operator: DoesNotExist}
+  egress:
+  - to:
+    - ipBlock: {cidr: 10.0.0.0/8, except: [10.1.0.0/16]}
 `
   t.match(await kubectl(['apply', '--server-side', '-f', '-'], manifest), /networkpolicy.networking.k8s.io\/memcached serverside-applied/)
   t.equal(await kubectl(['diff', '--server-side', '-f', '-'], manifest), '', 'diff exits 0 and prints nothing: the defaults a real server adds are no difference')
   const table = (await kubectl(['get', 'netpol'])).trimEnd().split('\n').map((l) => l.trim().split(/\s{2,}/))
   t.same(table[0], ['NAME', 'POD-SELECTOR', 'AGE'])
-  t.same(table.slice(1).map((r) => r.slice(0, 2)), [['deny-all', '<none>'], ['memcached', 'app.kubernetes.io/name=memcached']])
+  t.same(table.slice(1).map((r) => r.slice(0, 2)), [['deny-all', '<none>'], ['expressions', 'app=web,!canary,tier notin (a,b)'], ['memcached', 'app.kubernetes.io/name=memcached']])
   t.match(await kubectl(['get', 'netpol', 'memcached', '-o', 'jsonpath={.spec.policyTypes}{"|"}{.spec.ingress[0].ports[0].protocol}']), /^\["Ingress"\]\|TCP$/)
   const explain = await kubectl(['explain', 'networkpolicy.spec.ingress'])
   t.match(explain, /GROUP:\s+networking\.k8s\.io/)
