@@ -5,6 +5,7 @@
 import t from 'tap'
 import { apiGroupList, apiResourceList } from '../operator/sandbox/discovery.ts'
 import { createCluster, startSandbox } from '../operator/sandbox/index.ts'
+import { parseCIDRSloppy } from '../operator/sandbox/networkpolicy.ts'
 import { kubectlFor } from './support/kubectl.ts'
 import { call } from './support/sandbox-requests.ts'
 import { tempDir } from './support/tmp.ts'
@@ -91,6 +92,22 @@ t.test('validation.go accepts what upstream accepts: pod and namespace selectors
     ['SCTP and a named port', { ingress: [{ ports: [{ protocol: 'SCTP', port: 'memcache' }] }] }],
   ]
   ok.forEach(([name, spec], i) => t.equal(call(c, `POST ${NP}`, policy(`ok-${i}`, spec)).status, 201, name))
+})
+
+t.test('k8s.io/utils/net ParseCIDRSloppy (Go 1.16 net.ParseCIDR): what parses, and the masked network it yields', async (t) => {
+  const ok: [string, number[], number][] = [
+    ['10.1.2.3/8', [10, 0, 0, 0], 8],
+    ['010.001.0.0/016', [10, 1, 0, 0], 16],
+    ['0.0.0.0/0', [0, 0, 0, 0], 0],
+    ['::/0', new Array(16).fill(0), 0],
+    ['2001:db8::1/32', [0x20, 0x01, 0x0d, 0xb8, ...new Array(12).fill(0)], 32],
+    ['::ffff:10.1.2.3/120', [...new Array(10).fill(0), 0xff, 0xff, 10, 1, 2, 0], 120],
+    ['00001:0:0:0:0:0:0:8/128', [0, 1, ...new Array(13).fill(0), 8], 128],
+  ]
+  for (const [cidr, ip, ones] of ok) t.same(parseCIDRSloppy(cidr), { ip, ones }, cidr)
+  for (const bad of ['10.0.0.0', '/8', '10.0.0.256/8', '10.0.0.0/33', '10.0.0/8', '10.0.0.0/ 8', '10.0.0.0/-1', '::/129', 'fe80::1%eth0/64', '1::2::3/64', '1:2:3:4:5:6:7:8::/64', '1:2:3:4:5:6:7/64', ':1/64', '1:2:3:4:5:6:7::1.2.3.4/64', '1::10000/64', 'x::/64']) {
+    t.equal(parseCIDRSloppy(bad), undefined, bad)
+  }
 })
 
 t.test('unknown fields: Strict refuses with the decoder\'s message, the default drops them with a warning', async (t) => {

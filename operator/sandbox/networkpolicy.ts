@@ -70,7 +70,7 @@ function parseIPv4(s: string): Bytes | undefined {
   return out
 }
 
-/** `parseIPv6`: hex groups of up to four digits, one `::`, an optional IPv4 tail; no zone. */
+/** `parseIPv6`: hex groups up to 0xFFFF, at most one `::` (standing for at least one group), an optional IPv4 tail; no zone. */
 function parseIPv6(s: string): Bytes | undefined {
   const halves = s.split('::')
   if (halves.length > 2) return undefined
@@ -85,8 +85,9 @@ function parseIPv6(s: string): Bytes | undefined {
         if (!v4) return undefined
         out.push(...v4)
       } else {
-        if (!/^[0-9a-fA-F]{1,4}$/.test(p)) return undefined
-        const n = parseInt(p, 16)
+        // xtoi: any number of hex digits (so leading zeros beyond four), at most 0xFFFF.
+        const n = /^[0-9a-fA-F]+$/.test(p) ? parseInt(p, 16) : Number.NaN
+        if (!(n <= 0xffff)) return undefined
         out.push(n >> 8, n & 0xff)
       }
     }
