@@ -42,6 +42,9 @@ t.test('pkg/apis/networking/v1/defaults.go: policyTypes Ingress (plus Egress wit
   const noEgressRules = call(c, `POST ${NP}`, policy('empty-egress', { egress: [] }))
   t.same(noEgressRules.body.spec.policyTypes, ['Ingress'], 'an empty egress list is no egress rule')
 
+  const empties = call(c, `POST ${NP}`, policy('empties', { podSelector: { matchLabels: {} }, ingress: [{ from: [{ namespaceSelector: { matchLabels: {}, matchExpressions: [] }, podSelector: { matchExpressions: [{ key: 'canary', operator: 'DoesNotExist', values: [] }] } }, { ipBlock: { cidr: '10.0.0.0/8', except: [] } }], ports: [] }] }))
+  t.same(empties.body.spec, { podSelector: {}, ingress: [{ from: [{ namespaceSelector: {}, podSelector: { matchExpressions: [{ key: 'canary', operator: 'DoesNotExist' }] } }, { ipBlock: { cidr: '10.0.0.0/8' } }] }], policyTypes: ['Ingress'] }, 'empty maps and lists are omitted, as the Go types\' omitempty drops them')
+
   const got = call(c, `GET ${NP}/both`).body
   t.same(got.spec, both.body.spec, 'the defaults are what a read returns')
   const patched = call(c, `PATCH ${NP}/both`, { metadata: { labels: { a: 'b' } } }, { type: 'application/merge-patch+json' })

@@ -13,9 +13,17 @@ import type { FieldCause, JsonObject, KubeObject } from './types.ts'
 import { forbiddenField, goJson, invalid, isObj, notSupported, q, required, validateLabelSelector } from './validation.ts'
 
 /** Drops `key` when it is an empty list: Go's `omitempty` on a slice. */
-function dropEmpty(o: JsonObject, key: string): void {
+function dropEmpty(o: Record<string, unknown>, key: string): void {
   const v = o[key]
   if (Array.isArray(v) && v.length === 0) delete o[key]
+}
+
+/** A metav1.LabelSelector after Go's round trip: empty `matchLabels`, `matchExpressions`, `values` omitted. */
+function normalizeSelector(sel: unknown): void {
+  if (!isObj(sel)) return
+  if (isObj(sel.matchLabels) && Object.keys(sel.matchLabels).length === 0) delete sel.matchLabels
+  dropEmpty(sel, 'matchExpressions')
+  if (Array.isArray(sel.matchExpressions)) for (const e of sel.matchExpressions) if (isObj(e)) dropEmpty(e, 'values')
 }
 
 /** Defaults (and normalizes as the Go types would) a NetworkPolicy in place. */
@@ -24,6 +32,7 @@ export function defaultNetworkPolicy(o: JsonObject): void {
   const spec = o.spec as JsonObject
   // NetworkPolicySpec.PodSelector is a metav1.LabelSelector, not a pointer: always serialized.
   if (!isObj(spec.podSelector)) spec.podSelector = {}
+  normalizeSelector(spec.podSelector)
   for (const [rules, peers] of [
     ['ingress', 'from'],
     ['egress', 'to'],
@@ -37,7 +46,13 @@ export function defaultNetworkPolicy(o: JsonObject): void {
       dropEmpty(rule, peers)
       // SetDefaults_NetworkPolicyPort: only a nil protocol becomes TCP (an empty one is invalid).
       if (Array.isArray(rule.ports)) for (const p of rule.ports) if (isObj(p) && (p.protocol === undefined || p.protocol === null)) p.protocol = 'TCP'
-      if (Array.isArray(rule[peers])) for (const peer of rule[peers]) if (isObj(peer) && isObj(peer.ipBlock)) dropEmpty(peer.ipBlock, 'except')
+      if (!Array.isArray(rule[peers])) continue
+      for (const peer of rule[peers]) {
+        if (!isObj(peer)) continue
+        normalizeSelector(peer.podSelector)
+        normalizeSelector(peer.namespaceSelector)
+        if (isObj(peer.ipBlock)) dropEmpty(peer.ipBlock, 'except')
+      }
     }
   }
   // SetDefaults_NetworkPolicy: "Ingress", plus "Egress" when there are egress rules.
