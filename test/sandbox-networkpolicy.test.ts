@@ -202,3 +202,19 @@ spec:
   const invalid = manifest.split('---')[0]!.replace('port: 11211', 'port: 0')
   await t.rejects(kubectl(['apply', '--server-side', '-f', '-'], invalid), { message: /The NetworkPolicy "memcached" is invalid: spec.ingress\[0\].ports\[0\].port: Invalid value: 0: must be between 1 and 65535, inclusive/ })
 })
+
+t.test('RBAC (auth/bootstrap.ts, as upstream\'s bootstrap policy): view reads NetworkPolicies, edit writes them; kubectl says so', async (t) => {
+  const sb = await startSandbox({ controllers: false })
+  t.teardown(() => sb.close())
+  const cache = tempDir('mc-kubectl-cache-')
+  const admin = kubectlFor(sb.kubeconfigPath)
+  await admin(['--cache-dir', cache, 'create', 'rolebinding', 'jane-view', '--clusterrole=view', '--user=jane', '-n', 'default'])
+  await admin(['--cache-dir', cache, 'create', 'rolebinding', 'joe-edit', '--clusterrole=edit', '--user=joe', '-n', 'default'])
+  const jane = kubectlFor(await sb.kubeconfigFor({ user: 'jane' }))
+  const joe = kubectlFor(await sb.kubeconfigFor({ user: 'joe' }))
+  const manifest = 'apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: default}\nspec: {podSelector: {}}\n'
+  await t.rejects(jane(['--cache-dir', cache, 'create', '-f', '-'], manifest), { message: /networkpolicies.networking.k8s.io is forbidden: User "jane" cannot create resource "networkpolicies" in API group "networking.k8s.io" in the namespace "default"/ })
+  t.match(await joe(['--cache-dir', cache, 'create', '-f', '-'], manifest), /networkpolicy.networking.k8s.io\/p created/)
+  t.match(await jane(['--cache-dir', cache, 'get', 'netpol', 'p', '-o', 'name']), /^networkpolicy.networking.k8s.io\/p$/m)
+  t.equal((await jane(['--cache-dir', cache, 'auth', 'can-i', 'delete', 'netpol'], undefined).catch((e: { stdout: string }) => e.stdout)).trim(), 'no')
+})
