@@ -139,7 +139,7 @@ t.test('server-side apply: ingress, egress and policyTypes are atomic lists (k8s
   t.same(forced.body.spec.podSelector, { matchLabels: { app: 'web' } }, 'a keeps the selector')
 })
 
-t.test('real kubectl: apply --server-side then diff exits 0; get netpol columns; explain networkpolicy.spec.ingress; a strict apply refuses an unknown field', async (t) => {
+t.test('real kubectl: apply --server-side then diff exits 0; get netpol columns; describe; explain networkpolicy.spec.ingress; a strict apply refuses an unknown field', async (t) => {
   const sb = await startSandbox({ controllers: false })
   t.teardown(() => sb.close())
   const cache = tempDir('mc-kubectl-cache-')
@@ -188,10 +188,14 @@ spec:
 `
   t.match(await kubectl(['apply', '--server-side', '-f', '-'], manifest), /networkpolicy.networking.k8s.io\/memcached serverside-applied/)
   t.equal(await kubectl(['diff', '--server-side', '-f', '-'], manifest), '', 'diff exits 0 and prints nothing: the defaults a real server adds are no difference')
+  await t.rejects(kubectl(['diff', '--server-side', '-f', '-'], manifest.replace('port: 11211', 'port: 11212')), { code: 1, stdout: /^-\s+- port: 11211\n\+\s+- port: 11212$/m }, 'a real change is a difference (exit 1)')
   const table = (await kubectl(['get', 'netpol'])).trimEnd().split('\n').map((l) => l.trim().split(/\s{2,}/))
   t.same(table[0], ['NAME', 'POD-SELECTOR', 'AGE'])
   t.same(table.slice(1).map((r) => r.slice(0, 2)), [['deny-all', '<none>'], ['expressions', 'app=web,!canary,tier notin (a,b)'], ['memcached', 'app.kubernetes.io/name=memcached']])
   t.match(await kubectl(['get', 'netpol', 'memcached', '-o', 'jsonpath={.spec.policyTypes}{"|"}{.spec.ingress[0].ports[0].protocol}']), /^\["Ingress"\]\|TCP$/)
+  const described = await kubectl(['describe', 'netpol', 'memcached'])
+  t.match(described, /Spec:\n  PodSelector: +app\.kubernetes\.io\/name=memcached\n  Allowing ingress traffic:\n    To Port: 11211\/TCP\n    From:\n      PodSelector: role=client\n  Not affecting egress traffic\n  Policy Types: Ingress\n/, 'kubectl describe reads the defaults')
+  t.match(await kubectl(['describe', 'netpol', 'expressions']), /Allowing egress traffic:\n    To Port: <any> \(traffic allowed to all ports\)\n    To:\n      IPBlock:\n        CIDR: 10\.0\.0\.0\/8\n        Except: 10\.1\.0\.0\/16\n  Policy Types: Ingress, Egress/)
   const explain = await kubectl(['explain', 'networkpolicy.spec.ingress'])
   t.match(explain, /GROUP:\s+networking\.k8s\.io/)
   t.match(explain, /FIELD: ingress <\[\]NetworkPolicyIngressRule>/)
