@@ -201,6 +201,12 @@ spec:
   t.match(explain, /FIELD: ingress <\[\]NetworkPolicyIngressRule>/)
   t.match(explain, /from\s+<\[\]NetworkPolicyPeer>/)
   t.match(explain, /ports\s+<\[\]NetworkPolicyPort>/)
+  // Client-side apply builds a strategic merge patch from the OpenAPI schema: the rule lists have no
+  // patch strategy there, so a changed list replaces the old one.
+  const csa = (ports: string) => `apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: csa, namespace: default}\nspec:\n  podSelector: {}\n  ingress:\n  - ports: [${ports}]\n`
+  t.match(await kubectl(['apply', '-f', '-'], csa('{port: 80}, {port: 443}')), /networkpolicy.networking.k8s.io\/csa created/)
+  t.match(await kubectl(['apply', '-f', '-'], csa('{port: 8443, protocol: UDP}')), /networkpolicy.networking.k8s.io\/csa configured/)
+  t.equal(await kubectl(['get', 'netpol', 'csa', '-o', 'jsonpath={.spec.ingress[*].ports}']), '[{"port":8443,"protocol":"UDP"}]')
   const bad = manifest.split('---')[0]!.replace('    ports:', '    portz:')
   await t.rejects(kubectl(['apply', '--server-side', '-f', '-'], bad), { message: /\.spec\.ingress\[0\]\.portz: field not declared in schema/ })
   const invalid = manifest.split('---')[0]!.replace('port: 11211', 'port: 0')
