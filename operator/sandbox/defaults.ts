@@ -6,6 +6,7 @@
  */
 import { defaultRbac } from './auth/rbac-api.ts'
 import type { Json, JsonObject, KubeObject } from './types.ts'
+import { defaultNetworkPolicy } from './networkpolicy.ts'
 import { canonicalQuantity } from './quantity.ts'
 
 /** Hooks for defaults that need server state. */
@@ -67,6 +68,9 @@ export function defaultBuiltin(object: KubeObject, hooks: DefaultingHooks = {}):
       break
     case 'autoscaling/v2/HorizontalPodAutoscaler':
       defaultHorizontalPodAutoscaler(o)
+      break
+    case 'networking.k8s.io/v1/NetworkPolicy':
+      defaultNetworkPolicy(o)
       break
     default:
       break

@@ -61,6 +61,9 @@ export const builtinSpecs: readonly BuiltinSpec[] = [
   { group: 'authorization.k8s.io', version: 'v1', resource: 'subjectaccessreviews', singular: 'subjectaccessreview', kind: 'SubjectAccessReview', namespaced: false, generation: 'none', verbs: ['create'] },
   // After authorization.k8s.io, as a real server lists its groups.
   { group: 'autoscaling', version: 'v2', resource: 'horizontalpodautoscalers', singular: 'horizontalpodautoscaler', kind: 'HorizontalPodAutoscaler', namespaced: true, shortNames: ['hpa'], categories: ['all'], status: true, generation: 'none' },
+  // pkg/registry/networking/networkpolicy/storage/storage.go (shortName netpol, no status) and
+  // strategy.go (a spec change bumps the generation). Stored and served; never enforced.
+  { group: 'networking.k8s.io', version: 'v1', resource: 'networkpolicies', singular: 'networkpolicy', kind: 'NetworkPolicy', namespaced: true, shortNames: ['netpol'], generation: 'spec' },
   { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', singular: 'customresourcedefinition', kind: 'CustomResourceDefinition', namespaced: false, shortNames: ['crd', 'crds'], categories: ['api-extensions'], status: true, generation: 'spec' },
 ]
 

@@ -6,6 +6,7 @@
  * RESTARTS AGE, deployments READY UP-TO-DATE AVAILABLE AGE, …).
  */
 import type { Json, JsonObject, KubeObject, PrinterColumn, ResourceType } from './types.ts'
+import { formatLabelSelector } from './labels.ts'
 
 interface ColumnDefinition {
   name: string
@@ -393,6 +394,11 @@ const builtinPrinters: Record<string, Printer> = {
       const show = (v: unknown) => (v === undefined || v === null ? 'N/A' : String(v))
       return [show(spec['minAvailable']), show(spec['maxUnavailable']), num(obj(o['status'])['disruptionsAllowed']), age(o.metadata.creationTimestamp, at)]
     },
+  },
+  // printers.go printNetworkPolicy: the pod selector as metav1.FormatLabelSelector writes it.
+  'networking.k8s.io/networkpolicies': {
+    columns: [col('Pod-Selector', 'string', "podSelector selects the pods to which this NetworkPolicy object applies. The array of rules is applied to any pods selected by this field. An empty selector matches all pods in the policy's namespace. Multiple network policies can select the same set of pods. In this case, the ingress rules for each are combined additively. This field is optional. If it is not specified, it defaults to an empty selector."), col('Age', 'string', ageDescription)],
+    cells: (o, at) => [formatLabelSelector(obj(o['spec'])['podSelector']) || '<none>', age(o.metadata.creationTimestamp, at)],
   },
   'coordination.k8s.io/leases': {
     columns: [col('Holder', 'string', 'The holder of the lease.'), col('Age', 'string', ageDescription)],

@@ -9,6 +9,7 @@ import { deepEqual } from './apply/json.ts'
 import { validateResourceQuota } from './admission/quota.ts'
 import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
 import { compareQuantities, quantityOf, zeroQuantity } from './quantity.ts'
+import { validateNetworkPolicy } from './networkpolicy.ts'
 import { validateService } from './service.ts'
 import { isQualifiedName, isValidLabelValue } from './naming.ts'
 import type { FieldCause, KubeObject } from './types.ts'
@@ -588,6 +589,7 @@ const validators: Record<string, KindValidator> = {
   'v1/Secret': validateImmutableData,
   'v1/Service': validateService,
   'policy/v1/PodDisruptionBudget': validatePDB,
+  'networking.k8s.io/v1/NetworkPolicy': validateNetworkPolicy,
   'v1/ResourceQuota': validateResourceQuota,
   'v1/Event': (o) => validateEvent(o, false),
   'events.k8s.io/v1/Event': (o) => validateEvent(o, true),

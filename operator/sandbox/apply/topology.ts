@@ -182,6 +182,11 @@ const HPA = object({
   }),
   status: implicitStruct({ currentMetrics: ATOMIC_LIST, conditions: CONDITIONS }),
 })
+// k8s.io/api networking/v1: ingress, egress and policyTypes are `+listType=atomic`; podSelector is a
+// non-pointer LabelSelector (`+structType=atomic`), so a Go zero spec carries it.
+const NETWORK_POLICY = object({
+  spec: implicitStruct({ podSelector: { ...ATOMIC_STRUCT, implicit: true } as Topology, ingress: ATOMIC_LIST, egress: ATOMIC_LIST, policyTypes: ATOMIC_LIST }),
+})
 // apps/v1 ControllerRevision: `data` is a RawExtension, replaced whole.
 const CONTROLLER_REVISION = object({ data: ATOMIC_STRUCT })
 /** A kind the sandbox does not model: metadata typed, everything else open. */
@@ -198,6 +203,7 @@ const BUILTIN: Record<string, Topology> = {
   '/v1/PodTemplate': object({ template: POD_TEMPLATE_SPEC }),
   '/v1/Service': SERVICE,
   'policy/v1/PodDisruptionBudget': PDB,
+  'networking.k8s.io/v1/NetworkPolicy': NETWORK_POLICY,
   '/v1/ConfigMap': CONFIG_MAP,
   '/v1/Secret': SECRET,
   '/v1/ServiceAccount': SERVICE_ACCOUNT,
