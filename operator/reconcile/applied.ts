@@ -39,7 +39,7 @@ export interface AppliedEntry {
 
 /** Options of {@link AppliedMemory}. */
 export interface AppliedMemoryOptions {
-  /** Most entries kept; the least recently used goes first (default 20,000: 5,000 CRs of 4 objects). */
+  /** Most entries kept; the least recently used goes first (default 100,000: 25,000 CRs of 4 objects). */
   maxEntries?: number
 }
 
@@ -58,7 +58,7 @@ export class AppliedMemory {
 
   /** @param opts bound of the memory */
   constructor(opts: AppliedMemoryOptions = {}) {
-    const max = opts.maxEntries ?? 20_000
+    const max = opts.maxEntries ?? 100_000
     if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxEntries must be a positive integer, got ${max}`)
     this.#max = max
   }
