@@ -81,13 +81,20 @@ await Promise.all(
 )
 const created = performance.now()
 let peak = 0
+let nextProgress = start + 30_000
 for (;;) {
   peak = Math.max(peak, rssOf(operator.pid!).peak)
   // Read the store directly: no request that the accounting would count.
   const list = sandbox.cluster.store.list('cache.example.com/memcacheds').map((s) => s.obj as { status?: { nodes?: string[]; readyReplicas?: number } })
   const done = list.filter((c) => c.status?.nodes?.length === SIZE && c.status.readyReplicas === SIZE).length
   if (done === N) break
-  if (performance.now() - start > 600_000) throw new Error(`only ${done}/${N} converged after 10 minutes`)
+  if (performance.now() - start > 1_800_000) throw new Error(`only ${done}/${N} converged after 30 minutes`)
+  if (performance.now() >= nextProgress) {
+    // A line every 30 s on stderr: how far, and what it costs so far (a long run on a busy machine).
+    const u = process.cpuUsage(cpuStart.sandbox)
+    process.stderr.write(`  ${((performance.now() - start) / 1000).toFixed(0)} s: ${done}/${N} converged, ${(await reconciles()) - reconcilesStart} reconciles; operator RSS ${rssOf(operator.pid!).rss.toFixed(0)} MB, heap used ${(await heapUsed()).toFixed(0)} MB; CPU sandbox ${((u.user + u.system) / 1e6).toFixed(0)} s, operator ${(cpuOf(operator.pid!) - cpuStart.operator).toFixed(0)} s\n`)
+    nextProgress += 30_000
+  }
   await sleep(100)
 }
 const converged = performance.now()
