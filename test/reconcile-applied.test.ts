@@ -66,3 +66,15 @@ t.test('the memory is bounded: the least recently used entry goes first', async 
   t.throws(() => new AppliedMemory({ maxEntries: 0 }), RangeError)
   t.throws(() => new AppliedMemory({ maxEntries: 1.5 }), RangeError)
 })
+
+t.test('forgetting a CR counts only what is still remembered of it: not entries the bound dropped, nor objects now controlled by another CR', async (t) => {
+  const m = new AppliedMemory({ maxEntries: 2 })
+  m.remember(live('a', '1', 'cr-1'), desired)
+  m.remember(live('b', '1', 'cr-1'), desired)
+  m.remember(live('c', '1', 'cr-2'), desired)
+  t.equal(m.get('a'), undefined, 'a was dropped by the bound')
+  m.remember(live('b', '2', 'cr-2'), desired)
+  t.equal(m.forgetOwner('cr-1'), 0, 'b is now cr-2\'s')
+  t.equal(m.forgetOwner('cr-2'), 2)
+  t.equal(m.size, 0)
+})

@@ -721,15 +721,18 @@ export class KubeClient {
           }, idleMs)
         }
         armIdle()
+        // The text after the last complete line; a chunk is scanned from an offset, not re-sliced
+        // after every line (a chunk of many events would be copied once per event).
         let buffer = ''
         res.setEncoding('utf8')
         res.on('data', (chunk: string) => {
           armIdle()
-          buffer += chunk
+          const text = buffer === '' ? chunk : buffer + chunk
+          let start = 0
           let nl: number
-          while (!finished && (nl = buffer.indexOf('\n')) >= 0) {
-            const line = buffer.slice(0, nl).trim()
-            buffer = buffer.slice(nl + 1)
+          while (!finished && (nl = text.indexOf('\n', start)) >= 0) {
+            const line = text.slice(start, nl).trim()
+            start = nl + 1
             if (line === '') continue
             let event: WatchEvent<T>
             try {
@@ -748,6 +751,7 @@ export class KubeClient {
               return
             }
           }
+          buffer = start === 0 ? text : text.slice(start)
         })
         res.once('end', () => finish())
         res.on('error', (e) => finish(new Error(`watch ${path}: connection dropped: ${e.message}`)))

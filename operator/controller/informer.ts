@@ -98,10 +98,12 @@ export class Informer<T extends KubeObject = KubeObject> {
   #backoff: Backoff
   #store = new Map<string, T>()
   #indexFuncs = new Map<string, IndexFunc<T>>()
-  /** index name → value → keys */
+  /**
+   * index name → value → keys. What an object is filed under is computed again from the cached
+   * object when it leaves, as client-go's indexer does (index functions are pure): no second map
+   * per cached object.
+   */
   #indexes = new Map<string, Map<string, Set<string>>>()
-  /** key → index name → values it is filed under */
-  #indexed = new Map<string, Map<string, string[]>>()
   #onAdd: AddHandler<T>[] = []
   #onUpdate: UpdateHandler<T>[] = []
   #onDelete: DeleteHandler<T>[] = []
@@ -445,38 +447,37 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.#store.delete(key)
   }
 
-  #indexOne(key: string, obj: T, name: string, fn: IndexFunc<T>): void {
-    let values: string[]
+  #indexValues(obj: T, fn: IndexFunc<T>, report: boolean): string[] {
     try {
-      values = fn(obj)
+      return fn(obj)
     } catch (e) {
-      this.#report(e, 'handler')
-      values = []
+      if (report) this.#report(e, 'handler')
+      return []
     }
+  }
+
+  #indexOne(key: string, obj: T, name: string, fn: IndexFunc<T>): void {
     const index = this.#indexes.get(name)
     if (!index) return
-    for (const v of values) {
+    for (const v of this.#indexValues(obj, fn, true)) {
       let keys = index.get(v)
       if (!keys) index.set(v, (keys = new Set()))
       keys.add(key)
     }
-    let filed = this.#indexed.get(key)
-    if (!filed) this.#indexed.set(key, (filed = new Map()))
-    filed.set(name, values)
   }
 
+  /** Takes the cached object of `key` out of every index (before it is replaced or removed). */
   #unindex(key: string): void {
-    const filed = this.#indexed.get(key)
-    if (!filed) return
-    for (const [name, values] of filed) {
+    const old = this.#store.get(key)
+    if (old === undefined) return
+    for (const [name, fn] of this.#indexFuncs) {
       const index = this.#indexes.get(name)
-      for (const v of values) {
+      for (const v of this.#indexValues(old, fn, false)) {
         const keys = index?.get(v)
         keys?.delete(key)
         if (keys && keys.size === 0) index?.delete(v)
       }
     }
-    this.#indexed.delete(key)
   }
 
   #emitAdd(obj: T): void {

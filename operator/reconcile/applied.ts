@@ -39,7 +39,7 @@ export interface AppliedEntry {
 
 /** Options of {@link AppliedMemory}. */
 export interface AppliedMemoryOptions {
-  /** Most entries kept; the least recently used goes first (default 20,000: 5,000 CRs of 4 objects). */
+  /** Most entries kept; the least recently used goes first (default 100,000: 25,000 CRs of 4 objects). */
   maxEntries?: number
 }
 
@@ -54,11 +54,13 @@ export interface VersionedObject {
  */
 export class AppliedMemory {
   #entries = new Map<string, AppliedEntry>()
+  /** Owner uid → uids of the objects remembered for it: forgetting a CR does not walk every entry. */
+  #byOwner = new Map<string, Set<string>>()
   #max: number
 
   /** @param opts bound of the memory */
   constructor(opts: AppliedMemoryOptions = {}) {
-    const max = opts.maxEntries ?? 20_000
+    const max = opts.maxEntries ?? 100_000
     if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxEntries must be a positive integer, got ${max}`)
     this.#max = max
   }
@@ -92,9 +94,15 @@ export class AppliedMemory {
   remember(liveAfterApply: VersionedObject, desired: unknown): void {
     const { uid, resourceVersion } = liveAfterApply.metadata
     if (uid === undefined || resourceVersion === undefined) return
-    this.#entries.delete(uid)
-    this.#entries.set(uid, { resourceVersion, desiredHash: hashDesired(desired), ownerUid: controllerOf(liveAfterApply)?.uid })
-    if (this.#entries.size > this.#max) this.#entries.delete(this.#entries.keys().next().value as string)
+    this.forget(uid)
+    const ownerUid = controllerOf(liveAfterApply)?.uid
+    this.#entries.set(uid, { resourceVersion, desiredHash: hashDesired(desired), ownerUid })
+    if (ownerUid !== undefined) {
+      let owned = this.#byOwner.get(ownerUid)
+      if (!owned) this.#byOwner.set(ownerUid, (owned = new Set()))
+      owned.add(uid)
+    }
+    if (this.#entries.size > this.#max) this.forget(this.#entries.keys().next().value as string)
   }
 
   /** The entry of an object, if remembered (for logs and tests). */
@@ -104,23 +112,25 @@ export class AppliedMemory {
 
   /** Forgets one object (deleted, pruned, or an apply of it failed). */
   forget(uid: string): void {
+    const entry = this.#entries.get(uid)
+    if (entry === undefined) return
     this.#entries.delete(uid)
+    if (entry.ownerUid === undefined) return
+    const owned = this.#byOwner.get(entry.ownerUid)
+    owned?.delete(uid)
+    if (owned?.size === 0) this.#byOwner.delete(entry.ownerUid)
   }
 
   /** Forgets every object controlled by the CR of uid `ownerUid` (the CR was deleted). Returns how many. */
   forgetOwner(ownerUid: string): number {
-    let n = 0
-    for (const [uid, e] of this.#entries) {
-      if (e.ownerUid === ownerUid) {
-        this.#entries.delete(uid)
-        n++
-      }
-    }
-    return n
+    const owned = [...(this.#byOwner.get(ownerUid) ?? [])]
+    for (const uid of owned) this.forget(uid)
+    return owned.length
   }
 
   /** Forgets everything (e.g. when leadership is lost). */
   clear(): void {
     this.#entries.clear()
+    this.#byOwner.clear()
   }
 }

@@ -24,6 +24,7 @@ import { FIELD_MANAGER } from './diff.ts'
 import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
 import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
+import type { WorkloadLike } from './status.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
 
 /** The label every object the operator renders carries; the informers of children select by it. */
@@ -96,14 +97,14 @@ interface PodStatusSummary {
  * whether it is Ready: the Ready condition alone, in the pod's own shape) and for mapping it to its CR.
  */
 export function podSummary(pod: KubeObject): KubeObject {
-  const { name, namespace, uid, resourceVersion, labels, deletionTimestamp, ownerReferences } = pod.metadata
+  const { name, namespace, uid, resourceVersion, labels, deletionTimestamp } = pod.metadata
   const { phase, podIP, conditions } = (pod.status ?? {}) as PodStatusSummary
   const ready = Array.isArray(conditions) ? conditions.find((c) => c.type === 'Ready') : undefined
   const status: PodStatusSummary = { ...(phase ? { phase } : {}), ...(podIP ? { podIP } : {}), ...(ready ? { conditions: [{ type: 'Ready', status: ready.status }] } : {}) }
   return {
     apiVersion: pod.apiVersion,
     kind: pod.kind,
-    metadata: { name, namespace, uid, resourceVersion, labels, ...(deletionTimestamp ? { deletionTimestamp } : {}), ...(ownerReferences ? { ownerReferences } : {}) },
+    metadata: { name, namespace, uid, resourceVersion, labels, ...(deletionTimestamp ? { deletionTimestamp } : {}) },
     ...(Object.keys(status).length > 0 ? { status } : {}),
   }
 }
@@ -121,12 +122,34 @@ function withoutManagedFields(o: KubeObject): KubeObject {
   return { ...o, metadata }
 }
 
-/** A child as cached: of its managedFields only the operator's own Apply entry is read (by the diff). */
-function withOwnManagedFields(o: KubeObject): KubeObject {
-  const entries = o.metadata.managedFields as { manager?: string; operation?: string }[] | undefined
-  if (!entries) return o
-  const own = entries.filter((e) => e.manager === FIELD_MANAGER && e.operation === 'Apply' && !('subresource' in e))
-  return { ...o, metadata: { ...o.metadata, managedFields: own } as KubeObject['metadata'] }
+/**
+ * A child as cached: what a reconcile reads of it. Of its managedFields only the operator's own
+ * Apply entry, with its fieldsV1 kept as JSON text (the diff parses it when it runs, which a
+ * remembered apply spares; as text it takes a fraction of the memory of the parsed tree); of its
+ * status only what the CR's status and a kind switch read, a Deployment's or StatefulSet's replica
+ * counts and conditions (status.ts `WorkloadLike`) — no rendered object carries a status, so the
+ * diff never compares one.
+ */
+export function childSummary(o: KubeObject): KubeObject {
+  const entries = o.metadata.managedFields as { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }[] | undefined
+  const { status, ...rest } = o
+  const own = entries?.filter((e) => e.manager === FIELD_MANAGER && e.operation === 'Apply' && (e.subresource ?? '') === '').map((e) => ({ manager: e.manager, operation: e.operation, fieldsV1: JSON.stringify(e.fieldsV1 ?? {}) }))
+  const out: KubeObject = own ? { ...rest, metadata: { ...o.metadata, managedFields: own } as KubeObject['metadata'] } : rest
+  if ((o.kind === 'Deployment' || o.kind === 'StatefulSet') && status !== undefined) out.status = workloadStatusSummary(status as WorkloadLike['status'] & object)
+  return out
+}
+
+/** The fields of a workload's status that status.ts and the kind switch read. */
+function workloadStatusSummary(s: NonNullable<WorkloadLike['status']>): WorkloadLike['status'] {
+  const { observedGeneration, replicas, updatedReplicas, readyReplicas, availableReplicas, conditions } = s
+  return {
+    ...(observedGeneration !== undefined ? { observedGeneration } : {}),
+    ...(replicas !== undefined ? { replicas } : {}),
+    ...(updatedReplicas !== undefined ? { updatedReplicas } : {}),
+    ...(readyReplicas !== undefined ? { readyReplicas } : {}),
+    ...(availableReplicas !== undefined ? { availableReplicas } : {}),
+    ...(Array.isArray(conditions) ? { conditions: conditions.map(({ type, status, reason, message }) => ({ type, status, ...(reason !== undefined ? { reason } : {}), ...(message !== undefined ? { message } : {}) })) } : {}),
+  }
 }
 
 /** Informers of one resource, one per watched namespace (or one for all), seen as one cache. */
@@ -190,7 +213,7 @@ export class MemcachedController {
             ...(labelSelector ? { labelSelector } : {}),
             // Pods are many and only their names, labels, deletion, phase, IP and readiness matter: cache just that.
             // Secrets: never their content, only its checksum.
-            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : withOwnManagedFields(o)) as T,
+            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
             onError: onError(kind),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
@@ -330,6 +353,7 @@ export class MemcachedController {
     for (const i of this.#memcacheds.informers) {
       i.onAdd(enqueue)
       i.onUpdate((before, after) => {
+        this.#reconciler.observed(after)
         // Our own status writes change neither generation nor deletion: no reconcile for them.
         // A resync hands the same object twice: reconcile it (drift no event announced).
         if (before === after || before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) enqueue(after)

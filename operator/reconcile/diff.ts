@@ -65,14 +65,18 @@ function comparable(obj: JsonMap): JsonMap {
   return (normalize(rest) as JsonMap | undefined) ?? {}
 }
 
-/** The fieldsV1 of `manager`'s Apply entry on the main resource, if any. */
+/**
+ * The fieldsV1 of `manager`'s Apply entry on the main resource, if any. The controller's cache keeps
+ * it as JSON text (controller.ts `childSummary`); the API server's object form is read as well.
+ */
 export function appliedFields(live: JsonMap, manager: string): JsonMap | undefined {
   const meta = live.metadata
   if (!isMap(meta) || !Array.isArray(meta.managedFields)) return undefined
   for (const entry of meta.managedFields) {
     if (!isMap(entry) || entry.manager !== manager || entry.operation !== 'Apply') continue
     if (entry.subresource !== undefined && entry.subresource !== '') continue
-    return isMap(entry.fieldsV1) ? entry.fieldsV1 : undefined
+    const fields: unknown = typeof entry.fieldsV1 === 'string' ? JSON.parse(entry.fieldsV1) : entry.fieldsV1
+    return isMap(fields) ? fields : undefined
   }
   return undefined
 }

@@ -221,6 +221,15 @@ export class Reconciler {
     return { ...cr, status: written.status }
   }
 
+  /**
+   * The CR cache now holds `cr`: a status written from an older version of it is in the cache (or
+   * overtaken), so it is no longer kept — not only at the CR's next reconcile, which may be hours away.
+   */
+  observed(cr: MemcachedObject): void {
+    const uid = cr.metadata.uid
+    if (uid !== undefined && this.#written.get(uid)?.baseVersion !== cr.metadata.resourceVersion) this.#written.delete(uid)
+  }
+
   /** Forgets what was written and re-created for a CR (it was deleted). */
   forget(uid: string): void {
     this.#written.delete(uid)

@@ -1,8 +1,11 @@
 /**
  * `npm run bench:operator`: N Memcached CRs (default 1,000, size 3) created 100 at a time in the
  * sandbox, with the operator in its own process. Prints the time until every CR's status.nodes is
- * complete, the operator's requests per CR by verb, its peak RSS, and then an idle resync: its
- * writes (should be 0) and duration. Prints figures; asserts nothing.
+ * complete, the operator's requests and reconciles per CR, its memory per CR (heap and RSS grown
+ * from the synced empty cache), the CPU time each process used (on a shared machine a steadier
+ * figure than the wall clock), and then an idle resync: its writes and reads (should be 0) and
+ * duration. Prints figures; asserts nothing. BENCH_NODE_FLAGS passes node's flags to the operator
+ * process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--heapsnapshot-signal=SIGUSR2`).
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -21,6 +24,11 @@ const RESYNC_S = 30
 
 const freePort = () => new Promise<number>((ok) => { const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => ok(p)) }) })
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** User + system CPU seconds of a process so far (/proc/<pid>/stat, in clock ticks of 1/100 s). */
+const cpuOf = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
 const rssOf = (pid: number) => {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
@@ -49,11 +57,18 @@ for (;;) {
   }
 }
 const user = clientFor(sandbox, 'bench/1', 'bench')
+const heapUsed = async () => Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1] ?? 0) / 1048576
+await sleep(1000)
+// The operator with its caches synced and empty: what each CR adds is measured from here.
+const emptyHeap = await heapUsed()
+const emptyRss = rssOf(operator.pid!).rss
 sandbox.requests.reset()
 const opUA = (ua: string | undefined) => ua?.startsWith('memcached-operator/') ?? false
 console.log(`${N} Memcached CRs of size ${SIZE}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version} ${nodeFlags.join(' ')}${managerNodeOptions ? `, NODE_OPTIONS=${managerNodeOptions}` : ''}\n`)
 
 const start = performance.now()
+const cpuStart = { sandbox: process.cpuUsage(), operator: cpuOf(operator.pid!) }
+const reconcilesStart = await reconciles()
 // 100 creates in flight at a time: ten thousand at once would be ten thousand connections.
 let nextCr = 0
 await Promise.all(
@@ -66,16 +81,25 @@ await Promise.all(
 )
 const created = performance.now()
 let peak = 0
+let nextProgress = start + 30_000
 for (;;) {
   peak = Math.max(peak, rssOf(operator.pid!).peak)
   // Read the store directly: no request that the accounting would count.
   const list = sandbox.cluster.store.list('cache.example.com/memcacheds').map((s) => s.obj as { status?: { nodes?: string[]; readyReplicas?: number } })
   const done = list.filter((c) => c.status?.nodes?.length === SIZE && c.status.readyReplicas === SIZE).length
   if (done === N) break
-  if (performance.now() - start > 600_000) throw new Error(`only ${done}/${N} converged after 10 minutes`)
+  if (performance.now() - start > 1_800_000) throw new Error(`only ${done}/${N} converged after 30 minutes`)
+  if (performance.now() >= nextProgress) {
+    // A line every 30 s on stderr: how far, and what it costs so far (a long run on a busy machine).
+    const u = process.cpuUsage(cpuStart.sandbox)
+    process.stderr.write(`  ${((performance.now() - start) / 1000).toFixed(0)} s: ${done}/${N} converged, ${(await reconciles()) - reconcilesStart} reconciles; operator RSS ${rssOf(operator.pid!).rss.toFixed(0)} MB, heap used ${(await heapUsed()).toFixed(0)} MB; CPU sandbox ${((u.user + u.system) / 1e6).toFixed(0)} s, operator ${(cpuOf(operator.pid!) - cpuStart.operator).toFixed(0)} s\n`)
+    nextProgress += 30_000
+  }
   await sleep(100)
 }
 const converged = performance.now()
+const cpuUsed = { sandbox: (() => { const u = process.cpuUsage(cpuStart.sandbox); return (u.user + u.system) / 1e6 })(), operator: cpuOf(operator.pid!) - cpuStart.operator }
+const reconcilesDone = (await reconciles()) - reconcilesStart
 const log = sandbox.requests.log().filter((r) => opUA(r.userAgent))
 const byVerb: Record<string, number> = {}
 for (const r of log) {
@@ -84,6 +108,7 @@ for (const r of log) {
 }
 const writes = log.filter((r) => ['create', 'update', 'patch', 'delete'].includes(r.verb))
 console.log(`created ${N} CRs in ${((created - start) / 1000).toFixed(1)} s; every status.nodes complete after ${((converged - start) / 1000).toFixed(1)} s`)
+console.log(`CPU time until then: sandbox (and this script) ${cpuUsed.sandbox.toFixed(1)} s, operator ${cpuUsed.operator.toFixed(1)} s (${((1000 * cpuUsed.operator) / N).toFixed(1)} ms per CR); ${reconcilesDone} reconciles (${(reconcilesDone / N).toFixed(2)} per CR)`)
 console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
 for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
 const heap = async () => {
@@ -91,7 +116,9 @@ const heap = async () => {
   const v = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1048576
   return `heap used ${v('nodejs_heap_size_used_bytes').toFixed(0)} MB of ${v('nodejs_heap_size_total_bytes').toFixed(0)} MB, external ${v('nodejs_external_memory_bytes').toFixed(0)} MB`
 }
-console.log(`operator peak RSS ${peak.toFixed(0)} MB (${await heap()})\n`)
+console.log(`operator peak RSS ${peak.toFixed(0)} MB (${await heap()})`)
+const perCr = () => `${(((1024 * (rssOf(operator.pid!).rss - emptyRss)) / N)).toFixed(1)} KB RSS`
+console.log(`memory per CR: heap used grew from ${emptyHeap.toFixed(0)} MB (caches synced, empty) to ${(await heapUsed()).toFixed(0)} MB, ${((1024 * ((await heapUsed()) - emptyHeap)) / N).toFixed(1)} KB per CR; ${perCr()} per CR\n`)
 
 // Idle resync: nothing changed, every CR is reconciled again by the periodic resync.
 await sleep(2000)
@@ -103,7 +130,7 @@ const resyncSeen = performance.now()
 const idleWrites = sandbox.requests.log().filter((r) => opUA(r.userAgent) && !['get', 'list', 'watch'].includes(r.verb)).length
 const idleReads = sandbox.requests.log().filter((r) => opUA(r.userAgent) && ['get', 'list'].includes(r.verb)).length
 console.log(`idle resync of ${N} CRs (period ${RESYNC_S} s): ${idleWrites} writes, ${idleReads} GET/LIST requests; all ${N} reconciled within ${((resyncSeen - waitStart) / 1000).toFixed(1)} s of waiting`)
-console.log(`operator RSS after the resync ${rssOf(operator.pid!).rss.toFixed(0)} MB, peak ${rssOf(operator.pid!).peak.toFixed(0)} MB (${await heap()})`)
+console.log(`operator RSS after the resync ${rssOf(operator.pid!).rss.toFixed(0)} MB, peak ${rssOf(operator.pid!).peak.toFixed(0)} MB (${await heap()}); per CR ${((1024 * ((await heapUsed()) - emptyHeap)) / N).toFixed(1)} KB of heap, ${perCr()}`)
 operator.kill('SIGTERM')
 await new Promise((r) => operator.once('exit', r))
 user.close()

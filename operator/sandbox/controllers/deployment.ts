@@ -24,6 +24,7 @@ import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { podTemplateHash } from './names.ts'
 import { controllerOf, controllerRef, sameJson, specReplicas } from './replicaset.ts'
+import { clone } from '../apply/json.ts'
 import { rfc3339 } from '../cluster.ts'
 
 const revisionKey = 'deployment.kubernetes.io/revision'
@@ -185,8 +186,8 @@ export class DeploymentController {
   async #createRS(d: KubeObject, template: JsonObject, hash: string, olds: KubeObject[], revision: number): Promise<KubeObject> {
     const tmeta = obj(template['metadata'])
     const labels = { ...(obj(tmeta['labels']) as Record<string, string>), 'pod-template-hash': hash }
-    const rsTemplate = { ...structuredClone(template), metadata: { ...structuredClone(tmeta), labels } }
-    const selector = structuredClone(obj(obj(d['spec'])['selector']))
+    const rsTemplate = { ...clone(template), metadata: { ...clone(tmeta), labels } }
+    const selector = clone(obj(obj(d['spec'])['selector']))
     selector['matchLabels'] = { ...obj(selector['matchLabels']), 'pod-template-hash': hash }
     const replicas = specReplicas(d)
     const strategy = String(obj(obj(d['spec'])['strategy'])['type'] ?? 'RollingUpdate')
@@ -325,7 +326,7 @@ export class DeploymentController {
     put('availableReplicas', available)
     put('unavailableReplicas', Math.max(0, specTotal - available))
     const time = rfc3339()
-    let conds = (Array.isArray(old['conditions']) ? structuredClone(old['conditions']) : []) as unknown as Condition[]
+    let conds = (Array.isArray(old['conditions']) ? clone(old['conditions']) : []) as unknown as Condition[]
     const cond = (type: string, s: string, reason: string, message: string): Condition => ({ type, status: s, lastUpdateTime: time, lastTransitionTime: time, reason, message })
     const { unavailable } = rollingBounds(d)
     conds = available >= replicas - unavailable

@@ -16,6 +16,7 @@ import { ApiError, Client, isConflict, isNotFound, pods, replicaSets } from './c
 import type { EventRecorder } from './events.ts'
 import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
+import { clone } from '../apply/json.ts'
 import { rfc3339 } from '../cluster.ts'
 
 /** The controller ownerReference a controller puts on what it creates. */
@@ -173,10 +174,10 @@ export class ReplicaSetController {
     const tmeta = obj(template['metadata'])
     const prefix = `${rs.metadata.name ?? ''}-`
     const metadata: JsonObject = { generateName: prefix, namespace: rs.metadata.namespace ?? 'default' }
-    if (tmeta['labels']) metadata['labels'] = structuredClone(tmeta['labels'])
-    if (tmeta['annotations']) metadata['annotations'] = structuredClone(tmeta['annotations'])
+    if (tmeta['labels']) metadata['labels'] = clone(tmeta['labels'])
+    if (tmeta['annotations']) metadata['annotations'] = clone(tmeta['annotations'])
     metadata['ownerReferences'] = [controllerRef(rs) as unknown as JsonObject]
-    const pod = { apiVersion: 'v1', kind: 'Pod', metadata, spec: structuredClone(obj(template['spec'])) } as unknown as KubeObject
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata, spec: clone(obj(template['spec'])) } as unknown as KubeObject
     // The name is generated here (same rule as the apiserver's generateName) so that a rare
     // collision is a plain AlreadyExists to retry.
     for (let attempt = 0; ; attempt++) {
