@@ -20,6 +20,11 @@ export const MANAGED_KINDS: readonly ManagedKind[] = [
   { apiVersion: 'v1', kind: 'Service', resource: 'services' },
   { apiVersion: 'apps/v1', kind: 'Deployment', resource: 'deployments' },
   { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', resource: 'poddisruptionbudgets' },
+  { apiVersion: 'apps/v1', kind: 'StatefulSet', resource: 'statefulsets' },
+  { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', resource: 'networkpolicies' },
+  { apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', resource: 'servicemonitors' },
+  { apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule', resource: 'prometheusrules' },
+  { apiVersion: 'cert-manager.io/v1', kind: 'Certificate', resource: 'certificates' },
 ]
 
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
