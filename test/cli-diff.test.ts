@@ -87,9 +87,9 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
   bed.sandbox.requests.reset()
   const all = captureIO()
   t.equal(await runCli(['diff', '--all', '--set', 'memoryMB=128', ...kc], all), 1, all.err())
-  const { MANAGED_KINDS } = await import('../operator/render/guard.ts')
+  const { WATCHED_KINDS } = await import('../operator/render/guard.ts')
   t.same(reads().filter((r) => r.verb === 'get'), [], 'no GET')
-  t.equal(reads().filter((r) => r.verb === 'list').length, 1 + MANAGED_KINDS.length, 'the Memcacheds, then one list per managed kind')
+  t.equal(reads().filter((r) => r.verb === 'list').length, 1 + WATCHED_KINDS.length, 'the Memcacheds, then one list per watched kind')
 
   const file = join(tempDir('mc-diff-'), 'fleet.yaml')
   writeFileSync(file, names.map((name) => `apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: ${name}, namespace: default}\nspec: {size: 2}\n`).join('---\n'))

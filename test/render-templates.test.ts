@@ -162,7 +162,7 @@ t.test('the guard refuses other namespaces, unmanaged kinds and duplicates', asy
   t.equal(err.kind, 'guard')
   t.same(err.problems, [
     'ConfigMap/elsewhere: namespace "kube-system" is not the instance\'s namespace "default"',
-    'ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (ServiceAccount, ConfigMap, Service, Deployment, PodDisruptionBudget)',
+    'ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (ServiceAccount, ConfigMap, Service, Deployment, PodDisruptionBudget, StatefulSet, NetworkPolicy, ServiceMonitor, PrometheusRule, Certificate)',
     'Service/x: rendered twice',
   ])
 })

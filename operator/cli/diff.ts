@@ -11,7 +11,7 @@ import { isNotFound, KubeClient, type KubeObject } from '../controller/client.ts
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
-import { MANAGED_KINDS } from '../render/guard.ts'
+import { managedResources, WATCHED_KINDS } from '../render/guard.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
 import { yamlText } from '../render/manifest.ts'
@@ -79,7 +79,7 @@ async function liveByList(client: KubeClient, crs: Memcached[]): Promise<Live> {
   const memcacheds = new Map(crs.map((cr) => [`${cr.metadata.namespace ?? 'default'}/${cr.metadata.name}`, cr]))
   const objects = new Map<string, KubeObject>()
   const byInstance = new Map<string, KubeObject[]>()
-  for (const k of MANAGED_KINDS) {
+  for (const k of WATCHED_KINDS) {
     for (const o of (await client.list({ apiVersion: k.apiVersion, kind: k.kind }, { labelSelector: 'app.kubernetes.io/managed-by=memcached-operator' })).items) {
       const namespace = o.metadata.namespace ?? ''
       objects.set(key(k.apiVersion, k.kind, namespace, o.metadata.name ?? ''), o)
@@ -113,7 +113,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     io.stderr(`error: ${err.message}\n`)
     return 2
   }
-  const client = new KubeClient(kc, { userAgent: `memcached-operator-diff/${packageVersion()}`, fieldManager: FIELD_MANAGER })
+  const client = new KubeClient(kc, { userAgent: `memcached-operator-diff/${packageVersion()}`, fieldManager: FIELD_MANAGER, resources: managedResources() })
   try {
     const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
     const overrides = readOverrides(opts, io)
@@ -158,7 +158,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
         r.differences += patch(r.out, d, comparable(current), comparable(merged))
       }
       if (liveCr?.metadata.uid) {
-        for (const kind of MANAGED_KINDS) {
+        for (const kind of WATCHED_KINDS) {
           for (const o of await live.owned(kind.apiVersion, kind.kind, namespace, name)) {
             const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
             if (seen.has(fileName(id)) || !isControlledBy(o, liveCr)) continue

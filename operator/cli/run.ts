@@ -17,6 +17,7 @@ import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { managedResources } from '../render/guard.ts'
 import { controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
@@ -151,7 +152,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     if (led && !stopping) elector?.isLeader()
     return work.signal
   }
-  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal })
+  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal, resources: managedResources() })
   if (opts.selector !== undefined) {
     // The API server is the judge of a selector's syntax (one list of at most one item); any
     // other failure is left to the informers, which retry.

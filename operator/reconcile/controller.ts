@@ -11,7 +11,7 @@ import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
 import type { Chart } from '../render/chart.ts'
-import { MANAGED_KINDS } from '../render/guard.ts'
+import { WATCHED_KINDS } from '../render/guard.ts'
 import { labelValue } from '../render/names.ts'
 import { AppliedMemory } from './applied.ts'
 import { EventAggregator } from './events.ts'
@@ -155,7 +155,7 @@ export class MemcachedController {
       [UID_INDEX]: (o) => (o.metadata.uid ? [o.metadata.uid] : []),
       [INSTANCE_INDEX]: (o) => [`${o.metadata.namespace ?? ''}/${labelValue(o.metadata.name)}`],
     })
-    for (const k of MANAGED_KINDS) this.#children.set(kindKey(k), make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid }))
+    for (const k of WATCHED_KINDS) this.#children.set(kindKey(k), make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid }))
     this.#pods = make('v1', 'Pod', MANAGED_BY_SELECTOR, {
       [INSTANCE_INDEX]: (o) => {
         const instance = o.metadata.labels?.[INSTANCE_LABEL]

@@ -9,7 +9,7 @@ import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../contr
 import type { Chart } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
-import { MANAGED_KINDS } from '../render/guard.ts'
+import { WATCHED_KINDS } from '../render/guard.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
 import { hashDesired, type AppliedMemory } from './applied.ts'
@@ -327,7 +327,7 @@ export class Reconciler {
     const uid = cr.metadata.uid
     if (!uid) return
     try {
-      for (const kind of MANAGED_KINDS) {
+      for (const kind of WATCHED_KINDS) {
         const informer = this.#d.children.get(kindKey(kind))
         for (const obj of informer?.byIndex(CONTROLLER_INDEX, uid) ?? []) {
           const identity = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' } }

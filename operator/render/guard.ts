@@ -11,6 +11,12 @@ export interface ManagedKind {
   apiVersion: string
   kind: string
   resource: string
+  /**
+   * Served only where an add-on is installed (the Prometheus Operator's, cert-manager's): the guard
+   * admits it, but nothing watches, lists or prunes it until the operator learns from discovery
+   * whether the cluster serves it.
+   */
+  optional?: boolean
 }
 
 /** The kinds a chart may render. All are namespaced. */
@@ -21,11 +27,25 @@ export const MANAGED_KINDS: readonly ManagedKind[] = [
   { apiVersion: 'apps/v1', kind: 'Deployment', resource: 'deployments' },
   { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', resource: 'poddisruptionbudgets' },
   { apiVersion: 'apps/v1', kind: 'StatefulSet', resource: 'statefulsets' },
-  { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', resource: 'networkpolicies' },
-  { apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', resource: 'servicemonitors' },
-  { apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule', resource: 'prometheusrules' },
-  { apiVersion: 'cert-manager.io/v1', kind: 'Certificate', resource: 'certificates' },
+  // Every cluster serves NetworkPolicies, but the sandbox does not yet: optional until it does.
+  { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', resource: 'networkpolicies', optional: true },
+  { apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', resource: 'servicemonitors', optional: true },
+  { apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule', resource: 'prometheusrules', optional: true },
+  { apiVersion: 'cert-manager.io/v1', kind: 'Certificate', resource: 'certificates', optional: true },
 ]
+
+/** The kinds the operator watches, lists and prunes: the managed kinds that every cluster serves. */
+export const WATCHED_KINDS: readonly ManagedKind[] = MANAGED_KINDS.filter((k) => !k.optional)
+
+/** Where each managed kind is served, for a client's resource table (keyed `apiVersion/Kind`). */
+export function managedResources(): Record<string, { group: string; version: string; plural: string; namespaced: boolean }> {
+  return Object.fromEntries(
+    MANAGED_KINDS.map((k) => {
+      const [group, version] = k.apiVersion.includes('/') ? (k.apiVersion.split('/') as [string, string]) : ['', k.apiVersion]
+      return [`${k.apiVersion}/${k.kind}`, { group, version, plural: k.resource, namespaced: true }]
+    }),
+  )
+}
 
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
