@@ -7,10 +7,14 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import YAML from 'yaml'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import type { KubeObject } from '../operator/controller/client.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { evaluatePod } from '../operator/sandbox/admission/podsecurity.ts'
+import { startSandbox } from '../operator/sandbox/index.ts'
+import { clientFor } from './support/operator.ts'
 
 const chart = loadChart()
 type Container = { name: string; image: string; args: string[]; ports: { name: string; containerPort: number }[]; env?: { name: string; value: string }[]; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[]; lifecycle?: unknown; resources: { requests: Record<string, string>; limits: Record<string, string> }; securityContext: unknown }
@@ -178,5 +182,25 @@ t.test('every feature render passes Pod Security "restricted" (the sandbox\'s ad
     const values = YAML.parse(readFileSync(join(dir, f), 'utf8')) as Record<string, unknown>
     const w = workload(render(values))
     t.equal(evaluatePod({ level: 'restricted', minor: Infinity, version: 'latest' }, w.spec.template.metadata, w.spec.template.spec as unknown as Record<string, unknown>), '', f)
+  }
+})
+
+t.test('through the API server: the generated CRD accepts every sample and feature spec and keeps all of it', async (t) => {
+  const sandbox = await startSandbox({ installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const client = clientFor(sandbox)
+  t.teardown(() => client.close())
+  const samples = join(import.meta.dirname, '..', 'kustomize', 'samples')
+  const classic = (YAML.parse(readFileSync(join(samples, 'cache_v1alpha1_memcached.yaml'), 'utf8')) as { spec: Record<string, unknown> }).spec
+  const specs: [string, Record<string, unknown>][] = readdirSync(samples)
+    .filter((f) => f.startsWith('cache_'))
+    .map((f) => [f, (YAML.parse(readFileSync(join(samples, f), 'utf8')) as { spec: Record<string, unknown> }).spec])
+  const features = join(import.meta.dirname, 'golden', 'features')
+  for (const f of readdirSync(features).filter((x) => x.endsWith('.values.yaml'))) specs.push([f, { ...classic, ...(YAML.parse(readFileSync(join(features, f), 'utf8')) as Record<string, unknown>) }])
+  t.ok(specs.some(([f]) => f === 'cache_v1alpha1_memcached_production.yaml'))
+  let i = 0
+  for (const [f, spec] of specs) {
+    const created = await client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: `cr-${i++}`, namespace: 'default' }, spec })
+    t.same(created.spec, spec, `${f}: nothing pruned or refused`)
   }
 })
