@@ -33,6 +33,13 @@ t.test('a StatefulSet needs the headless Service', async (t) => {
   t.ok(renders({ service: { headless: false } }), 'a Deployment may sit behind a ClusterIP')
 })
 
+t.test('a rolling-update configuration only with the rolling-update type, as apps/v1 validation requires', async (t) => {
+  t.same(refusal({ workload: { strategy: { type: 'Recreate', rollingUpdate: { maxSurge: 1 } } } }).problems, ['spec.workload.strategy.rollingUpdate: must not be set when spec.workload.strategy.type is Recreate'])
+  t.same(refusal({ workload: { kind: 'StatefulSet', updateStrategy: { type: 'OnDelete', rollingUpdate: { partition: 1 } } } }).problems, ['spec.workload.updateStrategy.rollingUpdate: must not be set when spec.workload.updateStrategy.type is OnDelete'])
+  t.ok(renders({ workload: { strategy: { type: 'Recreate' } } }))
+  t.ok(renders({ workload: { strategy: { rollingUpdate: { maxSurge: 1 } } } }), 'RollingUpdate is the default type')
+})
+
 t.test('a memory limit below memoryMB + 32Mi is refused; quantities compare as Kubernetes reads them', async (t) => {
   t.same(refusal({ memoryMB: 1024, resources: { limits: { memory: '1Gi' } } }).problems, [
     'spec.resources.limits.memory: must be at least 1056Mi, spec.memoryMB (1024) plus 32Mi of memcached\'s own overhead (got "1Gi")',
