@@ -137,7 +137,7 @@ t.test('--help and --version exit 0', async (t) => {
 t.test('lint passes on the bundled chart and its samples', async (t) => {
   const r = await run(['lint'])
   t.equal(r.code, 0, r.err)
-  t.match(r.out, /ok \(4 templates, 5 kinds, 4 instances rendered into \d+ objects\)/)
+  t.match(r.out, /ok \(12 templates, 10 kinds, 5 instances rendered into \d+ objects\)/)
 })
 
 t.test('lint reports a broken chart: schema, templates and renders', async (t) => {

@@ -1,6 +1,8 @@
 /**
- * Golden renders of the samples. After an intended change to the chart, regenerate them with
- * `npm run golden` and review the diff.
+ * Golden renders of the samples, and of the classic sample with each values file of
+ * test/golden/features (one chart feature each: `<feature>.values.yaml` renders into
+ * `<feature>.yaml`). After an intended change to the chart, regenerate them with `npm run golden`
+ * and review the diff.
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -23,6 +25,24 @@ for (const sample of samples) {
     const io = captureIO()
     t.equal(await runCli(['render', '-f', join(SAMPLES_DIR, sample)], io), 0, io.err())
     const golden = join(goldenDir, sample)
+    if (update) writeFileSync(golden, io.out())
+    t.ok(existsSync(golden), `${golden} exists (npm run golden writes it)`)
+    t.equal(io.out(), readFileSync(golden, 'utf8'), 'matches the golden file')
+  })
+}
+
+const featuresDir = join(goldenDir, 'features')
+const features = readdirSync(featuresDir).filter((f) => f.endsWith('.values.yaml')).sort()
+
+t.test('there is a feature values file for each part of the chart beyond the classic sample', async (t) => {
+  t.same(features, ['auth-authfile', 'auth-sasl', 'metrics', 'network-policy', 'rollout', 'statefulset', 'tls-cert-manager', 'tls-secret'].map((f) => `${f}.values.yaml`))
+})
+
+for (const values of features) {
+  t.test(`golden render of the classic sample with features/${values}`, async (t) => {
+    const io = captureIO()
+    t.equal(await runCli(['render', '-f', join(SAMPLES_DIR, 'cache_v1alpha1_memcached.yaml'), '--values', join(featuresDir, values)], io), 0, io.err())
+    const golden = join(featuresDir, values.replace(/\.values\.yaml$/, '.yaml'))
     if (update) writeFileSync(golden, io.out())
     t.ok(existsSync(golden), `${golden} exists (npm run golden writes it)`)
     t.equal(io.out(), readFileSync(golden, 'utf8'), 'matches the golden file')

@@ -19,7 +19,7 @@ const problems = (kinds: string): string[] => {
   throw new Error('the chart loaded')
 }
 
-t.test('the bundled chart declares the kinds it renders, none optional', async (t) => {
+t.test('the bundled chart declares the kinds it renders, the add-ons' optional', async (t) => {
   t.same(loadChart().kinds.map((k) => `${k.apiVersion} ${k.kind} ${k.resource}${k.optional ? ' optional' : ''}`), [
     'v1 ServiceAccount serviceaccounts',
     'v1 ConfigMap configmaps',
@@ -27,6 +27,10 @@ t.test('the bundled chart declares the kinds it renders, none optional', async (
     'apps/v1 Deployment deployments',
     'apps/v1 StatefulSet statefulsets',
     'policy/v1 PodDisruptionBudget poddisruptionbudgets',
+    'networking.k8s.io/v1 NetworkPolicy networkpolicies',
+    'monitoring.coreos.com/v1 ServiceMonitor servicemonitors optional',
+    'monitoring.coreos.com/v1 PrometheusRule prometheusrules optional',
+    'cert-manager.io/v1 Certificate certificates optional',
   ])
 })
 

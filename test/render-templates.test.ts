@@ -162,7 +162,7 @@ t.test('the guard refuses other namespaces, unmanaged kinds and duplicates', asy
   t.equal(err.kind, 'guard')
   t.same(err.problems, [
     'ConfigMap/elsewhere: namespace "kube-system" is not the instance\'s namespace "default"',
-    'ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (kinds.yaml declares v1 ServiceAccount, v1 ConfigMap, v1 Service, apps/v1 Deployment, policy/v1 PodDisruptionBudget)',
+    'ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (kinds.yaml declares v1 ServiceAccount, v1 ConfigMap, v1 Service, apps/v1 Deployment, apps/v1 StatefulSet, policy/v1 PodDisruptionBudget, networking.k8s.io/v1 NetworkPolicy, monitoring.coreos.com/v1 ServiceMonitor, monitoring.coreos.com/v1 PrometheusRule, cert-manager.io/v1 Certificate)',
     'Service/x: rendered twice',
   ])
 })

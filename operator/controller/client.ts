@@ -106,6 +106,7 @@ const builtinResources: Record<string, ResourceInfo> = {
   'apps/v1/Deployment': { group: 'apps', version: 'v1', plural: 'deployments', namespaced: true },
   'apps/v1/ReplicaSet': { group: 'apps', version: 'v1', plural: 'replicasets', namespaced: true },
   'apps/v1/StatefulSet': { group: 'apps', version: 'v1', plural: 'statefulsets', namespaced: true },
+  'networking.k8s.io/v1/NetworkPolicy': { group: 'networking.k8s.io', version: 'v1', plural: 'networkpolicies', namespaced: true },
   'policy/v1/PodDisruptionBudget': { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', namespaced: true },
   'coordination.k8s.io/v1/Lease': { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespaced: true },
   'events.k8s.io/v1/Event': { group: 'events.k8s.io', version: 'v1', plural: 'events', namespaced: true },

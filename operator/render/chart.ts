@@ -19,7 +19,7 @@ import { cloneData, isPlainMap, type Values } from './values.ts'
 export const DEFAULT_CHART_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'memcached')
 
 /** Names every template sees as local variables (helpers are added by the engine). */
-export const TEMPLATE_LOCALS = ['values', 'release', 'chart', 'ctx', 'h', 'toYaml', 'include', 'required', 'quote', 'fullname', 'labels', 'selectorLabels', 'sha256', 'secretChecksum', 'fail'] as const
+export const TEMPLATE_LOCALS = ['values', 'release', 'chart', 'ctx', 'h', 'toYaml', 'include', 'required', 'quote', 'fullname', 'labels', 'selectorLabels', 'sha256', 'secretChecksum', 'fail', 'invalid', 'compareQuantity'] as const
 
 /** A compiled template: `file` is relative to the chart directory, e.g. `templates/deployment.ejs`. */
 export interface Template {

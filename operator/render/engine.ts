@@ -10,6 +10,8 @@ import { dnsLabel, labelValue, sha256 } from './names.ts'
 import { Raw, quoteString, yamlScalar } from './scalar.ts'
 import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
+// A pure module (no sandbox state): apimachinery's resource.Quantity, exact.
+import { compareQuantities, quantityOf, QuantityError } from '../sandbox/quantity.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
 export interface RenderInput {
@@ -156,6 +158,27 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
     /** Stops rendering with a template error. */
     fail(message: string): never {
       throw new Error(message)
+    },
+    /**
+     * Stops rendering because the values are wrong together (what a schema cannot say), with one
+     * problem per argument, each `spec.path: message`: like a schema error, it makes the CR
+     * InvalidSpec rather than TemplateError.
+     */
+    invalid(...problems: string[]): never {
+      throw new RenderError('values', problems)
+    },
+    /**
+     * -1, 0 or 1 as Kubernetes quantity `a` is less than, equal to or greater than `b`
+     * (`"600Mi"`, `"1Gi"`, `512`), exactly as apimachinery compares them; a template error names a
+     * string that is not a quantity.
+     */
+    compareQuantity(a: string | number, b: string | number): number {
+      try {
+        return compareQuantities(quantityOf(a), quantityOf(b))
+      } catch (err) {
+        if (err instanceof QuantityError) throw new Error(`compareQuantity: ${JSON.stringify(err.input)} is not a quantity: ${err.message}`)
+        throw err
+      }
     },
   }
   Object.assign(locals, helpers, {

@@ -1,0 +1,130 @@
+/**
+ * Rules between values that the schema cannot say (templates/validate.ejs): each broken rule is a
+ * values error at its path, so that the CR becomes InvalidSpec as for a schema error, and every
+ * broken rule is reported at once.
+ */
+import t from 'tap'
+import { loadChart } from '../operator/render/chart.ts'
+import { renderInstance } from '../operator/render/engine.ts'
+import { RenderError } from '../operator/render/errors.ts'
+import { outcomeOfRenderError } from '../operator/reconcile/status.ts'
+import type { KubeObject } from '../operator/controller/client.ts'
+import { eventually, startBed } from './support/operator.ts'
+
+const chart = loadChart()
+const refusal = (spec: Record<string, unknown>): RenderError => {
+  try {
+    renderInstance(chart, { name: 'cache', namespace: 'team', spec: { size: 2, ...spec } })
+  } catch (err) {
+    if (err instanceof RenderError) return err
+    throw err
+  }
+  throw new Error(`rendered: ${JSON.stringify(spec)}`)
+}
+const condition = (o: KubeObject, type: string) => ((o.status ?? {}) as { conditions?: { type: string; reason: string; message: string }[] }).conditions?.find((c) => c.type === type)
+const renders = (spec: Record<string, unknown>) => renderInstance(chart, { name: 'cache', namespace: 'team', spec: { size: 2, ...spec } })
+
+t.test('a StatefulSet needs the headless Service', async (t) => {
+  const err = refusal({ workload: { kind: 'StatefulSet' }, service: { headless: false } })
+  t.equal(err.kind, 'values')
+  t.same(err.problems, ["spec.service.headless: must be true when spec.workload.kind is StatefulSet (the pods' stable DNS names come from the headless Service)"])
+  t.same(outcomeOfRenderError(err), { kind: 'invalid', message: err.problems[0] }, 'InvalidSpec on the CR, like a schema error')
+  t.ok(renders({ workload: { kind: 'StatefulSet' } }), 'the default Service is headless')
+  t.ok(renders({ service: { headless: false } }), 'a Deployment may sit behind a ClusterIP')
+})
+
+t.test('a rolling-update configuration only with the rolling-update type, as apps/v1 validation requires', async (t) => {
+  t.same(refusal({ workload: { strategy: { type: 'Recreate', rollingUpdate: { maxSurge: 1 } } } }).problems, ['spec.workload.strategy.rollingUpdate: must not be set when spec.workload.strategy.type is Recreate'])
+  t.same(refusal({ workload: { kind: 'StatefulSet', updateStrategy: { type: 'OnDelete', rollingUpdate: { partition: 1 } } } }).problems, ['spec.workload.updateStrategy.rollingUpdate: must not be set when spec.workload.updateStrategy.type is OnDelete'])
+  t.ok(renders({ workload: { strategy: { type: 'Recreate' } } }))
+  t.ok(renders({ workload: { strategy: { rollingUpdate: { maxSurge: 1 } } } }), 'RollingUpdate is the default type')
+})
+
+t.test('a memory limit below memoryMB + 32Mi is refused; quantities compare as Kubernetes reads them', async (t) => {
+  t.same(refusal({ memoryMB: 1024, resources: { limits: { memory: '1Gi' } } }).problems, [
+    'spec.resources.limits.memory: must be at least 1056Mi, spec.memoryMB (1024) plus 32Mi of memcached\'s own overhead (got "1Gi")',
+  ])
+  t.same(refusal({ memoryMB: 64, resources: { limits: { memory: '100M' } } }).problems, [
+    'spec.resources.limits.memory: must be at least 96Mi, spec.memoryMB (64) plus 32Mi of memcached\'s own overhead (got "100M")',
+  ], '100M (decimal) is 95.4Mi')
+  t.ok(renders({ memoryMB: 64, resources: { limits: { memory: '96Mi' } } }), 'exactly memoryMB + 32Mi is enough')
+  t.ok(renders({ memoryMB: 1024, resources: { limits: { memory: '1.5Gi' } } }))
+  t.ok(renders({ memoryMB: 64, resources: { limits: { memory: 200000000 } } }), 'a number of bytes')
+  t.ok(renders({ memoryMB: 4096 }), 'without a limit of its own the limit follows memoryMB')
+})
+
+t.test('a preStop sleep must end before the grace period does', async (t) => {
+  t.same(refusal({ lifecycle: { preStopSleepSeconds: 30 } }).problems, [
+    "spec.terminationGracePeriodSeconds (unset: Kubernetes' 30): must exceed spec.lifecycle.preStopSleepSeconds (30), or the pod is killed before memcached gets SIGTERM",
+  ])
+  t.same(refusal({ lifecycle: { preStopSleepSeconds: 60 }, terminationGracePeriodSeconds: 45 }).problems, [
+    'spec.terminationGracePeriodSeconds (45): must exceed spec.lifecycle.preStopSleepSeconds (60), or the pod is killed before memcached gets SIGTERM',
+  ])
+  t.ok(renders({ lifecycle: { preStopSleepSeconds: 29 } }))
+  t.ok(renders({ lifecycle: { preStopSleepSeconds: 60 }, terminationGracePeriodSeconds: 90 }))
+})
+
+t.test('maxItemSize is held to memcached\'s own limits (memcached.c refuses to start otherwise)', async (t) => {
+  t.same(refusal({ maxItemSize: '512' }).problems, ['spec.maxItemSize: must be at least 1k (got "512")'])
+  t.same(refusal({ maxItemSize: '2048m', memoryMB: 8192, resources: { limits: { memory: '9Gi' } } }).problems, ['spec.maxItemSize: must be at most 1024m (got "2048m")'])
+  t.same(refusal({ maxItemSize: '33m' }).problems, ['spec.maxItemSize: must be at most half of spec.memoryMB (64), memcached refuses to start otherwise (got "33m")'])
+  t.ok(renders({ maxItemSize: '32m' }), 'exactly half')
+  t.ok(renders({ maxItemSize: '1024k' }))
+  t.same(refusal({ maxItemSize: '1g' }).problems, ['spec.maxItemSize: must match pattern "^[1-9][0-9]*[kKmM]?$" (got "1g")'], 'the schema knows the units')
+})
+
+t.test('TLS needs a Secret or cert-manager, and cert-manager an issuer', async (t) => {
+  t.same(refusal({ tls: { enabled: true } }).problems, ['spec.tls.secretName: is required when spec.tls.enabled is true (or let cert-manager write it: spec.tls.certManager.enabled)'])
+  t.same(refusal({ tls: { enabled: true, certManager: { enabled: true } } }).problems, ['spec.tls.certManager.issuerRef.name: is required when spec.tls.certManager.enabled is true'])
+  t.same(refusal({ tls: { certManager: { enabled: true, issuerRef: { name: 'ca' } } } }).problems, ['spec.tls.certManager.enabled: needs spec.tls.enabled'])
+  t.same(refusal({ tls: { enabled: true, clientAuth: 'always' } }).problems, ['spec.tls.clientAuth: must be one of "none", "request", "require", "once" (got "always")'])
+})
+
+t.test('auth needs its Secret, and the exporter cannot run beside it', async (t) => {
+  t.same(refusal({ auth: { enabled: true } }).problems, ['spec.auth.secretName: is required when spec.auth.enabled is true'])
+  t.same(refusal({ auth: { enabled: true, secretName: 'users' }, metrics: { enabled: true } }).problems, [
+    "spec.metrics.enabled: the exporter cannot authenticate to memcached (it has no credentials for -Y's auth file): disable spec.metrics or spec.auth",
+  ])
+  t.same(refusal({ auth: { enabled: true, mode: 'sasl', secretName: 'users' }, metrics: { enabled: true } }).problems, [
+    'spec.metrics.enabled: the exporter cannot authenticate to memcached (it has no credentials for -S, which also turns the ASCII protocol it speaks off): disable spec.metrics or spec.auth',
+  ])
+})
+
+t.test('what uses the exporter needs the exporter', async (t) => {
+  t.same(refusal({ metrics: { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true }, dashboard: { enabled: true } } }).problems, [
+    'spec.metrics.serviceMonitor.enabled: needs spec.metrics.enabled (the exporter)',
+    'spec.metrics.prometheusRule.enabled: needs spec.metrics.enabled (the exporter)',
+    'spec.metrics.dashboard.enabled: needs spec.metrics.enabled (the exporter)',
+  ])
+})
+
+t.test('every broken rule is reported at once', async (t) => {
+  const err = refusal({ workload: { kind: 'StatefulSet' }, service: { headless: false }, lifecycle: { preStopSleepSeconds: 40 }, auth: { enabled: true } })
+  t.equal(err.kind, 'values')
+  t.equal(err.problems.length, 3)
+  t.match(err.message, /^3 problems:\n {2}- spec\.service\.headless: .*\n {2}- spec\.terminationGracePeriodSeconds .*\n {2}- spec\.auth\.secretName: /)
+})
+
+t.test('the new values are typed: enums, bounds and patterns are schema errors at their paths', async (t) => {
+  t.same(refusal({ workload: { kind: 'DaemonSet' } }).problems, ['spec.workload.kind: must be one of "Deployment", "StatefulSet" (got "DaemonSet")'])
+  t.same(refusal({ podAntiAffinityPreset: 'always' }).problems, ['spec.podAntiAffinityPreset: must be one of "soft", "hard", "none" (got "always")'])
+  t.same(refusal({ verbosity: 3 }).problems, ['spec.verbosity: must be <= 2 (got 3)'])
+  t.same(refusal({ threads: 0 }).problems, ['spec.threads: must be >= 1 (got 0)'])
+  t.same(refusal({ imagePullSecrets: ['Not_A_Name'] }).problems, ['spec.imagePullSecrets[0]: must match pattern "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" (got "Not_A_Name")'])
+  t.same(refusal({ metrics: { serviceMonitor: { interval: 'often' } } }).problems, ['spec.metrics.serviceMonitor.interval: must match pattern "^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$" (got "often")'])
+  t.same(refusal({ auth: { mode: 'ldap' } }).problems, ['spec.auth.mode: must be one of "authfile", "sasl" (got "ldap")'])
+  t.same(refusal({ networkPolicy: { allowedSources: [{ ipBlock: {} }] } }).problems, ['spec.networkPolicy.allowedSources[0].ipBlock.cidr: is required'])
+})
+
+t.test('through the API server: a broken rule makes the CR InvalidSpec with its path, and nothing is applied', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'sts', namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: false } } })
+  const cr = await eventually('Degraded InvalidSpec', async () => {
+    const c = await bed.client.get({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', namespace: 'default', name: 'sts' })
+    return condition(c, 'Degraded')?.reason === 'InvalidSpec' ? c : undefined
+  })
+  t.match(condition(cr, 'Degraded')?.message, /^spec\.service\.headless: must be true when spec\.workload\.kind is StatefulSet/)
+  const sets = await bed.client.list({ apiVersion: 'apps/v1', kind: 'StatefulSet' }, { namespace: 'default' })
+  t.same(sets.items, [], 'no StatefulSet')
+})
