@@ -19,7 +19,7 @@ const problems = (kinds: string): string[] => {
   throw new Error('the chart loaded')
 }
 
-t.test('the bundled chart declares the kinds it renders, the add-ons' optional', async (t) => {
+t.test('the bundled chart declares the kinds it renders, the add-ons optional', async (t) => {
   t.same(loadChart().kinds.map((k) => `${k.apiVersion} ${k.kind} ${k.resource}${k.optional ? ' optional' : ''}`), [
     'v1 ServiceAccount serviceaccounts',
     'v1 ConfigMap configmaps',
