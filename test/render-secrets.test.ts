@@ -86,6 +86,31 @@ t.test('a Secret the source does not have fails the whole render, naming it', as
   t.same(err.problems, ['Secret team/creds not found'])
 })
 
+t.test('an optional Secret the source does not have is an empty checksum, still listed; once there, its checksum', async (t) => {
+  const chart = annotated(`secretChecksum('issued', { optional: true }) || 'none'`)
+  const missing = renderInstance(chart, { name: 'x', namespace: 'team', spec: { size: 1 }, secrets: secretsFrom(new Map()) })
+  t.equal(extraOf(missing.objects)?.metadata.annotations?.['checksum/secret'], 'none')
+  t.same(missing.secrets, ['team/issued'], 'listed, so that its arrival re-renders the CR')
+  const sum = secretChecksum({ stringData: { 'tls.crt': 'c' } })
+  const there = renderInstance(chart, { name: 'x', namespace: 'team', spec: { size: 1 }, secrets: secretsFrom(new Map([['team/issued', sum]])) })
+  t.equal(extraOf(there.objects)?.metadata.annotations?.['checksum/secret'], sum)
+})
+
+t.test('the bundled chart annotates the pods with the checksums of the TLS and auth Secrets; a cert-manager Secret not yet written is left out', async (t) => {
+  const tlsSum = secretChecksum({ type: 'kubernetes.io/tls', stringData: { 'tls.crt': 'c', 'tls.key': 'k' } })
+  const authSum = secretChecksum({ stringData: { 'auth.txt': 'user:pass' } })
+  const podAnnotations = (spec: Record<string, unknown>, have: [string, string][]) => {
+    const r = renderInstance(loadChart(), { name: 'c', namespace: 'team', spec, secrets: secretsFrom(new Map(have)) })
+    return (r.objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { metadata: { annotations?: Record<string, string> } } } }).spec.template.metadata.annotations
+  }
+  t.same(podAnnotations({ size: 1, tls: { enabled: true, secretName: 'c-tls' }, auth: { enabled: true, secretName: 'c-auth' } }, [['team/c-tls', tlsSum], ['team/c-auth', authSum]]), { 'checksum/tls-secret': tlsSum, 'checksum/auth-secret': authSum })
+  const issuer = { enabled: true, issuerRef: { name: 'ca', kind: 'ClusterIssuer' } }
+  t.same(podAnnotations({ size: 1, tls: { enabled: true, certManager: issuer } }, []), undefined, 'before cert-manager wrote it')
+  t.same(podAnnotations({ size: 1, tls: { enabled: true, certManager: issuer } }, [['team/c-tls', tlsSum]]), { 'checksum/tls-secret': tlsSum }, 'once written')
+  const err = failure(() => podAnnotations({ size: 1, tls: { enabled: true, secretName: 'c-tls' } }, []))
+  t.same((err as SecretsNotFound).missing, ['team/c-tls'], 'a Secret the user names must exist')
+})
+
 t.test('a template error wins over a missing Secret: it has to be fixed first', async (t) => {
   const chart = loadChart(chartWith({ 'templates/extra.ejs': `a: <%= secretChecksum('creds') %>\n<% fail('broken') %>\n` }))
   const err = failure(() => renderInstance(chart, { name: 'x', namespace: 'team', spec: { size: 1 }, secrets: secretsFrom(new Map()) }))

@@ -145,13 +145,16 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
     /**
      * Hex SHA-256 of the content of the Secret `name` in the instance's namespace (never the
      * content itself), for a pod-template annotation: a rotation changes it and rolls the pods.
-     * A Secret the source does not have fails the render as a whole (after every template ran).
+     * A Secret the source does not have fails the render as a whole (after every template ran) —
+     * unless `{ optional: true }`: then it is `''` (for a Secret that something the render creates
+     * writes, such as cert-manager from a Certificate; its arrival re-renders the CR).
      */
-    secretChecksum(name: unknown): string {
+    secretChecksum(name: unknown, options?: { optional?: boolean }): string {
       const key = `${input.namespace}/${checkSecretName(name)}`
       secrets.referenced.add(key)
       const sum = secrets.source.checksum(input.namespace, name as string)
       if (sum !== undefined) return sum
+      if (options?.optional === true) return ''
       secrets.missing.add(key)
       return OFFLINE_CHECKSUM
     },
