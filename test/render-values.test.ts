@@ -29,13 +29,14 @@ t.test('precedence: chart defaults < CR spec < values files < --set', async (t) 
   t.equal(values.maxConnections, 10, 'spec over defaults')
   t.equal(values.memoryMB, 200, 'values file over spec')
   t.equal(values.port, 3000, '--set over values file')
-  t.same(plain(values.resources), { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '128Mi' } }, 'untouched defaults stay')
+  t.same(plain(values.resources), { requests: { cpu: '50m' }, limits: {} }, 'untouched defaults stay')
 })
 
 t.test('a null in the spec removes a chart default', async (t) => {
-  const r = renderInstance(chart, { name: 'n', namespace: 'default', spec: { size: 1, resources: { limits: null } } })
+  const r = renderInstance(chart, { name: 'n', namespace: 'default', spec: { size: 1, resources: { requests: { cpu: null } } } })
   const dep = r.objects.find((o) => o.kind === 'Deployment') as any
-  t.same(dep.spec.template.spec.containers[0].resources, { requests: { cpu: '50m', memory: '96Mi' } })
+  // The memory the chart derives from memoryMB stays; the CPU request the chart's values.yaml gives is gone.
+  t.same(dep.spec.template.spec.containers[0].resources, { requests: { memory: '96Mi' }, limits: { memory: '128Mi' } })
 })
 
 t.test('--set follows Helm: types, lists, indexes, escapes, several pairs', async (t) => {
