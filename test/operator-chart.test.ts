@@ -65,8 +65,8 @@ function degraded(c: KubeClient, name: string, reason: string): Promise<Conditio
   })
 }
 
-/** The operator's writes of objects named `name` other than Events and the CR's status. */
-const objectWrites = (bed: Bed, name: string) => operatorWrites(bed.sandbox).filter((w) => w.resource !== 'events' && !w.subresource && w.name === name)
+/** The operator's writes of the objects of instance `name` (named `name` or `name-…`), other than Events and the CR's status. */
+const objectWrites = (bed: Bed, name: string) => operatorWrites(bed.sandbox).filter((w) => w.resource !== 'events' && !w.subresource && (w.name === name || w.name?.startsWith(`${name}-`)))
 
 const crdFixture = (file: string) => YAML.parse(readFileSync(resolve(import.meta.dirname, 'fixtures', file), 'utf8')) as KubeObject
 
@@ -260,6 +260,19 @@ t.test('metrics with a ServiceMonitor and a PrometheusRule: left out while their
   })
   t.equal(condition(served, 'OptionalKindsServed')?.reason, 'AllServed')
   t.equal(condition(served, 'Ready')?.status, 'True')
+
+  // Metrics off: the exporter, the metrics port and both optional objects go.
+  await patchMc(bed.client, 'mon', { metrics: { enabled: false, serviceMonitor: { enabled: false }, prometheusRule: { enabled: false } } })
+  await eventually('the ServiceMonitor and PrometheusRule pruned', async () =>
+    (await find(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'mon')) || (await find(bed.client, 'monitoring.coreos.com/v1', 'PrometheusRule', 'mon')) ? undefined : true,
+  )
+  t.equal(bed.metrics.counts['pruned:ServiceMonitor'], 1)
+  t.equal(bed.metrics.counts['pruned:PrometheusRule'], 1)
+  await converged(bed.client, 'mon', 1)
+  const plain = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'mon' })
+  t.same(templateOf(plain).spec.containers.map((k) => k.name), ['memcached'], 'the exporter sidecar is gone')
+  const plainSvc = await bed.client.get({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'mon' })
+  t.same((plainSvc.spec as { ports: { name: string }[] }).ports.map((p) => p.name), ['memcache'], 'and the metrics port')
 })
 
 t.test('networkPolicy.enabled renders a NetworkPolicy admitting the memcached port only (and the metrics port with metrics); disabling it prunes it', async (t) => {
