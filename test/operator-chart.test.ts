@@ -222,6 +222,32 @@ for (const c of SECRET_CASES) {
   })
 }
 
+t.test('a TLS rotation rolls a StatefulSet too: every pod re-created at the new revision, the server names unchanged', async (t) => {
+  const bed = await startBed({ chart })
+  t.teardown(() => bed.stop())
+  const tls = SECRET_CASES[0]
+  await bed.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: tls.secret, namespace: 'default', labels: LABEL }, type: tls.type, stringData: tls.data(1) } as KubeObject)
+  await bed.client.create(cr('sts', { size: 2, workload: { kind: 'StatefulSet' }, ...tls.spec }))
+  const before = await converged(bed.client, 'sts', 2)
+  const sts = () => bed.client.get({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: 'default', name: 'sts' })
+  const first = await sts()
+  t.equal(templateOf(first).metadata.annotations?.[tls.annotation], secretChecksum({ type: tls.type, stringData: tls.data(1) }))
+  const uids = new Set((await pods(bed.client, 'sts')).map((p) => p.metadata.uid))
+  const revision = (first.status as { updateRevision: string }).updateRevision
+
+  await bed.client.patch({ apiVersion: 'v1', kind: 'Secret', namespace: 'default', name: tls.secret }, { stringData: tls.data(2) }, { type: 'merge' })
+  const rolled = await eventually('every pod re-created at a new revision', async () => {
+    const s = await sts()
+    const st = s.status as { updateRevision: string; currentRevision: string; updatedReplicas?: number }
+    const now = await pods(bed.client, 'sts')
+    return st.updateRevision !== revision && st.currentRevision === st.updateRevision && now.length === 2 && now.every((p) => !uids.has(p.metadata.uid) && isReady(p) && p.metadata.labels?.['controller-revision-hash'] === st.updateRevision) ? s : undefined
+  })
+  t.equal(templateOf(rolled).metadata.annotations?.[tls.annotation], secretChecksum({ type: tls.type, stringData: tls.data(2) }), 'the new checksum')
+  const after = await converged(bed.client, 'sts', 2)
+  t.same(statusOf(after).serverList, statusOf(before).serverList, 'the same server names')
+  t.same(statusOf(after).serverList, ['sts-0.sts.default.svc:11211', 'sts-1.sts.default.svc:11211'])
+})
+
 t.test('metrics with a ServiceMonitor and a PrometheusRule: left out while their kinds are not served, applied and owned once the CRDs are installed', async (t) => {
   const bed = await startBed({ chart, discoveryPeriodMs: 100 })
   t.teardown(() => bed.stop())
