@@ -2,9 +2,11 @@
  * The bundled chart (charts/memcached) end to end: the operator, in-process against the sandbox,
  * reconciles CRs that use its production features — a StatefulSet behind the headless Service and
  * its stable server names, a switch of workload kind without downtime, TLS and auth from labelled
- * Secrets whose rotation rolls the pods, the exporter with the optional ServiceMonitor and
- * PrometheusRule once their CRDs are served, the NetworkPolicy, the production sample through real
- * kubectl, and the rules between values that make a CR InvalidSpec with nothing applied.
+ * Secrets whose rotation rolls the pods (and TLS from a cert-manager Certificate, an optional kind),
+ * the exporter with the optional ServiceMonitor and PrometheusRule once their CRDs are served, the
+ * NetworkPolicy, the production sample through real kubectl, and the rules between values that
+ * make a CR InvalidSpec with nothing applied. The optional kinds' CRDs are reduced fixtures
+ * (test/fixtures/*-crd.yaml), installed while the operator runs.
  */
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -246,6 +248,40 @@ t.test('a TLS rotation rolls a StatefulSet too: every pod re-created at the new 
   const after = await converged(bed.client, 'sts', 2)
   t.same(statusOf(after).serverList, statusOf(before).serverList, 'the same server names')
   t.same(statusOf(after).serverList, ['sts-0.sts.default.svc:11211', 'sts-1.sts.default.svc:11211'])
+})
+
+t.test('TLS from cert-manager: the Certificate waits for its kind to be served; the Secret it writes is then picked up and rolls the pods', async (t) => {
+  const bed = await startBed({ chart, discoveryPeriodMs: 100 })
+  t.teardown(() => bed.stop())
+  bed.client.learnKinds(chart.kinds)
+  await bed.client.create(cr('cm', { size: 1, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca' } } } }))
+  const ready = await converged(bed.client, 'cm', 1)
+  t.equal(condition(ready, 'OptionalKindsServed')?.message, 'not applied, the cluster does not serve their kind: Certificate cm-tls (the cluster does not serve cert-manager.io/v1)')
+  const deployment = () => bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'cm' })
+  const first = await deployment()
+  t.notOk(templateOf(first).metadata.annotations?.['checksum/tls-secret'], 'no checksum while the Secret does not exist')
+  t.ok(templateOf(first).spec.volumes?.some((v) => v.secret?.secretName === 'cm-tls'), 'the Secret cert-manager will write is mounted')
+
+  await installCrd(bed.client, crdFixture('certificate-crd.yaml'))
+  const certificate = await eventually('the Certificate', () => find(bed.client, 'cert-manager.io/v1', 'Certificate', 'cm-tls'), 15_000)
+  t.same(certificate.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Memcached', 'cm', ready.metadata.uid]])
+  const spec = certificate.spec as { secretName: string; secretTemplate: { labels: Record<string, string> }; issuerRef: unknown; dnsNames: string[] }
+  t.equal(spec.secretName, 'cm-tls')
+  t.same(spec.secretTemplate.labels, LABEL, 'the Secret it writes carries the label the operator watches')
+  t.same(spec.issuerRef, { name: 'ca', kind: 'Issuer', group: 'cert-manager.io' })
+  t.ok(spec.dnsNames.includes('*.cm.default.svc'), 'every pod name is covered')
+  await eventually('OptionalKindsServed True', async () => (condition(await getMc(bed.client, 'cm'), 'OptionalKindsServed')?.status === 'True' ? true : undefined))
+
+  // What cert-manager does: the Secret, with the secretTemplate's labels.
+  const podsBefore = new Set((await pods(bed.client, 'cm')).map((p) => p.metadata.uid))
+  const data = SECRET_CASES[0].data(1)
+  await bed.client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'cm-tls', namespace: 'default', labels: spec.secretTemplate.labels }, type: 'kubernetes.io/tls', stringData: data } as KubeObject)
+  await eventually('checksum/tls-secret set', async () => (templateOf(await deployment()).metadata.annotations?.['checksum/tls-secret'] === secretChecksum({ type: 'kubernetes.io/tls', stringData: data }) ? true : undefined))
+  await eventually('the pod replaced', async () => {
+    const now = await pods(bed.client, 'cm')
+    return now.length === 1 && now.every((p) => !podsBefore.has(p.metadata.uid) && isReady(p)) ? true : undefined
+  })
+  await converged(bed.client, 'cm', 1)
 })
 
 t.test('metrics with a ServiceMonitor and a PrometheusRule: left out while their kinds are not served, applied and owned once the CRDs are installed', async (t) => {
