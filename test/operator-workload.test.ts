@@ -6,11 +6,10 @@
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { KubeConfig } from '@kubernetes/client-node'
 import t from 'tap'
-import { ApiError, KubeClient, type KubeObject } from '../operator/controller/client.ts'
-import { Informer } from '../operator/controller/informer.ts'
+import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { loadChart } from '../operator/render/chart.ts'
+import { isReady, observe } from './support/observe.ts'
 import { eventually, operatorWrites, reconcileCount, reconciles, startBed, type Bed } from './support/operator.ts'
 import { kubectlPath } from './support/tools.ts'
 
@@ -30,7 +29,6 @@ const exists = async (c: KubeClient, kind: string, name: string) => {
     throw err
   }
 }
-const isReady = (pod: KubeObject) => ((pod.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
 
 /** Waits until the CR is Ready for its current generation with `size` servers listed. */
 async function converged(bed: Bed, name: string, size: number): Promise<KubeObject> {
@@ -105,50 +103,6 @@ t.test('an idle resync of converged StatefulSet and Deployment CRs makes zero wr
   await reconciles(bed.metrics, before, 4)
   t.same(operatorWrites(bed.sandbox), [], 'no write')
 })
-
-/**
- * Watches the instance's pods and the Service's EndpointSlices from now on and records, after
- * every event, how many pods are ready and how many endpoints are ready, and every pod whose
- * controller changed (a workload taking the other's pod).
- */
-async function observe(bed: Bed, name: string) {
-  const kc = new KubeConfig()
-  kc.loadFromFile(bed.sandbox.kubeconfigPath)
-  const client = new KubeClient(kc, { userAgent: 'observer/1', resources: { 'discovery.k8s.io/v1/EndpointSlice': { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', namespaced: true } } })
-  const readyPods: number[] = []
-  const readyEndpoints: number[] = []
-  const stolen: string[] = []
-  const progressing = new Set<string>()
-  const controllerOf = (o: KubeObject) => o.metadata.ownerReferences?.find((r) => r.controller)
-  const pods = new Informer(client, { apiVersion: 'v1', kind: 'Pod', namespace: 'default', labelSelector: `app.kubernetes.io/instance=${name}` })
-  const countPods = () => readyPods.push(pods.list().filter((p) => isReady(p) && !p.metadata.deletionTimestamp).length)
-  pods.onAdd(countPods).onDelete(countPods).onUpdate((before, after) => {
-    const [a, b] = [controllerOf(before), controllerOf(after)]
-    if (a?.uid !== b?.uid) stolen.push(`${after.metadata.name}: ${a?.kind}/${a?.name} → ${b?.kind}/${b?.name}`)
-    countPods()
-  })
-  const slices = new Informer(client, { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', namespace: 'default', labelSelector: `kubernetes.io/service-name=${name}` })
-  const countEndpoints = () =>
-    readyEndpoints.push(slices.list().flatMap((s) => ((s as { endpoints?: { conditions?: { ready?: boolean } }[] }).endpoints ?? []).filter((e) => e.conditions?.ready === true)).length)
-  slices.onAdd(countEndpoints).onUpdate(countEndpoints).onDelete(countEndpoints)
-  const crs = new Informer(client, { apiVersion: MC.apiVersion, kind: MC.kind, namespace: 'default', fieldSelector: `metadata.name=${name}` })
-  crs.onUpdate((_, cr) => {
-    const p = condition(cr, 'Progressing')
-    if (p) progressing.add(`${p.reason}: ${p.message}`)
-  })
-  for (const i of [pods, slices, crs]) i.start()
-  await Promise.all([pods.waitForSync(), slices.waitForSync(), crs.waitForSync()])
-  return {
-    readyPods,
-    readyEndpoints,
-    stolen,
-    progressing,
-    stop: () => {
-      for (const i of [pods, slices, crs]) i.stop()
-      client.close()
-    },
-  }
-}
 
 for (const [from, to] of [['Deployment', 'StatefulSet'], ['StatefulSet', 'Deployment']] as const) {
   t.test(`switching a live CR from a ${from} to a ${to} brings the new one up before pruning the old one, with a ready pod at every moment`, async (t) => {
