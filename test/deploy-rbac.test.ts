@@ -12,12 +12,13 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pino from 'pino'
 import t, { type Test } from 'tap'
+import YAML from 'yaml'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { KubeConfig } from '@kubernetes/client-node'
 import { KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { packageVersion } from '../operator/cli/io.ts'
 import { startOperator, type Operator, type RunOptions } from '../operator/cli/run.ts'
-import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
+import { loadChart } from '../operator/render/chart.ts'
 import { EventAggregator } from '../operator/reconcile/events.ts'
 import { ApiEventRecorder } from '../operator/reconcile/recorder.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
@@ -34,26 +35,11 @@ const UA = `memcached-operator/${packageVersion()}`
 const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
 type Status = { nodes?: string[]; readyReplicas?: number; observedGeneration?: number; conditions?: { type: string; reason: string }[] }
 
-// The bundled chart renders no ConfigMap; chart authors may add one (it is a managed kind), so the
-// scenarios use a chart that does, removed again at size 1 so that pruning deletes it. Its
-// ConfigMap carries the checksum of the Secret named by the value `inputSecret` (a Secret input).
-const schema = JSON.parse(readFileSync(join(DEFAULT_CHART_DIR, 'values.schema.json'), 'utf8')) as { properties: Record<string, unknown> }
-schema.properties.inputSecret = { type: 'string', description: 'A Secret whose checksum annotates the ConfigMap.' }
-const chart = loadChart(
-  chartWith({
-    'values.schema.json': JSON.stringify(schema),
-    'templates/configmap.ejs':
-      '<% if (values.size > 1) { -%>\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname() %>\n<% if (values.inputSecret) { -%>\n  annotations:\n    checksum/input: <%= secretChecksum(values.inputSecret) %>\n<% } -%>\ndata:\n  size: <%= String(values.size) %>\n<% } -%>\n',
-  }),
-)
-
-// The same chart with a StatefulSet for a workload (the Deployment's pod template, the Service for
-// serviceName): switching a CR to it and back creates, applies and prunes a StatefulSet.
-const deploymentTemplate = readFileSync(join(DEFAULT_CHART_DIR, 'templates', 'deployment.ejs'), 'utf8')
-const statefulChart = loadChart(chartWith({
-  'templates/deployment.ejs': null,
-  'templates/statefulset.ejs': deploymentTemplate.replace('\nkind: Deployment\n', '\nkind: StatefulSet\n').replace('\nspec:\n', '\nspec:\n  serviceName: <%= fullname() %>\n'),
-}))
+// The bundled chart, every kind of it: ConfigMaps (the Grafana dashboard), the NetworkPolicy, the
+// StatefulSet (workload.kind) and the optional kinds, whose CRDs the sandbox serves from the start
+// (reduced copies of the Prometheus Operator's and cert-manager's).
+const chart = loadChart()
+const crds = ['servicemonitor-crd.yaml', 'prometheusrule-crd.yaml', 'certificate-crd.yaml'].map((f) => YAML.parse(readFileSync(join(import.meta.dirname, 'fixtures', f), 'utf8')) as KubeObject)
 
 async function converged(user: KubeClient, namespace: string, name: string, size: number): Promise<void> {
   await eventually(`${namespace}/${name} at ${size}`, async () => {
@@ -63,12 +49,29 @@ async function converged(user: KubeClient, namespace: string, name: string, size
   }, 30_000)
 }
 
+/** The kinds and names of what the operator applied for a CR (its children, by their instance label), sorted. */
+async function names(user: KubeClient, namespace: string, instance: string): Promise<string[]> {
+  const out: string[] = []
+  for (const k of chart.kinds) {
+    const list = await user.list({ apiVersion: k.apiVersion, kind: k.kind }, { namespace, labelSelector: `app.kubernetes.io/instance=${instance}` })
+    for (const o of list.items) out.push(`${k.kind} ${o.metadata.name ?? ''}`)
+  }
+  return out.sort()
+}
+
+/** Waits until a CR's children are exactly `expected` (what it renders applied, the rest pruned). */
+async function rendered(user: KubeClient, namespace: string, instance: string, expected: string[]): Promise<void> {
+  const want = JSON.stringify([...expected].sort())
+  await eventually(`${namespace}/${instance}: ${want}`, async () => (JSON.stringify(await names(user, namespace, instance)) === want ? true : undefined), 30_000)
+}
+
 /** Runs the scenarios and returns what the operator's user agent asked the sandbox. */
 async function recordScenarios(t: Test): Promise<RequestRecord[]> {
-  const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 1_000_000, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 1_000_000, installCRDs: [memcachedCRD(chart) as unknown as KubeObject, ...crds] })
   t.teardown(() => sandbox.close())
   const user = clientFor(sandbox, 'test-user/1', 'test-user')
   t.teardown(() => user.close())
+  user.learnKinds(chart.kinds)
   for (const ns of [NS, 'team-a']) await user.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
   // The operator's ServiceAccount and RBAC exactly as kustomize/default installs them.
   const rbac = kustomize('default').filter((o) => o.kind === 'ServiceAccount' || o.apiVersion === 'rbac.authorization.k8s.io/v1')
@@ -101,44 +104,61 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   const standby = await start()
   t.teardown(() => standby.stop())
 
-  // Create: ServiceAccount, ConfigMap, Service, Deployment, PDB; status; events.
-  await user.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 3, serviceAccount: { create: true } } })
+  // Create: ServiceAccount, ConfigMap (the dashboard), Service, Deployment, PDB, NetworkPolicy; status; events.
+  const cache = { ...MC, namespace: 'default', name: 'cache' }
+  await user.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 3, serviceAccount: { create: true }, metrics: { enabled: true, dashboard: { enabled: true } }, networkPolicy: { enabled: true } } })
   await converged(user, 'default', 'cache', 3)
+  t.same(await names(user, 'default', 'cache'), ['ConfigMap cache-dashboard', 'Deployment cache', 'NetworkPolicy cache', 'PodDisruptionBudget cache', 'Service cache', 'ServiceAccount cache'], 'every kind but the optional ones and the StatefulSet')
   // Scale, then roll out a new pod template.
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 4 } }, { type: 'merge' })
+  await user.patch(cache, { spec: { size: 4 } }, { type: 'merge' })
   await converged(user, 'default', 'cache', 4)
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { memoryMB: 128 } }, { type: 'merge' })
+  await user.patch(cache, { spec: { memoryMB: 128 } }, { type: 'merge' })
   await converged(user, 'default', 'cache', 4)
-  // Prune at size 1: the PDB, the ConfigMap and (no longer asked for) the ServiceAccount are deleted.
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 1, serviceAccount: { create: false } } }, { type: 'merge' })
+  // Prune at size 1: the PDB, and what is no longer asked for (the ServiceAccount, the dashboard's
+  // ConfigMap, the NetworkPolicy) are deleted.
+  await user.patch(cache, { spec: { size: 1, serviceAccount: { create: false }, metrics: { enabled: false, dashboard: { enabled: false } }, networkPolicy: { enabled: false } } }, { type: 'merge' })
   await converged(user, 'default', 'cache', 1)
-  await eventually('pruned', async () => {
-    const left = await user.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: 'default', labelSelector: 'app.kubernetes.io/instance=cache' })
-    return left.items.length === 0 ? true : undefined
-  })
+  await rendered(user, 'default', 'cache', ['Deployment cache', 'Service cache'])
   // The workload becomes a StatefulSet and a Deployment again: each is pruned once the other is ready.
-  const gone = (kind: string) => eventually(`the ${kind} pruned`, async () => ((await user.list({ apiVersion: 'apps/v1', kind }, { namespace: 'default' })).items.length === 0 ? true : undefined), 30_000)
-  current = statefulChart
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 2 } }, { type: 'merge' })
-  await gone('Deployment')
+  await user.patch(cache, { spec: { size: 2, workload: { kind: 'StatefulSet' } } }, { type: 'merge' })
+  await rendered(user, 'default', 'cache', ['PodDisruptionBudget cache', 'Service cache', 'StatefulSet cache'])
   await converged(user, 'default', 'cache', 2)
-  current = chart
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 1 } }, { type: 'merge' })
-  await gone('StatefulSet')
+  await user.patch(cache, { spec: { size: 1, workload: { kind: 'Deployment' } } }, { type: 'merge' })
+  await rendered(user, 'default', 'cache', ['Deployment cache', 'Service cache'])
   await converged(user, 'default', 'cache', 1)
   // A chart author drops templates: what a CR rendered before and no longer renders is pruned,
   // whatever its kind (here the Service and the Deployment).
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 2 } }, { type: 'merge' })
+  await user.patch(cache, { spec: { size: 2 } }, { type: 'merge' })
   await converged(user, 'default', 'cache', 2)
   current = loadChart(chartWith({ 'templates/service.ejs': null, 'templates/deployment.ejs': null }))
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 3 } }, { type: 'merge' })
-  await eventually('Service and Deployment pruned', async () => {
-    for (const [apiVersion, kind] of [['v1', 'Service'], ['apps/v1', 'Deployment']]) if ((await user.list({ apiVersion: apiVersion!, kind: kind! }, { namespace: 'default' })).items.length > 0) return undefined
-    return true
-  })
+  await user.patch(cache, { spec: { size: 3 } }, { type: 'merge' })
+  await rendered(user, 'default', 'cache', ['PodDisruptionBudget cache'])
   current = chart
-  await user.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 2 } }, { type: 'merge' })
+  await user.patch(cache, { spec: { size: 2 } }, { type: 'merge' })
   await converged(user, 'default', 'cache', 2)
+  // The optional kinds, served here: a ServiceMonitor, a PrometheusRule and a cert-manager
+  // Certificate. Nothing issues the certificate in the sandbox, so the test writes the Secret as
+  // cert-manager would (the Certificate's secretName and secretTemplate); its checksum rolls the pods.
+  const monitored = { ...MC, namespace: 'team-a', name: 'monitored' }
+  const addOns = ['Certificate monitored-tls', 'PrometheusRule monitored', 'ServiceMonitor monitored']
+  await user.create({ ...MC, metadata: { name: 'monitored', namespace: 'team-a' }, spec: { size: 2, metrics: { enabled: true, serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } }, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca', kind: 'ClusterIssuer' } } } } })
+  await rendered(user, 'team-a', 'monitored', [...addOns, 'Deployment monitored', 'PodDisruptionBudget monitored', 'Service monitored'])
+  await converged(user, 'team-a', 'monitored', 2)
+  const certificate = await user.get({ apiVersion: 'cert-manager.io/v1', kind: 'Certificate', namespace: 'team-a', name: 'monitored-tls' })
+  const { secretName, secretTemplate } = certificate.spec as { secretName: string; secretTemplate: { labels: Record<string, string> } }
+  t.same(secretTemplate.labels, { 'cache.example.com/memcached-input': 'true' }, 'cert-manager writes its Secret with the input label')
+  const served = await user.get(monitored)
+  t.match(((served.status ?? {}) as Status).conditions?.find((c) => c.type === 'OptionalKindsServed'), { reason: 'AllServed' })
+  const podAnnotations = async () => ((await user.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'team-a', name: 'monitored' })).spec as { template: { metadata: { annotations?: Record<string, string> } } }).template.metadata.annotations ?? {}
+  t.notOk((await podAnnotations())['checksum/tls-secret'], 'no checksum before cert-manager writes the Secret')
+  await user.create({ apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { name: secretName, namespace: 'team-a', labels: secretTemplate.labels }, stringData: { 'tls.crt': 'certificate', 'tls.key': 'key', 'ca.crt': 'ca' } } as KubeObject)
+  await eventually('the TLS Secret\'s checksum on the pods', async () => ((await podAnnotations())['checksum/tls-secret'] ? true : undefined))
+  await converged(user, 'team-a', 'monitored', 2)
+  // Turned off: the prune deletes the three add-ons (cert-manager's Secret is not the operator's).
+  await user.patch(monitored, { spec: { metrics: { enabled: false, serviceMonitor: { enabled: false }, prometheusRule: { enabled: false } }, tls: { enabled: false, certManager: { enabled: false } } } }, { type: 'merge' })
+  await rendered(user, 'team-a', 'monitored', ['Deployment monitored', 'PodDisruptionBudget monitored', 'Service monitored'])
+  await converged(user, 'team-a', 'monitored', 2)
+  await user.delete(monitored)
   // Ownership conflict in another namespace: a Warning event there, no write to the foreign object.
   await user.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'taken', namespace: 'team-a', labels: { 'app.kubernetes.io/managed-by': 'memcached-operator' } }, spec: { ports: [{ port: 80 }] } })
   await user.create({ ...MC, metadata: { name: 'taken', namespace: 'team-a' }, spec: { size: 2 } })
@@ -146,17 +166,18 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
     const cr = await user.get({ ...MC, namespace: 'team-a', name: 'taken' })
     return ((cr.status ?? {}) as Status).conditions?.some((c) => c.reason === 'OwnershipConflict') ? true : undefined
   })
-  // A Secret input: missing (SecretNotFound, after one GET of it), then created with the label.
-  await user.create({ ...MC, metadata: { name: 'keyed', namespace: 'team-a' }, spec: { size: 2, inputSecret: 'keyed-input' } })
+  // A Secret input (memcached's auth file): missing (SecretNotFound, after one GET of it), then
+  // created with the label.
+  await user.create({ ...MC, metadata: { name: 'keyed', namespace: 'team-a' }, spec: { size: 2, auth: { enabled: true, secretName: 'keyed-auth' } } })
   await eventually('SecretNotFound', async () => {
     const cr = await user.get({ ...MC, namespace: 'team-a', name: 'keyed' })
     return ((cr.status ?? {}) as Status).conditions?.some((c) => c.reason === 'SecretNotFound') ? true : undefined
   })
-  await user.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keyed-input', namespace: 'team-a', labels: { 'cache.example.com/memcached-input': 'true' } }, stringData: { k: 'v' } } as KubeObject)
+  await user.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keyed-auth', namespace: 'team-a', labels: { 'cache.example.com/memcached-input': 'true' } }, stringData: { passwords: 'user:password\n' } } as KubeObject)
   await converged(user, 'team-a', 'keyed', 2)
   await user.delete({ ...MC, namespace: 'team-a', name: 'keyed' })
   // Delete: the garbage collector removes the children; the operator only sees them go.
-  await user.delete({ ...MC, namespace: 'default', name: 'cache' })
+  await user.delete(cache)
   await eventually('children collected', async () => ((await user.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: 'default' })).items.length === 0 ? true : undefined))
 
   // A repeated event after the suppression window patches the count of the existing Event. Ten
@@ -237,7 +258,7 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
   }
   t.ok(used('patch', 'cache.example.com', 'memcacheds', 'status').length > 0)
   t.ok(used('list', '', 'secrets').every((a) => a.namespace === undefined), 'Secrets are listed across all namespaces (labelled as inputs)')
-  t.same([...new Set(used('get', '', 'secrets').map((a) => `${a.namespace}/${a.name}`))], ['team-a/keyed-input'], 'a Secret is read with a GET only when it is missing from the cache')
+  t.same([...new Set(used('get', '', 'secrets').map((a) => `${a.namespace}/${a.name}`))], ['team-a/keyed-auth'], 'a Secret is read with a GET only when it is missing from the cache')
   t.same(new Set(used('create', '', 'events').map((a) => a.namespace)), new Set(['default', 'team-a']), 'events are created in the CRs\' namespaces (hence the ClusterRole)')
   t.ok(used('patch', '', 'events').length > 0)
   const leases = requests.filter((a) => a.resource === 'leases')

@@ -101,6 +101,45 @@ t.test('an optional kind the cluster does not serve is left out and the CR says 
   })
 })
 
+t.test('an optional kind whose CRD is removed while the operator runs is left out again, and applied again once it is back', async (t) => {
+  const chart = loadChart(fixtureChart('optional-kind'))
+  const bed = await startBed({ chart, discoveryPeriodMs: 100 })
+  t.teardown(() => bed.stop())
+  bed.client.learnKinds(chart.kinds)
+  await installCrd(bed.client, crd)
+  await bed.client.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 2 } })
+  const get = () => bed.client.get({ ...MC, namespace: 'default', name: 'cache' })
+  await eventually('the ServiceMonitor', () => exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
+  await eventually('AllServed', async () => (conditionOf(await get(), 'OptionalKindsServed')?.reason === 'AllServed' ? true : undefined))
+
+  // The Prometheus Operator is uninstalled: its CRD and every ServiceMonitor go.
+  const res = await bed.client.request({ method: 'DELETE', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name ?? ''}` })
+  t.equal(res.status, 200, 'CRD deleted')
+  await eventually('discovery no longer serves it', async () => ((await bed.client.request({ method: 'GET', path: '/apis/monitoring.coreos.com/v1' })).status === 404 ? true : undefined))
+  // A change of the CR renders the ServiceMonitor again: it is left out, not applied in vain.
+  await bed.client.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 3 } }, { type: 'merge' })
+  const left = await eventually('KindNotServed', async () => {
+    const cr = await get()
+    const c = conditionOf(cr, 'OptionalKindsServed')
+    return cr.status && (cr.status as { observedGeneration?: number }).observedGeneration === cr.metadata.generation && c?.reason === 'KindNotServed' ? cr : undefined
+  })
+  t.equal(conditionOf(left, 'OptionalKindsServed')?.message, 'not applied, the cluster does not serve their kind: ServiceMonitor cache (the cluster does not serve monitoring.coreos.com/v1)')
+  await eventually('Ready', async () => (conditionOf(await get(), 'Ready')?.status === 'True' ? true : undefined))
+  t.not(conditionOf(await get(), 'Degraded')?.status, 'True', 'not Degraded: an optional kind may go')
+  t.equal(bed.metrics.counts['served:monitoring.coreos.com/v1/ServiceMonitor'], 0, 'the metric says it is no longer served')
+  // Its informer is stopped: none left retrying a resource that is gone until the liveness probe
+  // counts it stalled (with a threshold below zero, every informer the controller runs is listed).
+  const running = bed.controller.stalledInformers(-1)
+  t.ok(running.includes('Deployment'), 'the others run')
+  t.notOk(running.includes('ServiceMonitor'), 'its informer is gone')
+
+  // Installed again: applied again, as any optional kind that becomes served.
+  await installCrd(bed.client, crd)
+  await eventually('the ServiceMonitor again', () => exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
+  await eventually('AllServed again', async () => (conditionOf(await get(), 'OptionalKindsServed')?.reason === 'AllServed' ? true : undefined))
+  t.equal(bed.metrics.counts['served:monitoring.coreos.com/v1/ServiceMonitor'], 1)
+})
+
 t.test('a declared kind the cluster serves cluster-scoped stops the operator at start, naming it', async (t) => {
   const clusterScoped = { ...crd, spec: { ...(crd.spec as object), scope: 'Cluster' } }
   const bed = await startBed()

@@ -289,17 +289,21 @@ export class MemcachedController {
    * informer: a served namespaced kind, and a kind not optional even when not served (its
    * informer retries until it is, and applying it fails meanwhile, as before kinds were
    * declared). An optional kind not served is left out (kept in #unserved) until a later call
-   * finds it served, which queues every Memcached so that its objects are applied.
+   * finds it served, which queues every Memcached so that its objects are applied. Later calls
+   * also ask about the optional kinds that have an informer: one that is no longer served (its
+   * CRD uninstalled) loses its informer and is left out again, instead of every CR that renders
+   * it failing its apply (and its informer retrying a resource that is gone).
    * @throws ClusterScopedKindError on the first call, when a declared kind is cluster-scoped
    */
   async #discover(first: boolean): Promise<void> {
     const kinds = this.#o.chart().kinds
     this.#o.client.learnKinds(kinds)
     const pending = kinds.filter((k) => !this.#children.has(kindKey(k)))
-    if (pending.length === 0) return
+    const watchedOptional = first ? [] : kinds.filter((k) => k.optional && this.#children.has(kindKey(k)))
+    if (pending.length === 0 && watchedOptional.length === 0) return
     let serving: Awaited<ReturnType<typeof discoverKinds>>
     try {
-      serving = await discoverKinds(this.#o.client, pending)
+      serving = await discoverKinds(this.#o.client, [...pending, ...watchedOptional])
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err)
       this.#o.log.warn({ err: message }, 'discovery failed; retrying every discovery period')
@@ -326,11 +330,24 @@ export class MemcachedController {
         this.#unserved.set(kindKey(k), s?.why ?? 'not served')
       }
     }
+    let noLongerServed = false
+    for (const k of watchedOptional) {
+      const s = serving.get(kindKey(k))
+      if (s?.served && s.namespaced) continue
+      // Left out first, so that a reconcile from now on does not apply it; then its informer goes.
+      const why = s?.served ? `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)` : s?.why ?? 'not served'
+      this.#unserved.set(kindKey(k), why)
+      for (const i of this.#children.get(kindKey(k))?.informers ?? []) i.stop()
+      this.#children.delete(kindKey(k))
+      this.#o.metrics.kindServed?.(kindKey(k), false)
+      this.#o.log.warn({ kind: kindKey(k), why }, 'optional kind no longer served: its informer is stopped and its objects are left out')
+      noLongerServed = true
+    }
     if (refused.length > 0) {
       if (first) throw new ClusterScopedKindError(refused.join('; '))
       this.#o.log.error({ refused }, 'declared kinds refused')
     }
-    if (newlyServed) this.#queueAll()
+    if (newlyServed || noLongerServed) this.#queueAll()
   }
 
   /** One discovery round at a time; `thenQueueAll` re-queues every Memcached after it (even when it failed). */
