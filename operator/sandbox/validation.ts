@@ -10,6 +10,7 @@ import { validateResourceQuota } from './admission/quota.ts'
 import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
 import { compareQuantities, quantityOf, zeroQuantity } from './quantity.ts'
 import { validateNetworkPolicy } from './networkpolicy.ts'
+import { validateSecretData } from './secret.ts'
 import { validateService } from './service.ts'
 import { isQualifiedName, isValidLabelValue } from './naming.ts'
 import type { FieldCause, KubeObject } from './types.ts'
@@ -586,7 +587,8 @@ const validators: Record<string, KindValidator> = {
   'autoscaling/v2/HorizontalPodAutoscaler': validateHorizontalPodAutoscaler,
   'v1/Pod': (o) => validatePodSpec('spec', o.spec),
   'v1/ConfigMap': validateImmutableData,
-  'v1/Secret': validateImmutableData,
+  // ValidateSecret on create; ValidateSecretUpdate (type, immutable, then ValidateSecret) on update.
+  'v1/Secret': (o, old) => [...validateImmutableData(o, old), ...validateSecretData(o)],
   'v1/Service': validateService,
   'policy/v1/PodDisruptionBudget': validatePDB,
   'networking.k8s.io/v1/NetworkPolicy': validateNetworkPolicy,
