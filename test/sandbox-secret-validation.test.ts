@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { createCluster, startSandbox } from '../operator/sandbox/index.ts'
+import { goUnmarshalMapError } from '../operator/sandbox/secret.ts'
 import { sandboxCert, sandboxKey } from '../operator/sandbox/tls.ts'
 import { call, type Result } from './support/sandbox-requests.ts'
 import { kubectlPath } from './support/tools.ts'
@@ -92,6 +93,31 @@ for (const [what, fields] of accepted) {
     t.notOk('stringData' in r.body, 'stringData is merged into data')
   })
 }
+
+t.test('a docker config that json.Unmarshal into map[string]interface{} refuses gets encoding/json scanner.go / decode.go error text', async (t) => {
+  const cases: [string, string | undefined][] = [
+    ['', 'unexpected end of JSON input'],
+    ['{"a" 1}', "invalid character '1' after object key"],
+    ['{"a":1 "b":2}', `invalid character '"' after object key:value pair`],
+    ['{"a":[1 2]}', "invalid character '2' after array element"],
+    ['{"a":"\\x"}', "invalid character 'x' in string escape code"],
+    ['{"a":"\\u12x4"}', "invalid character 'x' in \\u hexadecimal character escape"],
+    ['{"a":"b\tc"}', "invalid character '\\t' in string literal"],
+    ['{"a":trx}', "invalid character 'x' in literal true (expecting 'u')"],
+    ['{"a":1.a}', "invalid character 'a' after decimal point in numeric literal"],
+    ['{"a":1e+}', "invalid character '}' in exponent of numeric literal"],
+    ['{"a":-x}', "invalid character 'x' in numeric literal"],
+    ["{'a':1}", "invalid character '\\'' looking for beginning of object key string"],
+    ['01', "invalid character '1' after top-level value"],
+    ['"abc', 'unexpected end of JSON input'],
+    ['"abc"', 'json: cannot unmarshal string into Go value of type map[string]interface {}'],
+    ['-1.5e3', 'json: cannot unmarshal number into Go value of type map[string]interface {}'],
+    ['false', 'json: cannot unmarshal bool into Go value of type map[string]interface {}'],
+    ['null', undefined],
+    [' {"a": {"b": [true, null, "\\u00e9\\n"]}} \n', undefined],
+  ]
+  for (const [input, err] of cases) t.equal(goUnmarshalMapError(Buffer.from(input)), err, JSON.stringify(input))
+})
 
 t.test('update, patch and server-side apply go through ValidateSecretUpdate, which runs ValidateSecret (core/validation/validation.go)', async (t) => {
   const c = createCluster()

@@ -87,19 +87,21 @@ class JsonSyntax extends Error {}
  */
 export function goUnmarshalMapError(b: Uint8Array): string | undefined {
   let i = 0
+  /** The byte at the scanner's position, -1 at the end. */
+  const cur = (): number => b[i] ?? -1
   const fail = (context: string): never => {
     if (i >= b.length) throw new JsonSyntax('unexpected end of JSON input')
-    throw new JsonSyntax(`invalid character ${quoteChar(b[i])} ${context}`)
+    throw new JsonSyntax(`invalid character ${quoteChar(cur())} ${context}`)
   }
   const ws = (): void => {
-    while (i < b.length && (b[i] === 0x20 || b[i] === 0x09 || b[i] === 0x0a || b[i] === 0x0d)) i++
+    while (i < b.length && (cur() === 0x20 || cur() === 0x09 || cur() === 0x0a || cur() === 0x0d)) i++
   }
-  const digit = (): boolean => i < b.length && b[i] >= 0x30 && b[i] <= 0x39
+  const digit = (): boolean => cur() >= 0x30 && cur() <= 0x39
   const str = (): void => {
     i++ // opening quote
     for (;;) {
       if (i >= b.length) fail('')
-      const c = b[i]
+      const c = cur()
       if (c === 0x22) {
         i++
         return
@@ -108,31 +110,31 @@ export function goUnmarshalMapError(b: Uint8Array): string | undefined {
       if (c === 0x5c) {
         i++
         if (i >= b.length) fail('')
-        if (b[i] === 0x75) {
+        if (cur() === 0x75) {
           i++
-          for (let k = 0; k < 4; k++, i++) if (i >= b.length || !/[0-9a-fA-F]/.test(String.fromCharCode(b[i]))) fail('in \\u hexadecimal character escape')
+          for (let k = 0; k < 4; k++, i++) if (i >= b.length || !/[0-9a-fA-F]/.test(String.fromCharCode(cur()))) fail('in \\u hexadecimal character escape')
           continue
         }
-        if (!'bfnrt\\/"'.includes(String.fromCharCode(b[i]))) fail('in string escape code')
+        if (!'bfnrt\\/"'.includes(String.fromCharCode(cur()))) fail('in string escape code')
       }
       i++
     }
   }
   const num = (): void => {
-    if (b[i] === 0x2d) {
+    if (cur() === 0x2d) {
       i++
       if (!digit()) fail('in numeric literal')
     }
-    if (b[i] === 0x30) i++
+    if (cur() === 0x30) i++
     else while (digit()) i++
-    if (b[i] === 0x2e) {
+    if (cur() === 0x2e) {
       i++
       if (!digit()) fail('after decimal point in numeric literal')
       while (digit()) i++
     }
-    if (b[i] === 0x65 || b[i] === 0x45) {
+    if (cur() === 0x65 || cur() === 0x45) {
       i++
-      if (b[i] === 0x2b || b[i] === 0x2d) i++
+      if (cur() === 0x2b || cur() === 0x2d) i++
       if (!digit()) fail('in exponent of numeric literal')
       while (digit()) i++
     }
@@ -140,35 +142,35 @@ export function goUnmarshalMapError(b: Uint8Array): string | undefined {
   const literal = (word: string): void => {
     i++
     for (const ch of word.slice(1)) {
-      if (i >= b.length || b[i] !== ch.charCodeAt(0)) fail(`in literal ${word} (expecting '${ch}')`)
+      if (i >= b.length || cur() !== ch.charCodeAt(0)) fail(`in literal ${word} (expecting '${ch}')`)
       i++
     }
   }
   const value = (): string => {
     ws()
     if (i >= b.length) fail('')
-    const c = b[i]
+    const c = cur()
     if (c === 0x7b) {
       i++
       ws()
-      if (b[i] === 0x7d) {
+      if (cur() === 0x7d) {
         i++
         return 'object'
       }
       for (;;) {
         ws()
-        if (b[i] !== 0x22) fail('looking for beginning of object key string')
+        if (cur() !== 0x22) fail('looking for beginning of object key string')
         str()
         ws()
-        if (b[i] !== 0x3a) fail('after object key')
+        if (cur() !== 0x3a) fail('after object key')
         i++
         value()
         ws()
-        if (b[i] === 0x2c) {
+        if (cur() === 0x2c) {
           i++
           continue
         }
-        if (b[i] === 0x7d) {
+        if (cur() === 0x7d) {
           i++
           return 'object'
         }
@@ -178,18 +180,18 @@ export function goUnmarshalMapError(b: Uint8Array): string | undefined {
     if (c === 0x5b) {
       i++
       ws()
-      if (b[i] === 0x5d) {
+      if (cur() === 0x5d) {
         i++
         return 'array'
       }
       for (;;) {
         value()
         ws()
-        if (b[i] === 0x2c) {
+        if (cur() === 0x2c) {
           i++
           continue
         }
-        if (b[i] === 0x5d) {
+        if (cur() === 0x5d) {
           i++
           return 'array'
         }
