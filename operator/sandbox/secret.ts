@@ -221,3 +221,20 @@ export function goUnmarshalMapError(b: Uint8Array): string | undefined {
     throw e
   }
 }
+
+/**
+ * ValidateConfigMap's checks after ValidateObjectMeta (kubernetes pkg/apis/core/validation/validation.go):
+ * the keys of `data` and `binaryData` are config-map keys, and no key is in both. (Its size limit,
+ * reported against the whole object, is not checked: the sandbox's request limit comes first.)
+ */
+export function validateConfigMapData(obj: KubeObject): FieldCause[] {
+  const out: FieldCause[] = []
+  const data = isObj(obj.data) ? obj.data : {}
+  const binary = isObj(obj.binaryData) ? obj.binaryData : {}
+  for (const key of Object.keys(data)) for (const msg of isConfigMapKey(key)) out.push(invalid(`data[${key}]`, JSON.stringify(key), msg))
+  for (const key of Object.keys(binary)) {
+    for (const msg of isConfigMapKey(key)) out.push(invalid(`binaryData[${key}]`, JSON.stringify(key), msg))
+    if (Object.hasOwn(data, key)) out.push(invalid(`binaryData[${key}]`, JSON.stringify(key), 'duplicate key in both data and binaryData'))
+  }
+  return out
+}

@@ -10,7 +10,7 @@ import { validateResourceQuota } from './admission/quota.ts'
 import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
 import { compareQuantities, quantityOf, zeroQuantity } from './quantity.ts'
 import { validateNetworkPolicy } from './networkpolicy.ts'
-import { validateSecretData } from './secret.ts'
+import { validateConfigMapData, validateSecretData } from './secret.ts'
 import { validateService } from './service.ts'
 import { isQualifiedName, isValidLabelValue } from './naming.ts'
 import type { FieldCause, KubeObject } from './types.ts'
@@ -586,7 +586,8 @@ const validators: Record<string, KindValidator> = {
   'apps/v1/ControllerRevision': validateControllerRevision,
   'autoscaling/v2/HorizontalPodAutoscaler': validateHorizontalPodAutoscaler,
   'v1/Pod': (o) => validatePodSpec('spec', o.spec),
-  'v1/ConfigMap': validateImmutableData,
+  // ValidateConfigMap on create; ValidateConfigMapUpdate (immutable, then ValidateConfigMap) on update.
+  'v1/ConfigMap': (o, old) => [...validateImmutableData(o, old), ...validateConfigMapData(o)],
   // ValidateSecret on create; ValidateSecretUpdate (type, immutable, then ValidateSecret) on update.
   'v1/Secret': (o, old) => [...validateImmutableData(o, old), ...validateSecretData(o)],
   'v1/Service': validateService,
