@@ -196,7 +196,7 @@ t.test('over HTTP', async (t) => {
     t.equal(groups.kind, 'APIGroupList')
     t.same(
       groups.groups.map((g: { name: string }) => g.name),
-      ['apps', 'policy', 'coordination.k8s.io', 'discovery.k8s.io', 'events.k8s.io', 'rbac.authorization.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io', 'autoscaling', 'apiextensions.k8s.io', 'test.example.com'],
+      ['apps', 'policy', 'coordination.k8s.io', 'discovery.k8s.io', 'events.k8s.io', 'rbac.authorization.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io', 'autoscaling', 'networking.k8s.io', 'apiextensions.k8s.io', 'test.example.com'],
     )
     t.match((await http(sb, 'GET', '/apis/apps')).json, { kind: 'APIGroup', name: 'apps', preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } })
     const apps = (await http(sb, 'GET', '/apis/apps/v1')).json
