@@ -5,9 +5,8 @@
 import t from 'tap'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
-import { RenderError } from '../operator/render/errors.ts'
 import { OFFLINE_CHECKSUM, secretChecksum, secretsFrom, SecretsNotFound } from '../operator/render/secrets.ts'
-import { chartWith } from './support/chart.ts'
+import { chartWith, failure } from './support/chart.ts'
 
 const b64 = (s: string) => Buffer.from(s).toString('base64')
 
@@ -50,15 +49,6 @@ const annotated = (expr: string) =>
       'templates/extra.ejs': `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: <%= fullname('extra') %>\n  annotations:\n    checksum/secret: <%= ${expr} %>\ndata: {}\n`,
     }),
   )
-const failure = (fn: () => unknown): RenderError => {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof RenderError) return err
-    throw err
-  }
-  throw new Error('expected a RenderError')
-}
 const extraOf = (objects: { kind: string; metadata: { name: string; annotations?: Record<string, string> } }[]) => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'x-extra')
 
 t.test('secretChecksum(name) gives the checksum of the Secret of that name in the instance\'s namespace', async (t) => {

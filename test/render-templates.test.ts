@@ -1,21 +1,11 @@
 import t from 'tap'
 import { compileTemplate, loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
-import { RenderError } from '../operator/render/errors.ts'
-import { chartWith } from './support/chart.ts'
+import { chartWith, failure } from './support/chart.ts'
 
 const renderWith = (files: Record<string, string | null>, spec: Record<string, unknown> = { size: 1 }) =>
   renderInstance(loadChart(chartWith(files)), { name: 'x', namespace: 'default', spec })
 
-const failure = (fn: () => unknown): RenderError => {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof RenderError) return err
-    throw err
-  }
-  throw new Error('expected a RenderError')
-}
 
 t.test('an error thrown in a template names the file and line', async (t) => {
   const err = failure(() => renderWith({ 'templates/extra.ejs': 'a: 1\n<% if (true) { -%>\n<% fail("the extra template failed") %>\n<% } -%>\n' }))

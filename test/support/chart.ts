@@ -2,6 +2,7 @@
 import { cpSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { DEFAULT_CHART_DIR } from '../../operator/render/chart.ts'
+import { RenderError } from '../../operator/render/errors.ts'
 import { tempDir } from './tmp.ts'
 
 /** Copies charts/memcached, writes `files` (path → content, null deletes) over it; returns the directory. */
@@ -20,4 +21,15 @@ export function fixtureChart(name: string): string {
   const dir = chartWith({})
   cpSync(resolve(import.meta.dirname, '..', 'fixtures', 'charts', name), dir, { recursive: true })
   return dir
+}
+
+/** The RenderError that `fn` throws (any other error is rethrown; no error fails). */
+export function failure(fn: () => unknown): RenderError {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof RenderError) return err
+    throw err
+  }
+  throw new Error('expected a RenderError')
 }
