@@ -123,6 +123,8 @@ export interface Reply {
 /** Where a watch delivers its events; `json` is the serialised object. */
 export interface WatchSink {
   event(type: WatchEvent['type'], json: string): void
+  /** When given, objects stored at the version watched are delivered through it, shared and frozen, rather than serialised. */
+  object?(type: WatchEvent['type'], obj: KubeObject): void
   /** The server ended the watch (timeout, expiry); not called after the caller's own stop. */
   close(): void
 }
@@ -435,7 +437,7 @@ export class Cluster implements ClusterAccess {
   /** The object's bytes at the version the client asked for (CR versions share storage). */
   #jsonFor(type: ResourceType, stored: StoredObject): string {
     const gv = groupVersion(type.group, type.version)
-    return stored.obj.apiVersion === gv ? stored.json : JSON.stringify({ ...stored.obj, apiVersion: gv })
+    return stored.isAt(gv) ? stored.json : JSON.stringify({ ...stored.obj, apiVersion: gv })
   }
 
   #objectReply(type: ResourceType, status: number, stored: StoredObject, headers?: Record<string, string>): Reply {
@@ -1280,8 +1282,19 @@ export class Cluster implements ClusterAccess {
    * is called when the server ends the watch (timeout, 410); not after `stop()`.
    */
   watch(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void {
+    return this.#watchObjects(req, onEvent, onClose, false)
+  }
+
+  /** In-process watch delivering the stored objects themselves, deeply frozen (see {@link ClusterAccess.watchShared}). */
+  watchShared(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void {
+    return this.#watchObjects(req, onEvent, onClose, true)
+  }
+
+  #watchObjects(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose: (() => void) | undefined, shared: boolean): () => void {
     try {
-      return this.watchRaw(req, { event: (type, json) => onEvent({ type, object: JSON.parse(json) }), close: () => onClose?.() })
+      const sink: WatchSink = { event: (type, json) => onEvent({ type, object: JSON.parse(json) }), close: () => onClose?.() }
+      if (shared) sink.object = (type, object) => onEvent({ type, object })
+      return this.watchRaw(req, sink)
     } catch (e) {
       const err = e instanceof StatusError ? e : internalError(String(e))
       onEvent({ type: 'ERROR', object: err.status })
@@ -1326,8 +1339,11 @@ export class Cluster implements ClusterAccess {
       stop()
       sink.close()
     }
+    const gv = groupVersion(type.group, type.version)
     const send = (type_: WatchEvent['type'], stored: StoredObject): void => {
-      if (!stopped) sink.event(type_, this.#jsonFor(type, stored))
+      if (stopped) return
+      if (sink.object && stored.isAt(gv)) sink.object(type_, stored.shared())
+      else sink.event(type_, this.#jsonFor(type, stored))
     }
     const bookmark = (annotations?: Record<string, string>): void => {
       if (stopped) return
