@@ -98,6 +98,7 @@ for (;;) {
   await sleep(100)
 }
 const converged = performance.now()
+const store = () => sandbox.cluster.store.size
 const cpuUsed = { sandbox: (() => { const u = process.cpuUsage(cpuStart.sandbox); return (u.user + u.system) / 1e6 })(), operator: cpuOf(operator.pid!) - cpuStart.operator }
 const reconcilesDone = (await reconciles()) - reconcilesStart
 const log = sandbox.requests.log().filter((r) => opUA(r.userAgent))
@@ -117,6 +118,14 @@ const heap = async () => {
   return `heap used ${v('nodejs_heap_size_used_bytes').toFixed(0)} MB of ${v('nodejs_heap_size_total_bytes').toFixed(0)} MB, external ${v('nodejs_external_memory_bytes').toFixed(0)} MB`
 }
 console.log(`operator peak RSS ${peak.toFixed(0)} MB (${await heap()})`)
+{
+  // The sandbox (with this script) in this process: its memory at convergence, after a full collection when node runs with --expose-gc.
+  const g = (globalThis as { gc?: () => void }).gc
+  if (g) g()
+  const m = process.memoryUsage()
+  if (process.env.BENCH_SANDBOX_HEAPSNAPSHOT) console.log(`heap snapshot of the sandbox process: ${(await import('node:v8')).writeHeapSnapshot(process.env.BENCH_SANDBOX_HEAPSNAPSHOT)}`)
+  console.log(`sandbox process RSS ${(m.rss / 1048576).toFixed(0)} MB, peak ${rssOf(process.pid).peak.toFixed(0)} MB; heap used ${(m.heapUsed / 1048576).toFixed(0)} MB${g ? ' (after a full GC)' : ''}, external ${(m.external / 1048576).toFixed(0)} MB; ${store()} objects stored`)
+}
 const perCr = () => `${(((1024 * (rssOf(operator.pid!).rss - emptyRss)) / N)).toFixed(1)} KB RSS`
 console.log(`memory per CR: heap used grew from ${emptyHeap.toFixed(0)} MB (caches synced, empty) to ${(await heapUsed()).toFixed(0)} MB, ${((1024 * ((await heapUsed()) - emptyHeap)) / N).toFixed(1)} KB per CR; ${perCr()} per CR\n`)
 
