@@ -256,6 +256,12 @@ interface WatchFilter {
   fields: Selector & { fields: string[] }
 }
 
+/** {@link matchesFilter} for a stored object, without parsing it when only the namespace is asked for. */
+function storedMatches(f: WatchFilter, stored: StoredObject): boolean {
+  if (f.namespace && stored.namespace !== f.namespace) return false
+  return (f.labels.empty && f.fields.empty) || matchesFilter(f, stored.obj)
+}
+
 function matchesFilter(f: WatchFilter, obj: KubeObject): boolean {
   if (f.namespace && obj.metadata.namespace !== f.namespace) return false
   if (!f.labels.empty && !f.labels.matches(obj.metadata.labels)) return false
@@ -502,7 +508,7 @@ export class Cluster implements ClusterAccess {
   #list(type: ResourceType, req: ApiRequest): Reply {
     const filter = this.#filterOf(type, req)
     let items = this.store.list(tableOf(type), filter.namespace)
-    if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => matchesFilter(filter, o.obj))
+    if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => storedMatches(filter, o))
     const rv = String(this.store.resourceVersion)
     // limit/continue: the token is the key of the last item served; later pages see later writes.
     const cont = req.query.get('continue')
@@ -1231,7 +1237,7 @@ export class Cluster implements ClusterAccess {
 
   #deleteCollection(type: ResourceType, req: ApiRequest): Reply {
     const filter = this.#filterOf(type, req)
-    const items = this.store.list(tableOf(type), filter.namespace).filter((o) => matchesFilter(filter, o.obj))
+    const items = this.store.list(tableOf(type), filter.namespace).filter((o) => storedMatches(filter, o))
     const opts = isObject(req.body) ? req.body : {}
     const policy = req.query.get('propagationPolicy') ?? (typeof opts.propagationPolicy === 'string' ? opts.propagationPolicy : undefined)
     const out: string[] = []
@@ -1352,13 +1358,13 @@ export class Cluster implements ClusterAccess {
       sink.event('BOOKMARK', JSON.stringify({ kind: type.kind, apiVersion: groupVersion(type.group, type.version), metadata: meta }))
     }
     const deliver = (e: StoreEvent): void => {
-      const now = matchesFilter(filter, e.current.obj)
+      const now = storedMatches(filter, e.current)
       if (e.type === 'ADDED') {
         if (now) send('ADDED', e.current)
       } else if (e.type === 'DELETED') {
         if (now) send('DELETED', e.current)
       } else {
-        const before = e.previous ? matchesFilter(filter, e.previous.obj) : now
+        const before = e.previous ? storedMatches(filter, e.previous) : now
         if (now && before) send('MODIFIED', e.current)
         else if (now) send('ADDED', e.current)
         else if (before) send('DELETED', e.current)
@@ -1384,7 +1390,7 @@ export class Cluster implements ClusterAccess {
     const held: StoreEvent[] = []
     unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)))
     if (initial) {
-      for (const o of this.store.list(table, filter.namespace)) if (matchesFilter(filter, o.obj)) send('ADDED', o)
+      for (const o of this.store.list(table, filter.namespace)) if (storedMatches(filter, o)) send('ADDED', o)
       if (sendInitial && bookmarks) bookmark({ 'k8s.io/initial-events-end': 'true' })
     } else {
       for (const e of history ?? []) deliver(e)
