@@ -44,8 +44,16 @@ const nodeFlags = process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH
 // And the NODE_OPTIONS of kustomize/manager (the heap cap tied to the container's limit).
 const managerNodeOptions = /name: NODE_OPTIONS\s+value: (.*)$/m.exec(readFileSync(join(root, 'kustomize/manager/manager.yaml'), 'utf8'))?.[1]?.trim()
 const operator = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...(managerNodeOptions ? { NODE_OPTIONS: managerNodeOptions } : {}) } })
+/** The operator's metrics; a request that meets a keep-alive connection the server just closed is sent again. */
+const metricsText = async (): Promise<string> => {
+  try {
+    return await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  } catch {
+    return await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  }
+}
 const reconciles = async () => {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const text = await metricsText()
   return [...text.matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0)
 }
 for (;;) {
@@ -57,7 +65,7 @@ for (;;) {
   }
 }
 const user = clientFor(sandbox, 'bench/1', 'bench')
-const heapUsed = async () => Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1] ?? 0) / 1048576
+const heapUsed = async () => Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(await metricsText())?.[1] ?? 0) / 1048576
 await sleep(1000)
 // The operator with its caches synced and empty: what each CR adds is measured from here.
 const emptyHeap = await heapUsed()
@@ -113,7 +121,7 @@ console.log(`CPU time until then: sandbox (and this script) ${cpuUsed.sandbox.to
 console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
 for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
 const heap = async () => {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const text = await metricsText()
   const v = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1048576
   return `heap used ${v('nodejs_heap_size_used_bytes').toFixed(0)} MB of ${v('nodejs_heap_size_total_bytes').toFixed(0)} MB, external ${v('nodejs_external_memory_bytes').toFixed(0)} MB`
 }
