@@ -5,7 +5,9 @@
  * from the synced empty cache), the CPU time each process used (on a shared machine a steadier
  * figure than the wall clock), and then an idle resync: its writes and reads (should be 0) and
  * duration. Prints figures; asserts nothing. BENCH_NODE_FLAGS passes node's flags to the operator
- * process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--heapsnapshot-signal=SIGUSR2`).
+ * process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--heapsnapshot-signal=SIGUSR2`). Run with
+ * `node --expose-gc` to have the sandbox's heap printed after a full collection;
+ * BENCH_SANDBOX_HEAPSNAPSHOT=<file> writes a heap snapshot of the sandbox's process at convergence.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
