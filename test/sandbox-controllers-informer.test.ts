@@ -3,6 +3,7 @@ import { Client } from '../operator/sandbox/controllers/client.ts'
 import { Informer, WorkQueue, keyOf, splitKey } from '../operator/sandbox/controllers/informer.ts'
 import { Kubelet } from '../operator/sandbox/controllers/kubelet.ts'
 import { podTemplateHash, generateName } from '../operator/sandbox/controllers/names.ts'
+import { createCluster } from '../operator/sandbox/index.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, KubeObject, WatchEvent } from '../operator/sandbox/types.ts'
 import { tick, until } from './support/sandbox-requests.ts'
 
@@ -186,4 +187,52 @@ t.test('pod-template-hash is stable, order-independent and in the safe alphabet;
   const long = generateName(`${'x'.repeat(70)}-`)
   t.equal(long.length, 63)
   t.match(long, /^x{58}[bcdfghjklmnpqrstvwxz2456789]{5}$/)
+})
+
+t.test('the in-process informers share the stored objects, frozen; a plain in-process watch still gets private copies', async (t) => {
+  const cluster = createCluster()
+  const q = () => new URLSearchParams({ resourceVersion: String(cluster.store.resourceVersion) })
+  const watchReq = { verb: 'watch', group: '', version: 'v1', resource: 'configmaps', query: q() } as ApiRequest
+  const shared: KubeObject[] = []
+  const copies: KubeObject[] = []
+  const stops = [cluster.watchShared({ ...watchReq, query: q() }, (e) => shared.push(e.object as KubeObject)), cluster.watchShared({ ...watchReq, query: q() }, (e) => shared.push(e.object as KubeObject)), cluster.watch({ ...watchReq, query: q() }, (e) => copies.push(e.object as KubeObject))]
+  const created = await cluster.handle({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', labels: { a: 'b' } }, data: { k: 'v' } }, query: new URLSearchParams() })
+  t.equal(created.status, 201)
+  t.equal(shared.length, 2)
+  t.equal(shared[0], shared[1], 'both shared watchers got the one stored object')
+  const first = shared[0] as KubeObject
+  t.ok(Object.isFrozen(first) && Object.isFrozen(first.metadata) && Object.isFrozen(first.metadata.labels) && Object.isFrozen(first['data']), 'frozen to the leaves')
+  t.throws(() => {
+    ;(first.metadata.labels as Record<string, string>)['a'] = 'changed'
+  }, TypeError, 'a reader cannot change what others share')
+  t.same(copies[0], created.body, 'the plain watch sends what the create answered')
+  t.notOk(Object.isFrozen(copies[0]), 'the plain watch gets a private copy')
+  ;(copies[0] as KubeObject).metadata.labels = { mutated: 'yes' }
+  const got = await cluster.handle({ verb: 'get', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', name: 'c', query: new URLSearchParams() })
+  t.same((got.body as KubeObject).metadata.labels, { a: 'b' }, 'changing a private copy changes nothing stored')
+  // An informer over a client of the cluster caches the shared, frozen object.
+  const inf = new Informer(new Client(cluster, 'test/1', false), { group: '', version: 'v1', resource: 'configmaps' })
+  await inf.start()
+  await until('the informer to list c', () => inf.get('default/c') !== undefined)
+  const c2 = await cluster.handle({ verb: 'patch', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', name: 'c', contentType: 'application/merge-patch+json', body: { data: { k: 'w' } }, query: new URLSearchParams() })
+  t.equal(c2.status, 200)
+  await until('the informer to see the patch', () => (inf.get('default/c')?.['data'] as Record<string, string> | undefined)?.['k'] === 'w')
+  t.ok(Object.isFrozen(inf.get('default/c')), 'the watched update is cached frozen')
+  t.equal(inf.get('default/c'), shared[2], 'and is the object the other shared watchers got')
+  inf.stop()
+  for (const stop of stops) stop()
+})
+
+t.test('a built-in LIST item is the stored object without apiVersion and kind, byte for byte', async (t) => {
+  const cluster = createCluster()
+  for (const name of ['a', 'b']) await cluster.handle({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { 'a"b': 'x\\y\u00e9' } }, query: new URLSearchParams() })
+  const list = await cluster.handle({ verb: 'list', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', query: new URLSearchParams() })
+  const items = (list.body as { items: KubeObject[] }).items.filter((i) => ['a', 'b'].includes(i.metadata.name ?? ''))
+  t.equal(items.length, 2)
+  for (const item of items) {
+    const got = await cluster.handle({ verb: 'get', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', name: item.metadata.name, query: new URLSearchParams() })
+    const { apiVersion, kind, ...rest } = got.body as KubeObject
+    t.same([apiVersion, kind], ['v1', 'ConfigMap'])
+    t.equal(JSON.stringify(item), JSON.stringify(rest), `${item.metadata.name ?? ''}: same fields, same order`)
+  }
 })

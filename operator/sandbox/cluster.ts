@@ -123,6 +123,8 @@ export interface Reply {
 /** Where a watch delivers its events; `json` is the serialised object. */
 export interface WatchSink {
   event(type: WatchEvent['type'], json: string): void
+  /** When given, objects stored at the version watched are delivered through it, shared and frozen, rather than serialised. */
+  object?(type: WatchEvent['type'], obj: KubeObject): void
   /** The server ended the watch (timeout, expiry); not called after the caller's own stop. */
   close(): void
 }
@@ -252,6 +254,12 @@ interface WatchFilter {
   namespace: string | undefined
   labels: Selector
   fields: Selector & { fields: string[] }
+}
+
+/** {@link matchesFilter} for a stored object, without parsing it when only the namespace is asked for. */
+function storedMatches(f: WatchFilter, stored: StoredObject): boolean {
+  if (f.namespace && stored.namespace !== f.namespace) return false
+  return (f.labels.empty && f.fields.empty) || matchesFilter(f, stored.obj)
 }
 
 function matchesFilter(f: WatchFilter, obj: KubeObject): boolean {
@@ -435,7 +443,7 @@ export class Cluster implements ClusterAccess {
   /** The object's bytes at the version the client asked for (CR versions share storage). */
   #jsonFor(type: ResourceType, stored: StoredObject): string {
     const gv = groupVersion(type.group, type.version)
-    return stored.obj.apiVersion === gv ? stored.json : JSON.stringify({ ...stored.obj, apiVersion: gv })
+    return stored.isAt(gv) ? stored.json : JSON.stringify({ ...stored.obj, apiVersion: gv })
   }
 
   #objectReply(type: ResourceType, status: number, stored: StoredObject, headers?: Record<string, string>): Reply {
@@ -500,7 +508,7 @@ export class Cluster implements ClusterAccess {
   #list(type: ResourceType, req: ApiRequest): Reply {
     const filter = this.#filterOf(type, req)
     let items = this.store.list(tableOf(type), filter.namespace)
-    if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => matchesFilter(filter, o.obj))
+    if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => storedMatches(filter, o))
     const rv = String(this.store.resourceVersion)
     // limit/continue: the token is the key of the last item served; later pages see later writes.
     const cont = req.query.get('continue')
@@ -1229,7 +1237,7 @@ export class Cluster implements ClusterAccess {
 
   #deleteCollection(type: ResourceType, req: ApiRequest): Reply {
     const filter = this.#filterOf(type, req)
-    const items = this.store.list(tableOf(type), filter.namespace).filter((o) => matchesFilter(filter, o.obj))
+    const items = this.store.list(tableOf(type), filter.namespace).filter((o) => storedMatches(filter, o))
     const opts = isObject(req.body) ? req.body : {}
     const policy = req.query.get('propagationPolicy') ?? (typeof opts.propagationPolicy === 'string' ? opts.propagationPolicy : undefined)
     const out: string[] = []
@@ -1280,8 +1288,19 @@ export class Cluster implements ClusterAccess {
    * is called when the server ends the watch (timeout, 410); not after `stop()`.
    */
   watch(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void {
+    return this.#watchObjects(req, onEvent, onClose, false)
+  }
+
+  /** In-process watch delivering the stored objects themselves, deeply frozen (see {@link ClusterAccess.watchShared}). */
+  watchShared(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void {
+    return this.#watchObjects(req, onEvent, onClose, true)
+  }
+
+  #watchObjects(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose: (() => void) | undefined, shared: boolean): () => void {
     try {
-      return this.watchRaw(req, { event: (type, json) => onEvent({ type, object: JSON.parse(json) }), close: () => onClose?.() })
+      const sink: WatchSink = { event: (type, json) => onEvent({ type, object: JSON.parse(json) }), close: () => onClose?.() }
+      if (shared) sink.object = (type, object) => onEvent({ type, object })
+      return this.watchRaw(req, sink)
     } catch (e) {
       const err = e instanceof StatusError ? e : internalError(String(e))
       onEvent({ type: 'ERROR', object: err.status })
@@ -1326,8 +1345,11 @@ export class Cluster implements ClusterAccess {
       stop()
       sink.close()
     }
+    const gv = groupVersion(type.group, type.version)
     const send = (type_: WatchEvent['type'], stored: StoredObject): void => {
-      if (!stopped) sink.event(type_, this.#jsonFor(type, stored))
+      if (stopped) return
+      if (sink.object && stored.isAt(gv)) sink.object(type_, stored.shared())
+      else sink.event(type_, this.#jsonFor(type, stored))
     }
     const bookmark = (annotations?: Record<string, string>): void => {
       if (stopped) return
@@ -1336,13 +1358,13 @@ export class Cluster implements ClusterAccess {
       sink.event('BOOKMARK', JSON.stringify({ kind: type.kind, apiVersion: groupVersion(type.group, type.version), metadata: meta }))
     }
     const deliver = (e: StoreEvent): void => {
-      const now = matchesFilter(filter, e.current.obj)
+      const now = storedMatches(filter, e.current)
       if (e.type === 'ADDED') {
         if (now) send('ADDED', e.current)
       } else if (e.type === 'DELETED') {
         if (now) send('DELETED', e.current)
       } else {
-        const before = e.previous ? matchesFilter(filter, e.previous.obj) : now
+        const before = e.previous ? storedMatches(filter, e.previous) : now
         if (now && before) send('MODIFIED', e.current)
         else if (now) send('ADDED', e.current)
         else if (before) send('DELETED', e.current)
@@ -1368,7 +1390,7 @@ export class Cluster implements ClusterAccess {
     const held: StoreEvent[] = []
     unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)))
     if (initial) {
-      for (const o of this.store.list(table, filter.namespace)) if (matchesFilter(filter, o.obj)) send('ADDED', o)
+      for (const o of this.store.list(table, filter.namespace)) if (storedMatches(filter, o)) send('ADDED', o)
       if (sendInitial && bookmarks) bookmark({ 'k8s.io/initial-events-end': 'true' })
     } else {
       for (const e of history ?? []) deliver(e)

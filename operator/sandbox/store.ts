@@ -4,7 +4,8 @@
  * and synchronous subscribers for live watches.
  *
  * Stored objects are immutable by convention: every write stores a fresh object and its JSON,
- * serialised once, so reads can hand out the bytes without cloning.
+ * serialised once, so reads can hand out the bytes without cloning; the parsed object is held
+ * weakly (see {@link StoredObject}).
  */
 import type { KubeObject } from './types.ts'
 
@@ -25,35 +26,75 @@ export function canonicalOrder(obj: KubeObject): KubeObject {
   return out
 }
 
-/** One stored object and its serialised bytes. */
+/**
+ * One stored object: its serialised bytes, and the parsed object held only weakly. The bytes are
+ * what nearly every read sends (GET, LIST, watch) and what a write parses into its private copy;
+ * the parsed object (for selectors, tables, quota, admission) is the one the write stored until
+ * the garbage collector needs the room, then parsed again from the bytes when next asked for.
+ * Keeping both for every object and every retained version doubled the heap the collector
+ * traverses, and its cost grew with the number of objects.
+ */
 export class StoredObject {
-  readonly obj: KubeObject
   readonly json: string
   readonly rv: number
-  #itemJson: string | undefined
+  readonly namespace: string
+  readonly name: string
+  #obj: WeakRef<KubeObject>
+  /** Where the bytes after `apiVersion` and `kind` begin (`-1`: the object is not in canonical order). */
+  readonly #itemStart: number
   constructor(obj: KubeObject, rv: number) {
-    this.obj = obj
     this.rv = rv
     this.json = JSON.stringify(obj)
+    this.namespace = obj.metadata.namespace ?? ''
+    this.name = obj.metadata.name ?? ''
+    this.#obj = new WeakRef(obj)
+    let prefix = '{'
+    if (obj.apiVersion !== undefined) prefix += `"apiVersion":${JSON.stringify(obj.apiVersion)},`
+    if (obj.kind !== undefined) prefix += `"kind":${JSON.stringify(obj.kind)},`
+    this.#itemStart = this.json.startsWith(prefix) ? prefix.length : -1
   }
-  get namespace(): string {
-    return this.obj.metadata.namespace ?? ''
+  /** The stored object, immutable by convention (parsed again from the bytes if it was collected). */
+  get obj(): KubeObject {
+    let o = this.#obj.deref()
+    if (o === undefined) {
+      o = JSON.parse(this.json) as KubeObject
+      this.#obj = new WeakRef(o)
+    }
+    return o
   }
-  get name(): string {
-    return this.obj.metadata.name ?? ''
+  /**
+   * The stored object deeply frozen, for in-process readers that share it instead of parsing a
+   * copy each; a reader that tried to change it would throw.
+   */
+  shared(): KubeObject {
+    const o = this.obj
+    if (!Object.isFrozen(o)) deepFreeze(o)
+    return o
   }
   /**
    * The bytes as an item of a built-in List: the real server's typed lists omit each item's
-   * `kind` and `apiVersion`.
+   * `kind` and `apiVersion`. Cut from the bytes (which begin with them), not kept.
    */
   get itemJson(): string {
-    if (this.#itemJson === undefined) this.#itemJson = JSON.stringify({ ...this.obj, apiVersion: undefined, kind: undefined })
-    return this.#itemJson
+    if (this.#itemStart < 0) return JSON.stringify({ ...this.obj, apiVersion: undefined, kind: undefined })
+    return this.#itemStart === 1 ? this.json : `{${this.json.slice(this.#itemStart)}`
+  }
+  /** Whether the stored bytes are at apiVersion `gv` (and can be sent as they are). */
+  isAt(gv: string): boolean {
+    return this.json.startsWith(`{"apiVersion":${JSON.stringify(gv)},`)
   }
   /** A private deep copy the caller may mutate. */
   copy(): KubeObject {
     return JSON.parse(this.json) as KubeObject
   }
+}
+
+/** Freezes a JSON value, its members before itself (so a frozen object's members are frozen). */
+function deepFreeze(v: unknown): void {
+  if (typeof v !== 'object' || v === null || Object.isFrozen(v)) return
+  if (Array.isArray(v)) for (const x of v) deepFreeze(x)
+  else for (const k in v) deepFreeze((v as Record<string, unknown>)[k])
+  Object.freeze(v)
 }
 
 /** A change recorded in the history window and delivered to subscribers. */

@@ -178,4 +178,10 @@ export interface ClusterAccess {
    * `onClose`, if given, is called when the server ends the watch (timeoutSeconds, 410 Expired).
    */
   watch(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void
+  /**
+   * The same watch, delivering the stored objects themselves, deeply frozen and shared by every
+   * such watcher, instead of a private copy each (the in-process controllers' informers, which
+   * only read them). Optional: {@link watch} is used where absent.
+   */
+  watchShared?(req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose?: () => void): () => void
 }

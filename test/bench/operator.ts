@@ -5,7 +5,9 @@
  * from the synced empty cache), the CPU time each process used (on a shared machine a steadier
  * figure than the wall clock), and then an idle resync: its writes and reads (should be 0) and
  * duration. Prints figures; asserts nothing. BENCH_NODE_FLAGS passes node's flags to the operator
- * process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--heapsnapshot-signal=SIGUSR2`).
+ * process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--heapsnapshot-signal=SIGUSR2`). Run with
+ * `node --expose-gc` to have the sandbox's heap printed after a full collection;
+ * BENCH_SANDBOX_HEAPSNAPSHOT=<file> writes a heap snapshot of the sandbox's process at convergence.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -44,8 +46,16 @@ const nodeFlags = process.env.BENCH_NODE_FLAGS !== undefined ? process.env.BENCH
 // And the NODE_OPTIONS of kustomize/manager (the heap cap tied to the container's limit).
 const managerNodeOptions = /name: NODE_OPTIONS\s+value: (.*)$/m.exec(readFileSync(join(root, 'kustomize/manager/manager.yaml'), 'utf8'))?.[1]?.trim()
 const operator = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${metricsPort}`, '--health-probe-bind-address', '0', '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...(managerNodeOptions ? { NODE_OPTIONS: managerNodeOptions } : {}) } })
+/** The operator's metrics; a request that meets a keep-alive connection the server just closed is sent again. */
+const metricsText = async (): Promise<string> => {
+  try {
+    return await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  } catch {
+    return await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  }
+}
 const reconciles = async () => {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const text = await metricsText()
   return [...text.matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0)
 }
 for (;;) {
@@ -57,7 +67,7 @@ for (;;) {
   }
 }
 const user = clientFor(sandbox, 'bench/1', 'bench')
-const heapUsed = async () => Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1] ?? 0) / 1048576
+const heapUsed = async () => Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(await metricsText())?.[1] ?? 0) / 1048576
 await sleep(1000)
 // The operator with its caches synced and empty: what each CR adds is measured from here.
 const emptyHeap = await heapUsed()
@@ -98,6 +108,7 @@ for (;;) {
   await sleep(100)
 }
 const converged = performance.now()
+const store = () => sandbox.cluster.store.size
 const cpuUsed = { sandbox: (() => { const u = process.cpuUsage(cpuStart.sandbox); return (u.user + u.system) / 1e6 })(), operator: cpuOf(operator.pid!) - cpuStart.operator }
 const reconcilesDone = (await reconciles()) - reconcilesStart
 const log = sandbox.requests.log().filter((r) => opUA(r.userAgent))
@@ -112,11 +123,19 @@ console.log(`CPU time until then: sandbox (and this script) ${cpuUsed.sandbox.to
 console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
 for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
 const heap = async () => {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+  const text = await metricsText()
   const v = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1048576
   return `heap used ${v('nodejs_heap_size_used_bytes').toFixed(0)} MB of ${v('nodejs_heap_size_total_bytes').toFixed(0)} MB, external ${v('nodejs_external_memory_bytes').toFixed(0)} MB`
 }
 console.log(`operator peak RSS ${peak.toFixed(0)} MB (${await heap()})`)
+{
+  // The sandbox (with this script) in this process: its memory at convergence, after a full collection when node runs with --expose-gc.
+  const g = (globalThis as { gc?: () => void }).gc
+  if (g) g()
+  const m = process.memoryUsage()
+  if (process.env.BENCH_SANDBOX_HEAPSNAPSHOT) console.log(`heap snapshot of the sandbox process: ${(await import('node:v8')).writeHeapSnapshot(process.env.BENCH_SANDBOX_HEAPSNAPSHOT)}`)
+  console.log(`sandbox process RSS ${(m.rss / 1048576).toFixed(0)} MB, peak ${rssOf(process.pid).peak.toFixed(0)} MB; heap used ${(m.heapUsed / 1048576).toFixed(0)} MB${g ? ' (after a full GC)' : ''}, external ${(m.external / 1048576).toFixed(0)} MB; ${store()} objects stored`)
+}
 const perCr = () => `${(((1024 * (rssOf(operator.pid!).rss - emptyRss)) / N)).toFixed(1)} KB RSS`
 console.log(`memory per CR: heap used grew from ${emptyHeap.toFixed(0)} MB (caches synced, empty) to ${(await heapUsed()).toFixed(0)} MB, ${((1024 * ((await heapUsed()) - emptyHeap)) / N).toFixed(1)} KB per CR; ${perCr()} per CR\n`)
 

@@ -129,8 +129,13 @@ export class Client {
     await this.#send(this.#req('delete', gvr, namespace, name, { body, query }))
   }
 
-  /** WATCH from a resourceVersion, with bookmarks; `onClose` when the server ends it. */
+  /**
+   * WATCH from a resourceVersion, with bookmarks; `onClose` when the server ends it. The objects
+   * delivered may be frozen and shared (see {@link ClusterAccess.watchShared}): never mutate them.
+   */
   watch(gvr: GVR, resourceVersion: string, onEvent: (e: WatchEvent) => void, onClose: () => void): () => void {
-    return this.access.watch(this.#req('watch', gvr, undefined, undefined, { query: { resourceVersion, allowWatchBookmarks: 'true' } }), onEvent, onClose)
+    const req = this.#req('watch', gvr, undefined, undefined, { query: { resourceVersion, allowWatchBookmarks: 'true' } })
+    // The informers only read what they cache: share the server's frozen objects rather than parse a copy of each.
+    return this.access.watchShared ? this.access.watchShared(req, onEvent, onClose) : this.access.watch(req, onEvent, onClose)
   }
 }
