@@ -225,7 +225,7 @@ t.test('the in-process informers share the stored objects, frozen; a plain in-pr
 
 t.test('a built-in LIST item is the stored object without apiVersion and kind, byte for byte', async (t) => {
   const cluster = createCluster()
-  for (const name of ['a', 'b']) await cluster.handle({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { 'a"b': 'x\\y\u00e9' } }, query: new URLSearchParams() })
+  for (const name of ['a', 'b']) await cluster.handle({ verb: 'create', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { 'a.b': 'x\\y"\u00e9' } }, query: new URLSearchParams() })
   const list = await cluster.handle({ verb: 'list', group: '', version: 'v1', resource: 'configmaps', namespace: 'default', query: new URLSearchParams() })
   const items = (list.body as { items: KubeObject[] }).items.filter((i) => ['a', 'b'].includes(i.metadata.name ?? ''))
   t.equal(items.length, 2)
