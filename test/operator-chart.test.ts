@@ -12,12 +12,12 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import t from 'tap'
 import YAML from 'yaml'
-import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
+import { type KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { secretChecksum } from '../operator/render/secrets.ts'
 import { kubectlFor } from './support/kubectl.ts'
 import { isReady, observe } from './support/observe.ts'
-import { eventually, operatorWrites, startBed, type Bed } from './support/operator.ts'
+import { eventually, findObject, operatorWrites, startBed, type Bed } from './support/operator.ts'
 
 const chart = loadChart()
 const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
@@ -34,16 +34,6 @@ const getMc = (c: KubeClient, name: string) => c.get({ ...MC, namespace: 'defaul
 const patchMc = (c: KubeClient, name: string, spec: Record<string, unknown>) => c.patch({ ...MC, namespace: 'default', name }, { spec }, { type: 'merge' })
 const pods = async (c: KubeClient, name: string) =>
   (await c.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: 'default', labelSelector: `app.kubernetes.io/instance=${name}` })).items.filter((p) => !p.metadata.deletionTimestamp)
-
-/** The object, or undefined when the API server answers 404. */
-async function find(c: KubeClient, apiVersion: string, kind: string, name: string): Promise<KubeObject | undefined> {
-  try {
-    return await c.get({ apiVersion, kind, namespace: 'default', name })
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return undefined
-    throw err
-  }
-}
 
 /** Waits until the CR is Ready for its current generation with `size` servers ready. */
 function converged(c: KubeClient, name: string, size: number, timeoutMs?: number): Promise<KubeObject> {
@@ -105,7 +95,7 @@ t.test('a StatefulSet CR converges behind the headless Service: stable server na
   t.equal(svcSpec.publishNotReadyAddresses, true, 'and publishes the pods before they are ready')
   t.equal(stsSpec.podManagementPolicy, 'Parallel')
   t.same(svcSpec.ports.map((p) => [p.name, p.port]), [['memcache', 11211]], 'no metrics port without metrics')
-  t.notOk(await find(bed.client, 'apps/v1', 'Deployment', 'cache'), 'no Deployment')
+  t.notOk(await findObject(bed.client, 'apps/v1', 'Deployment', 'cache'), 'no Deployment')
   for (const kind of ['StatefulSet', 'Service']) {
     const live = kind === 'Service' ? svc : sts
     t.same(live.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid, r.controller]), [['Memcached', 'cache', o.metadata.uid, true]], `the ${kind} is owned by the CR`)
@@ -139,13 +129,13 @@ t.test('switching a live CR from a StatefulSet to a Deployment and back keeps a 
 
   for (const [from, to] of [['StatefulSet', 'Deployment'], ['Deployment', 'StatefulSet']] as const) {
     await patchMc(bed.client, 'flip', { workload: { kind: to } })
-    await eventually(`the ${from} pruned`, async () => ((await find(bed.client, 'apps/v1', from, 'flip')) ? undefined : true), 30_000)
+    await eventually(`the ${from} pruned`, async () => ((await findObject(bed.client, 'apps/v1', from, 'flip')) ? undefined : true), 30_000)
     await converged(bed.client, 'flip', 2)
     await eventually(`only the ${to}'s pods left`, async () => {
       const left = await bed.client.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: 'default', labelSelector: 'app.kubernetes.io/instance=flip' })
       return left.items.length === 2 && left.items.every((p) => p.metadata.ownerReferences?.[0]?.kind === (to === 'StatefulSet' ? 'StatefulSet' : 'ReplicaSet') && isReady(p)) ? true : undefined
     })
-    t.ok(await find(bed.client, 'apps/v1', to, 'flip'), `the ${to} runs`)
+    t.ok(await findObject(bed.client, 'apps/v1', to, 'flip'), `the ${to} runs`)
     const svc = await bed.client.get({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'flip' })
     t.equal((svc.spec as { publishNotReadyAddresses?: boolean }).publishNotReadyAddresses, to === 'StatefulSet' ? true : undefined, `publishNotReadyAddresses follows the ${to}`)
   }
@@ -190,7 +180,7 @@ for (const c of SECRET_CASES) {
     t.equal(missing.message, `Secret default/${c.secret} does not exist (the chart refers to it; create it with the label cache.example.com/memcached-input=true)`)
     t.equal(condition(await getMc(bed.client, 'sec'), 'Ready')?.reason, 'SecretNotFound', 'Ready says why')
     t.same(objectWrites(bed, 'sec'), [], 'nothing was applied')
-    for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['policy/v1', 'PodDisruptionBudget']] as const) t.notOk(await find(bed.client, apiVersion, kind, 'sec'), `no ${kind}`)
+    for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['policy/v1', 'PodDisruptionBudget']] as const) t.notOk(await findObject(bed.client, apiVersion, kind, 'sec'), `no ${kind}`)
 
     const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: c.secret, namespace: 'default', labels: LABEL }, type: c.type, stringData: c.data(1) } as KubeObject
     await bed.client.create(secret)
@@ -263,7 +253,7 @@ t.test('TLS from cert-manager: the Certificate waits for its kind to be served; 
   t.ok(templateOf(first).spec.volumes?.some((v) => v.secret?.secretName === 'cm-tls'), 'the Secret cert-manager will write is mounted')
 
   await installCrd(bed.client, crdFixture('certificate-crd.yaml'))
-  const certificate = await eventually('the Certificate', () => find(bed.client, 'cert-manager.io/v1', 'Certificate', 'cm-tls'), 15_000)
+  const certificate = await eventually('the Certificate', () => findObject(bed.client, 'cert-manager.io/v1', 'Certificate', 'cm-tls'), 15_000)
   t.same(certificate.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]), [['Memcached', 'cm', ready.metadata.uid]])
   const spec = certificate.spec as { secretName: string; secretTemplate: { labels: Record<string, string> }; issuerRef: unknown; dnsNames: string[] }
   t.equal(spec.secretName, 'cm-tls')
@@ -306,8 +296,8 @@ t.test('metrics with a ServiceMonitor and a PrometheusRule: left out while their
   t.notOk(operatorWrites(bed.sandbox).some((w) => w.resource === 'servicemonitors' || w.resource === 'prometheusrules'), 'nothing was sent for them')
 
   await installMonitoringCrds(bed.client)
-  const monitor = await eventually('the ServiceMonitor', () => find(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'mon'), 15_000)
-  const rule = await eventually('the PrometheusRule', () => find(bed.client, 'monitoring.coreos.com/v1', 'PrometheusRule', 'mon'), 15_000)
+  const monitor = await eventually('the ServiceMonitor', () => findObject(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'mon'), 15_000)
+  const rule = await eventually('the PrometheusRule', () => findObject(bed.client, 'monitoring.coreos.com/v1', 'PrometheusRule', 'mon'), 15_000)
   for (const o of [monitor, rule]) {
     t.same(o.metadata.ownerReferences, [{ apiVersion: MC.apiVersion, kind: MC.kind, name: 'mon', uid: ready.metadata.uid, controller: true, blockOwnerDeletion: true }], `the ${o.kind} is owned by the CR`)
   }
@@ -326,7 +316,7 @@ t.test('metrics with a ServiceMonitor and a PrometheusRule: left out while their
   // Metrics off: the exporter, the metrics port and both optional objects go.
   await patchMc(bed.client, 'mon', { metrics: { enabled: false, serviceMonitor: { enabled: false }, prometheusRule: { enabled: false } } })
   await eventually('the ServiceMonitor and PrometheusRule pruned', async () =>
-    (await find(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'mon')) || (await find(bed.client, 'monitoring.coreos.com/v1', 'PrometheusRule', 'mon')) ? undefined : true,
+    (await findObject(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'mon')) || (await findObject(bed.client, 'monitoring.coreos.com/v1', 'PrometheusRule', 'mon')) ? undefined : true,
   )
   t.equal(bed.metrics.counts['pruned:ServiceMonitor'], 1)
   t.equal(bed.metrics.counts['pruned:PrometheusRule'], 1)
@@ -342,7 +332,7 @@ t.test('networkPolicy.enabled renders a NetworkPolicy admitting the memcached po
   t.teardown(() => bed.stop())
   await bed.client.create(cr('np', { size: 1, networkPolicy: { enabled: true } }))
   const o = await converged(bed.client, 'np', 1)
-  const policy = async () => find(bed.client, 'networking.k8s.io/v1', 'NetworkPolicy', 'np')
+  const policy = async () => findObject(bed.client, 'networking.k8s.io/v1', 'NetworkPolicy', 'np')
   const np = (await policy())!
   t.ok(np, 'the NetworkPolicy')
   t.same(np.spec, { podSelector: { matchLabels: SELECTOR('np') }, policyTypes: ['Ingress'], ingress: [{ ports: [{ protocol: 'TCP', port: 11211 }] }] }, 'ingress on the memcached port only, from any source')
@@ -391,8 +381,8 @@ t.test('the production sample applied with kubectl converges: a StatefulSet of t
   const [memcached, exporter] = spec.template.spec.containers
   t.same(memcached?.args, ['-p', '11211', '-m', '1024', '-c', '4096', '-t', '4', '-I', '2m'])
   t.equal(exporter?.name, 'metrics')
-  t.ok(await eventually('the ServiceMonitor', () => find(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', name)))
-  t.ok(await eventually('the PrometheusRule', () => find(bed.client, 'monitoring.coreos.com/v1', 'PrometheusRule', name)))
+  t.ok(await eventually('the ServiceMonitor', () => findObject(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', name)))
+  t.ok(await eventually('the PrometheusRule', () => findObject(bed.client, 'monitoring.coreos.com/v1', 'PrometheusRule', name)))
   const served = await eventually('OptionalKindsServed True', async () => {
     const cur = await getMc(bed.client, name)
     return condition(cur, 'OptionalKindsServed')?.status === 'True' ? cur : undefined
@@ -408,7 +398,7 @@ t.test('an invalid combination is InvalidSpec with the path, applies nothing, an
   const d = await degraded(bed.client, 'bad', 'InvalidSpec')
   t.match(d.message, "spec.service.headless: must be true when spec.workload.kind is StatefulSet (the pods' stable DNS names come from the headless Service)")
   t.same(objectWrites(bed, 'bad'), [], 'nothing was applied')
-  for (const [apiVersion, kind] of [['apps/v1', 'StatefulSet'], ['apps/v1', 'Deployment'], ['v1', 'Service']] as const) t.notOk(await find(bed.client, apiVersion, kind, 'bad'), `no ${kind}`)
+  for (const [apiVersion, kind] of [['apps/v1', 'StatefulSet'], ['apps/v1', 'Deployment'], ['v1', 'Service']] as const) t.notOk(await findObject(bed.client, apiVersion, kind, 'bad'), `no ${kind}`)
 
   await bed.client.create(cr('good', { size: 2, memoryMB: 16 }))
   await converged(bed.client, 'good', 2)

@@ -8,12 +8,12 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import t from 'tap'
 import YAML from 'yaml'
-import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
+import { type KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { runCli } from '../operator/cli/program.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { fixtureChart } from './support/chart.ts'
 import { captureIO } from './support/io.ts'
-import { eventually, operatorWrites, startBed, startOperatorOn } from './support/operator.ts'
+import { eventually, findObject, operatorWrites, startBed, startOperatorOn } from './support/operator.ts'
 
 const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
 type Condition = { type: string; status: string; reason: string; message: string }
@@ -27,22 +27,13 @@ async function installCrd(c: KubeClient, object: KubeObject): Promise<void> {
   await eventually('the CRD served', async () => ((await c.request({ method: 'GET', path: '/apis/monitoring.coreos.com/v1' })).status === 200 ? true : undefined))
 }
 
-async function exists(c: KubeClient, apiVersion: string, kind: string, name: string): Promise<KubeObject | undefined> {
-  try {
-    return await c.get({ apiVersion, kind, namespace: 'default', name })
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return undefined
-    throw err
-  }
-}
-
 t.test('a kind added to kinds.yaml is applied, owned and pruned when no longer rendered', async (t) => {
   const chart = loadChart(fixtureChart('extra-kind'))
   const bed = await startBed({ chart })
   t.teardown(() => bed.stop())
   bed.client.learnKinds(chart.kinds)
   const cr = await bed.client.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 2 } })
-  const role = await eventually('the Role', () => exists(bed.client, 'rbac.authorization.k8s.io/v1', 'Role', 'cache'))
+  const role = await eventually('the Role', () => findObject(bed.client, 'rbac.authorization.k8s.io/v1', 'Role', 'cache'))
   t.same(role.metadata.ownerReferences, [{ apiVersion: MC.apiVersion, kind: MC.kind, name: 'cache', uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true }])
   t.equal(role.metadata.labels?.['app.kubernetes.io/managed-by'], 'memcached-operator')
   t.equal(bed.metrics.counts['served:rbac.authorization.k8s.io/v1/Role'], 1, 'discovery found it served')
@@ -51,7 +42,7 @@ t.test('a kind added to kinds.yaml is applied, owned and pruned when no longer r
 
   // Size 1: the template renders no Role, and the operator deletes the one it applied.
   await bed.client.patch({ ...MC, namespace: 'default', name: 'cache' }, { spec: { size: 1 } }, { type: 'merge' })
-  await eventually('the Role pruned', async () => ((await exists(bed.client, 'rbac.authorization.k8s.io/v1', 'Role', 'cache')) ? undefined : true))
+  await eventually('the Role pruned', async () => ((await findObject(bed.client, 'rbac.authorization.k8s.io/v1', 'Role', 'cache')) ? undefined : true))
   t.ok(operatorWrites(bed.sandbox).some((w) => w.verb === 'delete' && w.resource === 'roles' && w.name === 'cache'), 'deleted by the operator, not by the garbage collector')
   t.equal(bed.metrics.counts['pruned:Role'], 1)
 })
@@ -71,7 +62,7 @@ t.test('an optional kind the cluster does not serve is left out and the CR says 
   t.equal(left?.status, 'False')
   t.equal(left?.reason, 'KindNotServed')
   t.equal(left?.message, 'not applied, the cluster does not serve their kind: ServiceMonitor cache (the cluster does not serve monitoring.coreos.com/v1)')
-  for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['policy/v1', 'PodDisruptionBudget']] as const) t.ok(await exists(bed.client, apiVersion, kind, 'cache'), `the rest is applied: ${kind}`)
+  for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['policy/v1', 'PodDisruptionBudget']] as const) t.ok(await findObject(bed.client, apiVersion, kind, 'cache'), `the rest is applied: ${kind}`)
   const events = async () => (await bed.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })).items as (KubeObject & { type: string; reason: string; message: string })[]
   const warning = await eventually('the KindNotServed event', async () => (await events()).find((e) => e.reason === 'KindNotServed'))
   t.equal(warning.type, 'Warning')
@@ -81,7 +72,7 @@ t.test('an optional kind the cluster does not serve is left out and the CR says 
 
   // The CRD arrives: the next discovery round starts its informer and the CRs are reconciled again.
   await installCrd(bed.client, crd)
-  const monitor = await eventually('the ServiceMonitor', () => exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
+  const monitor = await eventually('the ServiceMonitor', () => findObject(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
   t.equal(monitor.metadata.ownerReferences?.[0]?.name, 'cache')
   t.same((monitor.spec as { endpoints: unknown }).endpoints, [{ port: 'memcache' }])
   const served = await eventually('OptionalKindsServed True', async () => {
@@ -96,7 +87,7 @@ t.test('an optional kind the cluster does not serve is left out and the CR says 
   // Now watched like any other kind: edited by hand, it is put back.
   await bed.client.patch({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', namespace: 'default', name: 'cache' }, { spec: { endpoints: [{ port: 'other' }] } }, { type: 'merge' })
   await eventually('drift corrected', async () => {
-    const m = await exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache')
+    const m = await findObject(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache')
     return (m?.spec as { endpoints?: { port: string }[] } | undefined)?.endpoints?.[0]?.port === 'memcache' ? true : undefined
   })
 })
@@ -109,7 +100,7 @@ t.test('an optional kind whose CRD is removed while the operator runs is left ou
   await installCrd(bed.client, crd)
   await bed.client.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 2 } })
   const get = () => bed.client.get({ ...MC, namespace: 'default', name: 'cache' })
-  await eventually('the ServiceMonitor', () => exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
+  await eventually('the ServiceMonitor', () => findObject(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
   await eventually('AllServed', async () => (conditionOf(await get(), 'OptionalKindsServed')?.reason === 'AllServed' ? true : undefined))
 
   // The Prometheus Operator is uninstalled: its CRD and every ServiceMonitor go.
@@ -135,7 +126,7 @@ t.test('an optional kind whose CRD is removed while the operator runs is left ou
 
   // Installed again: applied again, as any optional kind that becomes served.
   await installCrd(bed.client, crd)
-  await eventually('the ServiceMonitor again', () => exists(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
+  await eventually('the ServiceMonitor again', () => findObject(bed.client, 'monitoring.coreos.com/v1', 'ServiceMonitor', 'cache'), 30_000)
   await eventually('AllServed again', async () => (conditionOf(await get(), 'OptionalKindsServed')?.reason === 'AllServed' ? true : undefined))
   t.equal(bed.metrics.counts['served:monitoring.coreos.com/v1/ServiceMonitor'], 1)
 })

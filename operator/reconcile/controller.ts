@@ -70,11 +70,17 @@ export interface MemcachedControllerOptions {
   metrics: ControllerMetrics
   /**
    * How often discovery is asked again about declared kinds that have no informer yet (optional
-   * kinds not served, kinds a reloaded chart added); default one minute. No request when there are none.
+   * kinds not served, kinds a reloaded chart added) and about the optional kinds that have one
+   * (their CRD may be uninstalled); default one minute. No request when there are neither.
    */
   discoveryPeriodMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
+}
+
+/** Why a declared kind the cluster serves cluster-scoped is refused. */
+function clusterScoped(k: ChartKind): string {
+  return `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)`
 }
 
 /** The default of {@link MemcachedControllerOptions.discoveryPeriodMs}. */
@@ -317,7 +323,7 @@ export class MemcachedController {
       const s = serving.get(kindKey(k))
       this.#o.metrics.kindServed?.(kindKey(k), s?.served === true && s.namespaced)
       if (s?.served && !s.namespaced) {
-        const why = `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)`
+        const why = clusterScoped(k)
         refused.push(why)
         this.#unserved.set(kindKey(k), why)
       } else if (s?.served || !k.optional) {
@@ -335,7 +341,7 @@ export class MemcachedController {
       const s = serving.get(kindKey(k))
       if (s?.served && s.namespaced) continue
       // Left out first, so that a reconcile from now on does not apply it; then its informer goes.
-      const why = s?.served ? `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)` : s?.why ?? 'not served'
+      const why = s?.served ? clusterScoped(k) : s?.why ?? 'not served'
       this.#unserved.set(kindKey(k), why)
       for (const i of this.#children.get(kindKey(k))?.informers ?? []) i.stop()
       this.#children.delete(kindKey(k))

@@ -3,7 +3,7 @@ import { KubeConfig } from '@kubernetes/client-node'
 import pino from 'pino'
 import type { RunOptions } from '../../operator/cli/run.ts'
 import { memcachedCRD } from '../../operator/api/crd.ts'
-import { KubeClient, type KubeObject } from '../../operator/controller/client.ts'
+import { isNotFound, KubeClient, type KubeObject } from '../../operator/controller/client.ts'
 import { loadChart, type Chart } from '../../operator/render/chart.ts'
 import { MemcachedController, type ControllerMetrics } from '../../operator/reconcile/controller.ts'
 import { EventAggregator } from '../../operator/reconcile/events.ts'
@@ -154,3 +154,13 @@ export const runOptions = (kubeconfig: string): RunOptions => ({
   metricsBindAddress: '127.0.0.1:0',
   healthProbeBindAddress: '127.0.0.1:0',
 })
+
+/** The object in `default`, or undefined when the API server answers 404. */
+export async function findObject(c: KubeClient, apiVersion: string, kind: string, name: string): Promise<KubeObject | undefined> {
+  try {
+    return await c.get({ apiVersion, kind, namespace: 'default', name })
+  } catch (err) {
+    if (isNotFound(err)) return undefined
+    throw err
+  }
+}
