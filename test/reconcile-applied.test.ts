@@ -78,3 +78,24 @@ t.test('forgetting a CR counts only what is still remembered of it: not entries 
   t.equal(m.forgetOwner('cr-2'), 2)
   t.equal(m.size, 0)
 })
+
+t.test('a later version in which our managedFields entry is as our apply left it is unchanged: its status or others\' fields changed, none of ours', async (t) => {
+  const ours = { manager: 'memcached-operator', operation: 'Apply', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:replicas': {} } } }
+  const status = { manager: 'kube-controller-manager', operation: 'Update', apiVersion: 'apps/v1', subresource: 'status', fieldsV1: { 'f:status': {} } }
+  const version = (rv: string, managedFields: unknown[], extra: Record<string, unknown> = {}) => ({ metadata: { ...live('u1', rv).metadata, managedFields, ...extra } })
+  const m = new AppliedMemory()
+  m.remember(version('10', [ours]), desired)
+  t.ok(m.isUnchangedSinceApply(desired, version('11', [ours, status])), 'its status written by its controller since')
+  t.ok(m.isUnchangedSinceApply(desired, version('12', [{ ...ours, fieldsV1: JSON.stringify(ours.fieldsV1) }])), 'the same entry as the informer caches it (fieldsV1 as its JSON text)')
+  t.ok(m.isUnchangedSinceApply(desired, version('13', [{ ...ours, time: '2026-11-25T10:00:00Z' }, { manager: 'kubectl-label', operation: 'Update', fieldsV1: { 'f:metadata': { 'f:labels': { 'f:team': {} } } } }])), 'a label somebody else added')
+  t.notOk(m.isUnchangedSinceApply(desired, version('14', [{ ...ours, fieldsV1: {} }, { manager: 'kubectl-scale', operation: 'Update', fieldsV1: { 'f:spec': { 'f:replicas': {} } } }])), 'a field of ours somebody changed: it left our entry')
+  t.notOk(m.isUnchangedSinceApply(desired, version('15', [ours], { deletionTimestamp: '2026-11-25T10:00:00Z' })), 'being deleted')
+  t.notOk(m.isUnchangedSinceApply(desired, version('16', [])), 'our entry gone (managedFields reset)')
+  t.notOk(m.isUnchangedSinceApply({ ...desired, spec: {} }, version('17', [ours])), 'we render something else')
+  t.ok(m.isStill(version('18', [ours, status]), hashDesired(desired)), 'isStill tells the same from the hash')
+  t.notOk(m.isStill(version('18', [ours]), hashDesired({ ...desired, spec: {} })), 'another desired hash')
+
+  const bare = new AppliedMemory()
+  bare.remember(live('u2', '1'), desired)
+  t.notOk(bare.isUnchangedSinceApply(desired, { metadata: { ...live('u2', '2').metadata, managedFields: [ours] } }), 'applied without an entry of ours: only the same resourceVersion tells')
+})

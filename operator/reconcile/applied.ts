@@ -1,13 +1,22 @@
 /**
  * Memory of what the operator applied: for each object (by uid), the resourceVersion the server
- * returned after our apply and a hash of the desired object we applied. While both still hold,
- * the object is exactly as we left it and we render the same thing, so the reconcile sends
- * nothing without even diffing — whatever the normalisation in diff.ts misses (a server quirk we
- * do not know) costs at most one no-op apply per change, never one per resync.
+ * returned after our apply, a hash of the desired object we applied, and a hash of the fields our
+ * apply owns (our managedFields entry). While the desired hash holds and the object is either the
+ * very version we left or one whose fields of ours are still ours (only others' fields or its
+ * status changed), we render the same thing and every value we set is still there, so the
+ * reconcile sends nothing without even diffing — whatever the normalisation in diff.ts misses (a
+ * server quirk we do not know) costs at most one no-op apply per change, never one per resync.
+ *
+ * Why our managedFields entry tells: server-side apply moves a field from every manager's set to
+ * the manager whose write changed or removed its value (structured-merge-diff's Updater: the
+ * fields an update modified leave the other managers), so a field of ours that somebody changed
+ * is no longer in our entry. A Deployment's status written by its controller, a label someone
+ * added, leave our entry as it was; a `kubectl scale` or an edit of our field does not.
  *
  * Pure data: the caller feeds it the objects the server returned.
  */
 import { createHash } from 'node:crypto'
+import { FIELD_MANAGER } from './diff.ts'
 import { controllerOf } from './owner.ts'
 
 /** JSON with map keys sorted at every level: the same value always gives the same text. */
@@ -27,6 +36,23 @@ export function hashDesired(obj: unknown): string {
   return createHash('sha256').update(stableJson(obj)).digest('hex')
 }
 
+/**
+ * SHA-256 (base64) of the fields our server-side apply owns on `o`: its managedFields entry of
+ * manager {@link FIELD_MANAGER}, operation Apply, no subresource, as the server sent it (the
+ * informer's cache keeps that entry's fieldsV1 as the JSON text; a response has it parsed, and
+ * JSON.stringify gives the same text back, keys in the server's order). Undefined without one.
+ */
+export function ownedFieldsHash(o: VersionedObject): string | undefined {
+  const entries = o.metadata.managedFields
+  if (!Array.isArray(entries)) return undefined
+  for (const e of entries as { manager?: unknown; operation?: unknown; subresource?: unknown; fieldsV1?: unknown }[]) {
+    if (e.manager !== FIELD_MANAGER || e.operation !== 'Apply' || (e.subresource ?? '') !== '') continue
+    const text = typeof e.fieldsV1 === 'string' ? e.fieldsV1 : JSON.stringify(e.fieldsV1 ?? {})
+    return createHash('sha256').update(text).digest('base64')
+  }
+  return undefined
+}
+
 /** What is remembered of one object. */
 export interface AppliedEntry {
   /** The resourceVersion the server returned for our apply. */
@@ -35,6 +61,8 @@ export interface AppliedEntry {
   desiredHash: string
   /** uid of the object's controller (the CR), so that everything of a CR can be forgotten at once. */
   ownerUid: string | undefined
+  /** {@link ownedFieldsHash} of the object our apply returned (undefined: only its resourceVersion tells). */
+  ownedFields: string | undefined
 }
 
 /** Options of {@link AppliedMemory}. */
@@ -43,9 +71,9 @@ export interface AppliedMemoryOptions {
   maxEntries?: number
 }
 
-/** What the memory reads of a live object: its uid, resourceVersion and controller. */
+/** What the memory reads of a live object: its uid, resourceVersion, controller, managedFields and deletion. */
 export interface VersionedObject {
-  metadata: { uid?: string; resourceVersion?: string; ownerReferences?: unknown }
+  metadata: { uid?: string; resourceVersion?: string; ownerReferences?: unknown; managedFields?: unknown; deletionTimestamp?: unknown }
 }
 
 /**
@@ -71,19 +99,48 @@ export class AppliedMemory {
   }
 
   /**
-   * True when `live` is the very version the server returned after our last apply (same uid and
-   * resourceVersion) and `desired` hashes as what we applied then: nothing to do, no diff needed.
-   * False for a missing object or one we never applied.
+   * True when `desired` hashes as what we applied last and `live` (same uid) is as that apply left
+   * it: the very version the server returned, or a later one (its status, others' fields) in
+   * which our fields are still ours, not being deleted. Nothing to do, no diff needed. False for
+   * a missing object or one we never applied.
    */
   isUnchangedSinceApply(desired: unknown, live: VersionedObject | undefined): boolean {
     const uid = live?.metadata.uid
     if (uid === undefined || live === undefined) return false
     const entry = this.#entries.get(uid)
-    if (entry === undefined || entry.resourceVersion !== live.metadata.resourceVersion) return false
+    if (entry === undefined || !this.#asLeft(entry, live)) return false
     if (entry.desiredHash !== hashDesired(desired)) return false
+    this.#touch(uid, entry)
+    return true
+  }
+
+  /**
+   * What {@link AppliedMemory.isUnchangedSinceApply} tells, for a caller that kept the desired
+   * object's hash instead of the object: `live` is as our last apply (of a desired object hashing
+   * to `desiredHash`) left it.
+   */
+  isStill(live: VersionedObject, desiredHash: string): boolean {
+    const uid = live.metadata.uid
+    const entry = uid === undefined ? undefined : this.#entries.get(uid)
+    if (uid === undefined || entry === undefined || entry.desiredHash !== desiredHash || !this.#asLeft(entry, live)) return false
+    this.#touch(uid, entry)
+    return true
+  }
+
+  /** `live` is the version of `entry`, or a later one with the same fields of ours and no deletion. */
+  #asLeft(entry: AppliedEntry, live: VersionedObject): boolean {
+    if (entry.resourceVersion === live.metadata.resourceVersion) return true
+    if (entry.ownedFields === undefined || live.metadata.deletionTimestamp) return false
+    if (ownedFieldsHash(live) !== entry.ownedFields) return false
+    // The later version is as good: the next look compares resourceVersions only.
+    entry.resourceVersion = live.metadata.resourceVersion ?? entry.resourceVersion
+    return true
+  }
+
+  /** Moves an entry to the most recently used end. */
+  #touch(uid: string, entry: AppliedEntry): void {
     this.#entries.delete(uid)
     this.#entries.set(uid, entry)
-    return true
   }
 
   /**
@@ -96,7 +153,7 @@ export class AppliedMemory {
     if (uid === undefined || resourceVersion === undefined) return
     this.forget(uid)
     const ownerUid = controllerOf(liveAfterApply)?.uid
-    this.#entries.set(uid, { resourceVersion, desiredHash: hashDesired(desired), ownerUid })
+    this.#entries.set(uid, { resourceVersion, desiredHash: hashDesired(desired), ownerUid, ownedFields: ownedFieldsHash(liveAfterApply) })
     if (ownerUid !== undefined) {
       let owned = this.#byOwner.get(ownerUid)
       if (!owned) this.#byOwner.set(ownerUid, (owned = new Set()))

@@ -83,6 +83,24 @@ interface Recreation {
   deletedUid: string
 }
 
+/**
+ * What a CR's last complete reconcile rendered from and left in place: while its inputs are the
+ * same and every object is still the very version the server returned for our apply, rendering
+ * again would give the same objects and nothing would be sent.
+ */
+interface Settled {
+  /** The chart rendered (it may be reloaded). */
+  chart: Chart
+  /** JSON of the render's inputs from the CR (name, namespace, spec) and the optional kinds left out. */
+  inputs: string
+  /** The Secrets the render read (`namespace/name`) and the checksum it read of each, as it read them. */
+  secrets: [string, string | undefined][]
+  /** Each object applied: its identity (the workload's with what the status reads), uid and the hash of what was applied. */
+  objects: { identity: RenderedObject; uid: string; desiredHash: string }[]
+  optional: ConditionInput | undefined
+  notServed: string | undefined
+}
+
 /** A failed outcome. */
 type Failure = Exclude<ReconcileOutcome, { kind: 'ok' }>
 
@@ -127,6 +145,8 @@ export class Reconciler {
    * still held by a finalizer is waited for instead of applied to.
    */
   #recreations = new Map<string, Map<string, Recreation>>()
+  /** By CR uid: what its last complete reconcile rendered and applied ({@link Settled}). */
+  #settled = new Map<string, Settled>()
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
@@ -138,9 +158,16 @@ export class Reconciler {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
     const chart = this.#d.chart()
+    const inputs = this.#inputsOf(cr)
+    const settled = this.#stillSettled(cr, chart, inputs)
+    if (settled) return this.#reconcileSettled(cr, chart, settled, log)
+    this.#settled.delete(cr.metadata.uid ?? '')
     let desired: RenderedObject[]
+    let secrets: [string, string | undefined][]
     try {
-      desired = stampOwner(this.#render(cr, chart).objects, cr)
+      const rendered = this.#render(cr, chart)
+      desired = stampOwner(rendered.objects, cr)
+      secrets = rendered.read
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       const outcome = err instanceof SecretsNotFound ? { kind: 'secret-not-found' as const, message: await this.#whyNotFound(err) } : outcomeOfRenderError(err)
@@ -164,18 +191,83 @@ export class Reconciler {
 
     let liveWorkload: KubeObject | undefined
     const done: Applied = { created: [], updated: [], recreated: [] }
+    const results: (KubeObject | undefined)[] = []
     try {
       for (const d of desired) {
         const current = live.get(objectKey(d))
         const result = await this.#applyOne(cr, d, current, done, log)
+        results.push(result)
         if (isWorkload(d)) liveWorkload = result
       }
     } finally {
       await this.#announce(cr, done)
     }
     const switching = await this.#prune(cr, chart, desired, log)
-    if (optional) await this.#announceOptional(cr, optional, left.length > 0 ? describeNotServed(left) : undefined)
+    const notServed = left.length > 0 ? describeNotServed(left) : undefined
+    if (optional) await this.#announceOptional(cr, optional, notServed)
     await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, optional ? [optional] : [])
+    this.#settle(cr, chart, inputs, secrets, desired, results, optional, notServed)
+    return {}
+  }
+
+  /** The render's inputs from the CR, and the optional kinds left out (which change what is applied), as one text. */
+  #inputsOf(cr: MemcachedObject): string {
+    return JSON.stringify([cr.metadata.name, cr.metadata.namespace ?? '', cr.spec ?? {}, [...(this.#d.unserved ?? new Map<string, string>()).keys()].sort()])
+  }
+
+  /**
+   * Remembers what a complete reconcile rendered and left in place — only when every object it
+   * rendered is applied and remembered by the applied memory (nothing is being re-created, no
+   * immutable value was kept by the server), so
+   * that the next reconcile with the same inputs can tell, without rendering, that nothing changed.
+   */
+  #settle(cr: MemcachedObject, chart: Chart, inputs: string, secrets: [string, string | undefined][], desired: RenderedObject[], results: (KubeObject | undefined)[], optional: ConditionInput | undefined, notServed: string | undefined): void {
+    const crUid = cr.metadata.uid
+    if (crUid === undefined) return
+    const objects: Settled['objects'] = []
+    for (const [i, d] of desired.entries()) {
+      const result = results[i]
+      const uid = result?.metadata.uid
+      const entry = uid === undefined ? undefined : this.#d.memory.get(uid)
+      // A value the server kept (keptImmutable) is re-created by the next full reconcile.
+      if (result === undefined || uid === undefined || entry === undefined || !this.#d.memory.isStill(result, entry.desiredHash) || keptImmutable(d, result)) return
+      objects.push({ identity: settledIdentity(d), uid, desiredHash: entry.desiredHash })
+    }
+    this.#settled.set(crUid, { chart, inputs, secrets, objects, optional, notServed })
+  }
+
+  /**
+   * The CR's {@link Settled} record when rendering it again would change nothing: the same chart,
+   * the same inputs and Secret checksums, and every object it applied still in the cache as our
+   * apply left it ({@link AppliedMemory.isStill}: the same version, or only its status or others'
+   * fields changed since).
+   */
+  #stillSettled(cr: MemcachedObject, chart: Chart, inputs: string): Settled | undefined {
+    const settled = this.#settled.get(cr.metadata.uid ?? '')
+    if (!settled || settled.chart !== chart || settled.inputs !== inputs) return undefined
+    for (const [key, checksum] of settled.secrets) {
+      const [namespace, name] = splitKey(key)
+      if (this.#d.secrets?.get(namespace, name)?.checksum !== checksum) return undefined
+    }
+    for (const o of settled.objects) {
+      const live = this.#cached(o.identity)
+      if (live?.metadata.uid !== o.uid || !this.#d.memory.isStill(live, o.desiredHash)) return undefined
+    }
+    return settled
+  }
+
+  /**
+   * A reconcile of a CR whose objects are as its last reconcile left them (a child's status
+   * changed, a pod became ready, a resync): no render and no apply — what the full path would do
+   * with every object unchanged since its apply — then prune and status as always.
+   */
+  async #reconcileSettled(cr: MemcachedObject, chart: Chart, settled: Settled, log: Logger): Promise<ReconcileResult> {
+    const desired = settled.objects.map((o) => o.identity)
+    for (const d of desired) this.#d.metrics.skipped(d.kind)
+    log.debug({ objects: desired.length }, 'inputs and objects as the last apply left them: not rendered')
+    const switching = await this.#prune(cr, chart, desired, log)
+    if (settled.optional) await this.#announceOptional(cr, settled.optional, settled.notServed)
+    await this.#writeStatus(cr, desired, undefined, { kind: 'ok', recreated: [], ...(switching ? { switching } : {}) }, log, settled.optional ? [settled.optional] : [])
     return {}
   }
 
@@ -185,19 +277,19 @@ export class Reconciler {
    * await between the cache reads and the record: a Secret's event handled after this render
    * finds the CR among its referrers.
    */
-  #render(cr: MemcachedObject, chart: Chart): RenderResult {
+  #render(cr: MemcachedObject, chart: Chart): RenderResult & { read: [string, string | undefined][] } {
     const namespace = cr.metadata.namespace ?? ''
-    const referred = new Set<string>()
+    const referred = new Map<string, string | undefined>()
     const cache = cachedSecrets(this.#d.secrets ?? { get: () => undefined })
+    const checksum = (ns: string, name: string): string | undefined => {
+      const sum = cache.checksum(ns, name)
+      referred.set(`${ns}/${name}`, sum)
+      return sum
+    }
     try {
-      return renderInstance(chart, {
-        name: cr.metadata.name,
-        namespace,
-        spec: cr.spec ?? {},
-        secrets: { checksum: (ns, name) => (referred.add(`${ns}/${name}`), cache.checksum(ns, name)) },
-      })
+      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum } }), read: [...referred] }
     } finally {
-      this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred)
+      this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred.keys())
     }
   }
 
@@ -234,6 +326,7 @@ export class Reconciler {
   forget(uid: string): void {
     this.#written.delete(uid)
     this.#recreations.delete(uid)
+    this.#settled.delete(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -453,6 +546,7 @@ export class Reconciler {
   /** Reports a failure: condition (Degraded), Warning event, log line and metric. */
   async #fail(cr: MemcachedObject, outcome: Failure, desired: RenderedObject[] | undefined, log: Logger): Promise<void> {
     const reason = DEGRADED_REASON[outcome.kind]
+    if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
     this.#d.metrics.failed(reason)
     log.warn({ reason, err: outcome.message }, 'reconcile failed')
     // An event marks the failure's arrival; while the CR already says exactly this (a resync of a
@@ -504,5 +598,35 @@ export class Reconciler {
       throw new ReconcileError(`status: ${err instanceof Error ? err.message : String(err)}`, err)
     }
     if (cr.metadata.uid) this.#written.set(cr.metadata.uid, { baseVersion: cr.metadata.resourceVersion, status })
+  }
+}
+
+/** `namespace/name` split at its first slash (a namespace has none). */
+function splitKey(key: string): [string, string] {
+  const i = key.indexOf('/')
+  return [key.slice(0, i), key.slice(i + 1)]
+}
+
+/**
+ * What a settled reconcile keeps of a rendered object: its identity, and of the workload what the
+ * status reads of it ({@link WorkloadLike}: replicas, selector, the StatefulSet's Service and
+ * ordinals, the containers' ports) — not the whole render.
+ */
+function settledIdentity(d: RenderedObject): RenderedObject {
+  const metadata = { name: d.metadata.name, ...(d.metadata.namespace !== undefined ? { namespace: d.metadata.namespace } : {}) }
+  if (!isWorkload(d)) return { apiVersion: d.apiVersion, kind: d.kind, metadata }
+  const spec = (d as WorkloadLike).spec ?? {}
+  const containers = spec.template?.spec?.containers?.map((c) => (c.ports ? { ports: c.ports } : {}))
+  return {
+    apiVersion: d.apiVersion,
+    kind: d.kind,
+    metadata,
+    spec: {
+      ...(spec.replicas !== undefined ? { replicas: spec.replicas } : {}),
+      ...(spec.selector !== undefined ? { selector: spec.selector } : {}),
+      ...(spec.serviceName !== undefined ? { serviceName: spec.serviceName } : {}),
+      ...(spec.ordinals !== undefined ? { ordinals: spec.ordinals } : {}),
+      ...(containers ? { template: { spec: { containers } } } : {}),
+    },
   }
 }
