@@ -324,8 +324,10 @@ export class Reconciler {
     try {
       ;({ object: applied, created } = await this.#d.client.applyObject(d, { fieldManager: FIELD_MANAGER, force: true }))
     } catch (err) {
-      const refused = current ? immutableRefusal(err, d.kind) : undefined
+      const refused = immutableRefusal(err, d.kind)
       if (current && refused) return this.#recreate(cr, d, current, refused, done, log)
+      // Only an existing object has fields that cannot change: one the caches have not seen yet.
+      if (!current && refused) return this.#raceLost(cr, d, undefined, `${describeObject(d)} exists though the operator's caches did not show it yet (the server refused the apply: ${refused.message}): it was not created by this ${KIND} and is left alone`, log)
       return this.#applyFailed(cr, d, err, log)
     }
     const landed = !current && !created ? this.#landedOnExisting(cr, d, applied) : undefined
@@ -344,16 +346,17 @@ export class Reconciler {
   }
 
   /**
-   * Reports an apply that landed on somebody else's object ({@link Reconciler.#landedOnExisting})
-   * as an ownership conflict, and keeps reporting it while that object (by uid) is the one there:
+   * Reports an apply that landed on somebody else's object ({@link Reconciler.#landedOnExisting}),
+   * or that the server refused because the object exists, as an ownership conflict, and keeps
+   * reporting the first while that object (by uid) is the one there:
    * the apply gave it this CR's labels and controller reference, so without this the next
    * reconcile would take it for this CR's own. Throws, for a retry with backoff.
    */
-  async #raceLost(cr: MemcachedObject, d: RenderedObject, applied: KubeObject, message: string, log: Logger): Promise<never> {
+  async #raceLost(cr: MemcachedObject, d: RenderedObject, applied: KubeObject | undefined, message: string, log: Logger): Promise<never> {
     const ownerUid = cr.metadata.uid ?? ''
     const byObject = this.#raced.get(ownerUid) ?? new Map<string, { uid: string; message: string }>()
-    if (applied.metadata.uid !== undefined) byObject.set(objectKey(d), { uid: applied.metadata.uid, message })
-    this.#raced.set(ownerUid, byObject)
+    if (applied?.metadata.uid !== undefined) byObject.set(objectKey(d), { uid: applied.metadata.uid, message })
+    if (byObject.size > 0) this.#raced.set(ownerUid, byObject)
     await this.#fail(cr, { kind: 'ownership', message, deployment: WORKLOAD_KINDS.includes(d.kind) }, undefined, log)
     throw new ReconcileError(`apply ${message}`, new Error(message))
   }
