@@ -241,7 +241,7 @@ export class MemcachedController {
             // Pods are many and only their names, labels, deletion, phase, IP and readiness matter: cache just that.
             // Secrets: never their content, only its checksum.
             transform: (o) => (metadataOnly ? foreignSummary(o, apiVersion, kind) : kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
-            onError: onError(kind),
+            onError: onError(metadataOnly ? `${kind} (metadata)` : kind),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
           for (const [name, fn] of Object.entries(indexes)) informer.addIndex(name, fn)
