@@ -193,3 +193,37 @@ t.test('an apply the server refuses because the object exists (an immutable fiel
   t.notOk(managers(after).includes('memcached-operator'), 'not written')
   t.equal(after.metadata.ownerReferences, undefined)
 })
+
+t.test('a kind whose caches have not synced yet (discovery has just found it served) is waited for, at most 30 s', async (t) => {
+  const chart = loadChart()
+  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  t.teardown(() => sb.close())
+  const client = clientFor(sb)
+  const user = clientFor(sb, 'someone-else/v1', 'someone-else')
+  t.teardown(() => (client.close(), user.close()))
+  const cr = (await user.create({ ...MC, metadata: { name: 'early', namespace: 'default' }, spec: { size: 1 } })) as MemcachedObject
+  const nothing: Cache = { get: () => undefined, byIndex: () => [] }
+  const listing: Cache = { ...nothing, hasSynced: () => false }
+  const log = pino({ level: 'silent' })
+  let clock = Date.parse('2026-01-01T00:00:00Z')
+  const reconciler = new Reconciler({
+    client,
+    chart: () => chart,
+    memcacheds: { get: () => cr, byIndex: () => [cr] },
+    children: new Map(chart.kinds.map((k) => [kindKey(k), nothing])),
+    foreign: new Map(chart.kinds.map((k) => [kindKey(k), k.kind === 'Deployment' ? listing : nothing])),
+    pods: nothing,
+    memory: new AppliedMemory(),
+    events: new ApiEventRecorder(client, new EventAggregator(), log),
+    metrics: new CountingMetrics(),
+    now: () => new Date(clock),
+  })
+  const writes = () => operatorRequests(sb).filter((r) => r.verb === 'patch' || r.verb === 'create')
+  t.same(await reconciler.reconcile('default', 'early', log), { requeueAfterMs: 1000 }, 'looked at again in a second')
+  clock += 29_000
+  t.same(await reconciler.reconcile('default', 'early', log), { requeueAfterMs: 1000 })
+  t.same(writes(), [], 'nothing written meanwhile')
+  clock += 2_000
+  t.same(await reconciler.reconcile('default', 'early', log), {}, 'after 30 s, applied without it (a failure would be reported as any failed apply)')
+  t.ok(writes().some((r) => r.resource === 'deployments'))
+})

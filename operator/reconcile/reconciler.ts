@@ -116,6 +116,12 @@ export class ReconcileError extends Error {
 const OWNERSHIP_RETRY_MS = 60_000
 /** How soon a reconcile waiting for the caches of a kind just watched (discovery found it) looks again. */
 const CACHE_SYNC_RETRY_MS = 1_000
+/**
+ * How long reconciles wait for them at most: a kind whose list keeps failing (a declared kind the
+ * cluster does not serve, a permission missing) is then applied without them, and its failure is
+ * reported as any failed apply is.
+ */
+const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
@@ -139,6 +145,8 @@ export class Reconciler {
   #recreations = new Map<string, Map<string, Recreation>>()
   /** By CR uid, then {@link objectKey}: objects somebody else created that an apply landed on (#raceLost). */
   #raced = new Map<string, Map<string, { uid: string; message: string }>>()
+  /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
+  #unsyncedSince = new Map<string, number>()
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
@@ -269,11 +277,23 @@ export class Reconciler {
     return this.#cached(d) ?? this.#d.foreign.get(kindKey(d))?.get(d.metadata.namespace, d.metadata.name)
   }
 
-  /** A rendered kind whose caches have not synced yet (a kind discovery has just found served), if any. */
+  /**
+   * A rendered kind whose caches have not synced yet (a kind discovery has just found served), if
+   * any, for at most {@link CACHE_SYNC_WAIT_MS}: until they have, somebody else's object of that
+   * kind would not be known.
+   */
   #unsynced(desired: readonly RenderedObject[]): string | undefined {
+    const now = this.#now().getTime()
     for (const d of desired) {
       const key = kindKey(d)
-      for (const cache of [this.#d.children.get(key), this.#d.foreign.get(key)]) if (cache?.hasSynced?.() === false) return key
+      const synced = [this.#d.children.get(key), this.#d.foreign.get(key)].every((cache) => cache?.hasSynced?.() !== false)
+      if (synced) {
+        this.#unsyncedSince.delete(key)
+        continue
+      }
+      const since = this.#unsyncedSince.get(key) ?? now
+      this.#unsyncedSince.set(key, since)
+      if (now - since < CACHE_SYNC_WAIT_MS) return key
     }
     return undefined
   }
