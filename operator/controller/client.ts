@@ -812,16 +812,18 @@ export class KubeClient {
    * Server-side apply: `PATCH` with `application/apply-patch+yaml` and the object serialised as
    * JSON (a YAML subset) exactly as given — no field is added, dropped or converted.
    */
-  async apply<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<T> {
-    return (await this.applyObject<T>(obj, opts)).object
+  apply<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<T> {
+    return this.applyObject<T>(obj, opts).then((r) => r.object)
   }
 
-  /** {@link apply}, telling whether the object was created by it (201) or existed (200). */
-  async applyObject<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<ApplyResult<T>> {
+  /**
+   * {@link apply}, telling whether the object was created by it (201) or existed (200).
+   * @throws Error at once (before sending) without a field manager
+   */
+  applyObject<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<ApplyResult<T>> {
     const query = this.#writeQuery(opts, opts.force ? { force: 'true' } : undefined)
     if (!query.has('fieldManager')) throw new Error('server-side apply needs a fieldManager')
-    const { status, body } = await this.#jsonWithStatus<T>({ method: 'PATCH', path: this.#objectPath(obj, opts.subresource), query, body: applyBody(obj), contentType: 'application/apply-patch+yaml' })
-    return { object: body, created: status === 201 }
+    return this.#jsonWithStatus<T>({ method: 'PATCH', path: this.#objectPath(obj, opts.subresource), query, body: applyBody(obj), contentType: 'application/apply-patch+yaml' }).then(({ status, body }) => ({ object: body, created: status === 201 }))
   }
 
   /** PATCHes an object with a merge, JSON or strategic-merge patch. */
