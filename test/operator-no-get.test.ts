@@ -227,3 +227,19 @@ t.test('a kind whose caches have not synced yet (discovery has just found it ser
   t.same(await reconciler.reconcile('default', 'early', log), {}, 'after 30 s, applied without it (a failure would be reported as any failed apply)')
   t.ok(writes().some((r) => r.resource === 'deployments'))
 })
+
+t.test('when the object that kept a CR from being applied goes, the CR is applied at once', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  const other = clientFor(bed.sandbox, 'someone-else/v1', 'someone-else')
+  t.teardown(() => other.close())
+  const svc = { apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'blocked' }
+  await other.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'blocked', namespace: 'default' }, spec: { ports: [{ port: 80 }] } }, { fieldManager: 'someone-else' })
+  await bed.client.create({ ...MC, metadata: { name: 'blocked', namespace: 'default' }, spec: { size: 1 } })
+  await degraded(bed.client, 'blocked', 'OwnershipConflict')
+  await other.delete(svc)
+  // The conflict is otherwise looked at again a minute later: well past this wait.
+  const cr = await degraded(bed.client, 'blocked', 'AsExpected')
+  t.equal(conditionOf(cr, 'Degraded')?.status, 'False')
+  t.ok(managers(await bed.client.get(svc)).includes('memcached-operator'), 'the Service is the operator\'s now')
+})

@@ -305,7 +305,15 @@ export class MemcachedController {
    */
   #addKind(k: ChartKind): void {
     const foreign = this.#make(k.apiVersion, k.kind, NOT_MANAGED_BY_SELECTOR, {}, true)
-    for (const i of foreign.informers) if (this.#started) i.start()
+    for (const i of foreign.informers) {
+      // Somebody else's object that goes (deleted, or given the operator's label) may be what kept
+      // the CR of its name from being applied: that CR is looked at again at once, not a minute later.
+      i.onDelete((o) => {
+        const cr = this.#memcacheds.get(o.metadata.namespace, o.metadata.name ?? '')
+        if (cr) this.#enqueue(cr)
+      })
+      if (this.#started) i.start()
+    }
     this.#foreign.set(kindKey(k), foreign)
     const set = this.#make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid })
     for (const i of set.informers) {
