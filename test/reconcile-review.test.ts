@@ -8,24 +8,26 @@ const getMc = (c: KubeClient, name: string) => c.get({ ...MC, namespace: 'defaul
 type Condition = { type: string; status: string; reason: string; message: string }
 const condition = (o: KubeObject, type: string) => ((o.status ?? {}) as { conditions?: Condition[] }).conditions?.find((c) => c.type === type)
 
-t.test('a failed read of an object about to be created is reported as Degraded, a Warning event and a metric', async (t) => {
+// An object about to be created is no longer read first (the caches say whose it is): what can
+// fail on its way is its apply.
+t.test('a failed apply of an object about to be created is reported as Degraded, a Warning event and a metric', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())
-  // Only the GET of the Service before its creation fails; lists, watches and writes go through.
-  bed.sandbox.faults.set({ errorRate: 1, verbs: ['get'], resources: ['services'] })
+  // Only the apply of the Service fails; lists, watches and the other writes go through.
+  bed.sandbox.faults.set({ errorRate: 1, verbs: ['patch'], resources: ['services'] })
   await bed.client.create({ ...MC, metadata: { name: 'unread', namespace: 'default' }, spec: { size: 1 } })
   const cr = await eventually('Degraded', async () => {
     const o = await getMc(bed.client, 'unread')
     return condition(o, 'Degraded')?.status === 'True' ? o : undefined
   })
-  t.equal(condition(cr, 'Degraded')?.reason, 'ReconcileError')
+  t.equal(condition(cr, 'Degraded')?.reason, 'ApplyFailed')
   t.match(condition(cr, 'Degraded')?.message, /Service default\/unread/)
   const events = await bed.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })
   t.ok(
-    events.items.some((e) => (e as unknown as { type: string; reason: string }).type === 'Warning' && (e as unknown as { reason: string }).reason === 'ReconcileError'),
+    events.items.some((e) => (e as unknown as { type: string; reason: string }).type === 'Warning' && (e as unknown as { reason: string }).reason === 'ApplyFailed'),
     'a Warning event',
   )
-  t.ok((bed.metrics.counts['failed:ReconcileError'] ?? 0) > 0, 'a failure metric')
+  t.ok((bed.metrics.counts['failed:ApplyFailed'] ?? 0) > 0, 'a failure metric')
   bed.sandbox.faults.set({})
   await eventually('recovered', async () => {
     const o = await getMc(bed.client, 'unread')

@@ -19,7 +19,7 @@ export interface Rule {
 }
 
 /** The verbs the operator uses on every declared kind. */
-export const KIND_VERBS = ['list', 'watch', 'get', 'patch', 'delete'] as const
+export const KIND_VERBS = ['list', 'watch', 'patch', 'delete'] as const
 
 /** The label of the Secrets the operator reads (a chart's `secretChecksum` inputs). */
 export const INPUT_SECRET_LABEL = `${GROUP}/memcached-input=true`
@@ -73,11 +73,11 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
         ? {
             why:
               'The kinds the chart may render (charts/memcached/kinds.yaml): informers list and watch them\n' +
-              '(label app.kubernetes.io/managed-by=memcached-operator), server-side apply writes them (apply\n' +
-              'is a PATCH: it creates what does not exist, so no `create`/`update`), and pruning deletes what\n' +
-              'a CR no longer renders. `get` only before creating an object the caches do not hold, to be\n' +
-              'sure it is not somebody else\'s unlabelled object of the same name; steady-state reads come\n' +
-              'from the caches.',
+              '(the objects labelled app.kubernetes.io/managed-by=memcached-operator in full, the others\n' +
+              'metadata only, to know without a `get` that an object about to be created is somebody\n' +
+              'else\'s), server-side apply writes them (apply is a PATCH: it creates what does not exist, so\n' +
+              'no `create`/`update`), and pruning deletes what a CR no longer renders. Every read comes from\n' +
+              'the caches: no `get`.',
           }
         : {}),
     })

@@ -247,6 +247,12 @@ export interface ListOptions {
   limit?: number | undefined
   /** Aborts the request (e.g. when an informer stops). */
   signal?: AbortSignal | undefined
+  /**
+   * Ask for the objects' metadata only (`PartialObjectMetadata`), as client-go's metadata client
+   * does, with plain JSON as the fallback of a server that does not convert: the items may then
+   * be whole objects, so read only their `metadata`.
+   */
+  metadataOnly?: boolean | undefined
 }
 
 /** Options of {@link KubeClient.watch}. */
@@ -281,6 +287,20 @@ export interface ApplyOptions extends WriteOptions {
   /** e.g. `status` */
   subresource?: string
 }
+
+/** What {@link KubeClient.applyObject} answers. */
+export interface ApplyResult<T extends KubeObject = KubeObject> {
+  object: T
+  /** The apply created the object (201), rather than changing one that existed (200): apiserver `endpoints/handlers/patch.go`, `wasCreated`. */
+  created: boolean
+}
+
+/**
+ * Accept headers of metadata-only reads, as client-go's metadata client sends them
+ * (k8s.io/client-go/metadata/metadata.go), without the protobuf clause (this client reads JSON).
+ */
+export const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json'
+export const METADATA_WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json'
 
 /** Options of {@link KubeClient.patch}. */
 export interface PatchOptions extends WriteOptions {
@@ -332,6 +352,8 @@ export interface RawRequest {
   /** A string is sent verbatim; anything else as JSON. */
   body?: unknown
   contentType?: string
+  /** `Accept`; default `application/json`. */
+  accept?: string
   signal?: AbortSignal
 }
 
@@ -495,7 +517,7 @@ export class KubeClient {
     const conn = await this.#connection()
     const url = this.#url(req.path, req.query)
     const bodyText = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
-    const headers: Record<string, string> = { ...conn.headers, Accept: 'application/json', 'User-Agent': this.#opts.userAgent }
+    const headers: Record<string, string> = { ...conn.headers, Accept: req.accept ?? 'application/json', 'User-Agent': this.#opts.userAgent }
     if (gzip) headers['Accept-Encoding'] = 'gzip'
     if (bodyText !== undefined) {
       headers['Content-Type'] = req.contentType ?? 'application/json'
@@ -585,12 +607,17 @@ export class KubeClient {
 
   /** Sends a request and parses a 2xx JSON answer. @throws ApiError for any other status */
   async #json<T>(req: RawRequest): Promise<T> {
+    return (await this.#jsonWithStatus<T>(req)).body
+  }
+
+  /** {@link #json}, with the answer's status code. */
+  async #jsonWithStatus<T>(req: RawRequest): Promise<{ status: number; body: T }> {
     const res = await this.request(req)
     if (res.status < 200 || res.status > 299) {
       const ra = res.headers['retry-after']
       throw apiErrorFrom(res.status, res.body, Array.isArray(ra) ? ra[0] : ra)
     }
-    return JSON.parse(res.body) as T
+    return { status: res.status, body: JSON.parse(res.body) as T }
   }
 
   #writeQuery(opts: WriteOptions, extra?: Record<string, string>): URLSearchParams {
@@ -629,7 +656,7 @@ export class KubeClient {
       if (limit) q.set('limit', String(limit))
       if (cont) q.set('continue', cont)
       else if (opts.resourceVersion !== undefined) q.set('resourceVersion', opts.resourceVersion)
-      return this.#json<KubeList<T>>({ method: 'GET', path, query: q, ...(opts.signal ? { signal: opts.signal } : {}) })
+      return this.#json<KubeList<T>>({ method: 'GET', path, query: q, ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}) })
     }
     const items: T[] = []
     const collect = (answer: KubeList<T>): void => {
@@ -696,7 +723,7 @@ export class KubeClient {
       controller.abort()
       finish()
     }
-    this.#open({ method: 'GET', path, query: q, signal: controller.signal }, { ms: opts.headerTimeoutMs ?? this.#opts.requestTimeoutMs ?? 30_000, until: 'response' }).then(
+    this.#open({ method: 'GET', path, query: q, signal: controller.signal, ...(opts.metadataOnly ? { accept: METADATA_WATCH_ACCEPT } : {}) }, { ms: opts.headerTimeoutMs ?? this.#opts.requestTimeoutMs ?? 30_000, until: 'response' }).then(
       ({ res, abort }) => {
         if (finished) {
           abort()
@@ -786,9 +813,17 @@ export class KubeClient {
    * JSON (a YAML subset) exactly as given — no field is added, dropped or converted.
    */
   apply<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<T> {
+    return this.applyObject<T>(obj, opts).then((r) => r.object)
+  }
+
+  /**
+   * {@link apply}, telling whether the object was created by it (201) or existed (200).
+   * @throws Error at once (before sending) without a field manager
+   */
+  applyObject<T extends KubeObject = KubeObject>(obj: ObjectLike, opts: ApplyOptions = {}): Promise<ApplyResult<T>> {
     const query = this.#writeQuery(opts, opts.force ? { force: 'true' } : undefined)
     if (!query.has('fieldManager')) throw new Error('server-side apply needs a fieldManager')
-    return this.#json<T>({ method: 'PATCH', path: this.#objectPath(obj, opts.subresource), query, body: applyBody(obj), contentType: 'application/apply-patch+yaml' })
+    return this.#jsonWithStatus<T>({ method: 'PATCH', path: this.#objectPath(obj, opts.subresource), query, body: applyBody(obj), contentType: 'application/apply-patch+yaml' }).then(({ status, body }) => ({ object: body, created: status === 201 }))
   }
 
   /** PATCHes an object with a merge, JSON or strategic-merge patch. */

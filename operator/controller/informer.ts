@@ -69,6 +69,8 @@ export interface InformerOptions<T extends KubeObject> {
   namespace?: string
   labelSelector?: string
   fieldSelector?: string
+  /** List and watch the objects' metadata only (PartialObjectMetadata); `transform` should keep no more than that. */
+  metadataOnly?: boolean
   /** Every this many ms, `onUpdate(obj, obj)` is called for every cached object (0 or unset: never). */
   resyncPeriodMs?: number
   /** Retry of failed lists and watches (default 800 ms doubling to 30 s with 50% jitter, as client-go's reflector). */
@@ -229,7 +231,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   /** `Kind` and namespace, for messages. */
   describe(): string {
-    return `${this.#opts.kind}${this.#opts.namespace ? ` in ${this.#opts.namespace}` : ''}`
+    return `${this.#opts.kind}${this.#opts.metadataOnly ? ' (metadata)' : ''}${this.#opts.namespace ? ` in ${this.#opts.namespace}` : ''}`
   }
 
   /** Stops watching, cancels timers and in-flight requests; the cache stays readable. */
@@ -291,7 +293,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       // A list at a known resourceVersion unpaginated is served by the watch cache; paged, it goes to etcd.
       const limit = rv === '' || rv === '0' || this.#paginated ? 500 : undefined
       return this.#client
-        .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: rv === '' ? undefined : rv, limit, signal: abort.signal })
+        .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: rv === '' ? undefined : rv, limit, signal: abort.signal, metadataOnly: o.metadataOnly })
         .then((list) => {
           if (rv === '0' && list.paginated) this.#paginated = true
           return list
@@ -336,7 +338,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     let expired = false
     let failure: Error | undefined
     const timeoutSeconds = o.watchTimeoutSeconds ?? Math.floor(300 + 300 * this.#random())
-    const opts = { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds, idleTimeoutMs: o.watchIdleTimeoutMs ?? 120_000 }
+    const opts = { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds, idleTimeoutMs: o.watchIdleTimeoutMs ?? 120_000, metadataOnly: o.metadataOnly }
     this.#stopWatch = this.#client.watch(
       { apiVersion: o.apiVersion, kind: o.kind },
       opts,

@@ -29,6 +29,12 @@ import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, 
 
 /** The label every object the operator renders carries; the informers of children select by it. */
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-operator'
+/**
+ * Its complement (a label absent matches too, as apimachinery `labels.Parse` reads `!=`): with
+ * {@link MANAGED_BY_SELECTOR} it splits a kind's objects in two, ours cached in full, everyone
+ * else's by name only.
+ */
+export const NOT_MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by!=memcached-operator'
 const UID_INDEX = 'uid'
 
 /** The controller's name in metrics and logs. */
@@ -121,6 +127,18 @@ function podStatusKey(pod: KubeObject): string {
   return `${phase ?? ''}/${podIP ?? ''}/${conditions?.[0]?.status ?? ''}`
 }
 
+/**
+ * What is kept of an object somebody else manages (another tool's, or one made by hand): enough to
+ * know that it exists and to say who controls it, which is all the ownership guard reads
+ * (owner.ts `ownershipConflicts`) — its name, namespace, uid, resourceVersion and controller
+ * ownerReference, under the kind it was listed as.
+ */
+export function foreignSummary(o: KubeObject, apiVersion: string, kind: string): KubeObject {
+  const { name, namespace, uid, resourceVersion } = o.metadata
+  const controller = controllerOf(o)
+  return { apiVersion, kind, metadata: { name, ...(namespace !== undefined ? { namespace } : {}), ...(uid !== undefined ? { uid } : {}), ...(resourceVersion !== undefined ? { resourceVersion } : {}), ...(controller ? { ownerReferences: [controller] } : {}) } }
+}
+
 /** A Memcached as cached: its managedFields are never read. */
 function withoutManagedFields(o: KubeObject): KubeObject {
   if (!o.metadata.managedFields) return o
@@ -188,9 +206,11 @@ export class MemcachedController {
   #queue: WorkQueue
   #memcacheds: InformerSet<MemcachedObject>
   #children = new Map<string, InformerSet>()
+  /** By kind, like #children: the declared kinds' objects that are not ours, by name only ({@link foreignSummary}). */
+  #foreign = new Map<string, InformerSet>()
   /** Optional kinds the cluster does not serve (kindKey → why): the reconciler leaves them out. */
   #unserved = new Map<string, string>()
-  #make: <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>) => InformerSet<T>
+  #make: <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>, metadataOnly?: boolean) => InformerSet<T>
   #started = false
   #discovering: Promise<void> | undefined
   #discoveryTimer: NodeJS.Timeout | undefined
@@ -209,7 +229,7 @@ export class MemcachedController {
     this.#o = opts
     this.#queue = new WorkQueue({ name: CONTROLLER_NAME, hooks: opts.metrics.queueHooks })
     const onError = (what: string) => (err: Error, phase: string) => opts.log.warn({ informer: what, phase, err: err.message }, 'informer retrying')
-    const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>): InformerSet<T> =>
+    const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>, metadataOnly = false): InformerSet<T> =>
       new InformerSet(
         (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
           const informer = new Informer<T>(opts.client, {
@@ -217,10 +237,11 @@ export class MemcachedController {
             kind,
             ...(namespace ? { namespace } : {}),
             ...(labelSelector ? { labelSelector } : {}),
+            ...(metadataOnly ? { metadataOnly } : {}),
             // Pods are many and only their names, labels, deletion, phase, IP and readiness matter: cache just that.
             // Secrets: never their content, only its checksum.
-            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
-            onError: onError(kind),
+            transform: (o) => (metadataOnly ? foreignSummary(o, apiVersion, kind) : kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
+            onError: onError(metadataOnly ? `${kind} (metadata)` : kind),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
           for (const [name, fn] of Object.entries(indexes)) informer.addIndex(name, fn)
@@ -249,6 +270,7 @@ export class MemcachedController {
       chart: opts.chart,
       memcacheds: this.#memcacheds,
       children: this.#children,
+      foreign: this.#foreign,
       unserved: this.#unserved,
       pods: this.#pods,
       secrets: this.#secrets,
@@ -276,8 +298,23 @@ export class MemcachedController {
     if (successor) this.#enqueue(successor)
   }
 
-  /** An informer for a declared kind, wired to its CRs (and started if the others run). */
+  /**
+   * The informers of a declared kind (started if the others run): ours in full, wired to their CRs,
+   * and everyone else's by name, so that a reconcile knows without a GET whether an object it is
+   * about to create is somebody else's. A reconcile waits until both have synced (reconciler.ts).
+   */
   #addKind(k: ChartKind): void {
+    const foreign = this.#make(k.apiVersion, k.kind, NOT_MANAGED_BY_SELECTOR, {}, true)
+    for (const i of foreign.informers) {
+      // Somebody else's object that goes (deleted, or given the operator's label) may be what kept
+      // the CR of its name from being applied: that CR is looked at again at once, not a minute later.
+      i.onDelete((o) => {
+        const cr = this.#memcacheds.get(o.metadata.namespace, o.metadata.name ?? '')
+        if (cr) this.#enqueue(cr)
+      })
+      if (this.#started) i.start()
+    }
+    this.#foreign.set(kindKey(k), foreign)
     const set = this.#make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid })
     for (const i of set.informers) {
       i.onAdd((o) => this.#byOwner(o))
@@ -288,6 +325,13 @@ export class MemcachedController {
       if (this.#started) i.start()
     }
     this.#children.set(kindKey(k), set)
+  }
+
+  /** Stops and drops both informers of a declared kind. */
+  #removeKind(k: ChartKind): void {
+    for (const s of [this.#children.get(kindKey(k)), this.#foreign.get(kindKey(k))]) for (const i of s?.informers ?? []) i.stop()
+    this.#children.delete(kindKey(k))
+    this.#foreign.delete(kindKey(k))
   }
 
   /**
@@ -343,8 +387,7 @@ export class MemcachedController {
       // Left out first, so that a reconcile from now on does not apply it; then its informer goes.
       const why = s?.served ? clusterScoped(k) : s?.why ?? 'not served'
       this.#unserved.set(kindKey(k), why)
-      for (const i of this.#children.get(kindKey(k))?.informers ?? []) i.stop()
-      this.#children.delete(kindKey(k))
+      this.#removeKind(k)
       this.#o.metrics.kindServed?.(kindKey(k), false)
       this.#o.log.warn({ kind: kindKey(k), why }, 'optional kind no longer served: its informer is stopped and its objects are left out')
       noLongerServed = true
@@ -420,7 +463,7 @@ export class MemcachedController {
   }
 
   #all(): InformerSet[] {
-    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), this.#pods, this.#secrets as unknown as InformerSet]
+    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), ...this.#foreign.values(), this.#pods, this.#secrets as unknown as InformerSet]
   }
 
   /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */

@@ -17,7 +17,7 @@ import { hashDesired, type AppliedMemory } from './applied.ts'
 import { CONDITION_TYPES, findCondition, REASONS, type ConditionInput } from './conditions.ts'
 import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
-import { describeObject, objectKey, ownershipConflicts, stampOwner } from './owner.ts'
+import { controllerOf, describeObject, isControlledBy, objectKey, ownershipConflicts, stampOwner, type OwnershipConflict } from './owner.ts'
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
@@ -30,6 +30,8 @@ export type MemcachedObject = Memcached & KubeObject
 export interface Cache<T extends KubeObject = KubeObject> {
   get(namespace: string | undefined, name: string): T | undefined
   byIndex(index: string, value: string): T[]
+  /** False until the cache holds what the server had when it started (absent: always synced). */
+  hasSynced?(): boolean
 }
 
 /** Index of child informers: the uid of an object's controller. */
@@ -55,6 +57,12 @@ export interface ReconcilerDeps {
   memcacheds: Cache<MemcachedObject>
   /** One cache per kind the chart declares, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
   children: ReadonlyMap<string, Cache>
+  /**
+   * Per declared kind too: the objects nobody labelled as ours, by name (uid, resourceVersion and
+   * controller ownerReference only). With {@link children} they answer whether an object about to
+   * be created already exists and whose it is, without a GET.
+   */
+  foreign: ReadonlyMap<string, Cache>
   /** Optional kinds the cluster does not serve (keyed `apiVersion/kind`, with why): their objects are left out. */
   unserved?: ReadonlyMap<string, string>
   /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
@@ -124,6 +132,14 @@ export class ReconcileError extends Error {
 }
 
 const OWNERSHIP_RETRY_MS = 60_000
+/** How soon a reconcile waiting for the caches of a kind just watched (discovery found it) looks again. */
+const CACHE_SYNC_RETRY_MS = 1_000
+/**
+ * How long reconciles wait for them at most: a kind whose list keeps failing (a declared kind the
+ * cluster does not serve, a permission missing) is then applied without them, and its failure is
+ * reported as any failed apply is.
+ */
+const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
@@ -147,6 +163,10 @@ export class Reconciler {
   #recreations = new Map<string, Map<string, Recreation>>()
   /** By CR uid: what its last complete reconcile rendered and applied ({@link Settled}). */
   #settled = new Map<string, Settled>()
+  /** By CR uid, then {@link objectKey}: objects somebody else created that an apply landed on (#raceLost). */
+  #raced = new Map<string, Map<string, { uid: string; message: string }>>()
+  /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
+  #unsyncedSince = new Map<string, number>()
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
@@ -181,9 +201,14 @@ export class Reconciler {
     const optional = optionalKindsCondition(chart.kinds, left)
     desired = apply
 
+    const unsynced = this.#unsynced(desired)
+    if (unsynced) {
+      log.debug({ kind: unsynced }, 'waiting for the caches of a kind to sync')
+      return { requeueAfterMs: CACHE_SYNC_RETRY_MS }
+    }
     const live = new Map<string, KubeObject | undefined>()
-    for (const d of desired) live.set(objectKey(d), this.#cached(d) ?? (await this.#lookUp(cr, d, log)))
-    const conflicts = ownershipConflicts(desired, live, cr)
+    for (const d of desired) live.set(objectKey(d), this.#lookUp(d))
+    const conflicts = [...ownershipConflicts(desired, live, cr), ...this.#racedConflicts(cr, desired, live)]
     if (conflicts.length > 0) {
       await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; '), deployment: conflicts.some((c) => WORKLOAD_KINDS.includes(c.kind)) }, desired, log)
       return { requeueAfterMs: OWNERSHIP_RETRY_MS }
@@ -327,6 +352,7 @@ export class Reconciler {
     this.#written.delete(uid)
     this.#recreations.delete(uid)
     this.#settled.delete(uid)
+    this.#raced.delete(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -335,20 +361,49 @@ export class Reconciler {
   }
 
   /**
-   * An object the caches do not hold, read from the server before it is created: the caches only
-   * see objects labelled as ours, and an apply (with force) must never land on somebody else's
-   * object of the same name. Costs one GET per object about to be created, none in steady state.
+   * The live object of a desired one: ours from its kind's cache, else somebody else's of the same
+   * name from the cache of the kind's other objects (an apply, with force, must never land on it),
+   * else none — no GET. An object created meanwhile that the watch has not delivered yet is caught
+   * by the apply's answer ({@link Reconciler.#landedOnExisting}).
    */
-  async #lookUp(cr: MemcachedObject, d: RenderedObject, log: Logger): Promise<KubeObject | undefined> {
-    try {
-      return await this.#d.client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name })
-    } catch (err) {
-      if (isNotFound(err)) return undefined
-      // A ReconcileError counts as reported (the worker logs nothing more): report it first.
-      const message = `read ${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
-      await this.#fail(cr, { kind: 'error', message }, undefined, log)
-      throw new ReconcileError(message, err)
+  #lookUp(d: RenderedObject): KubeObject | undefined {
+    return this.#cached(d) ?? this.#d.foreign.get(kindKey(d))?.get(d.metadata.namespace, d.metadata.name)
+  }
+
+  /**
+   * A rendered kind whose caches have not synced yet (a kind discovery has just found served), if
+   * any, for at most {@link CACHE_SYNC_WAIT_MS}: until they have, somebody else's object of that
+   * kind would not be known.
+   */
+  #unsynced(desired: readonly RenderedObject[]): string | undefined {
+    const now = this.#now().getTime()
+    for (const d of desired) {
+      const key = kindKey(d)
+      const synced = [this.#d.children.get(key), this.#d.foreign.get(key)].every((cache) => cache?.hasSynced?.() !== false)
+      if (synced) {
+        this.#unsyncedSince.delete(key)
+        continue
+      }
+      const since = this.#unsyncedSince.get(key) ?? now
+      this.#unsyncedSince.set(key, since)
+      if (now - since < CACHE_SYNC_WAIT_MS) return key
     }
+    return undefined
+  }
+
+  /**
+   * After an apply of an object the caches said did not exist, answered 200 (it existed; 201 is a
+   * creation, apiserver endpoints/handlers/patch.go): an ownership conflict unless it is one this
+   * CR's own earlier apply created, which its kind's cache has not delivered yet (the applied
+   * memory holds its uid). Otherwise somebody else created it between the watch's last event and
+   * the apply: the apply has already landed on it, and it is reported as the guard reports an
+   * object it refuses (Degraded OwnershipConflict, Warning event, log line, metric).
+   */
+  #landedOnExisting(cr: MemcachedObject, d: RenderedObject, applied: KubeObject): string | undefined {
+    const uid = applied.metadata.uid
+    const ours = uid !== undefined && this.#d.memory.get(uid)?.ownerUid === cr.metadata.uid && cr.metadata.uid !== undefined
+    if (ours && isControlledBy(applied, cr)) return undefined
+    return `${describeObject(d)} existed before this ${KIND} first applied it, though the operator's caches did not show it yet: it was not created by this ${KIND}, and the apply changed it (see docs/operator.md)`
   }
 
   /**
@@ -378,17 +433,22 @@ export class Reconciler {
       fields = diff.fields
     }
     let applied: KubeObject
+    let created: boolean
     try {
-      applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
+      ;({ object: applied, created } = await this.#d.client.applyObject(d, { fieldManager: FIELD_MANAGER, force: true }))
     } catch (err) {
-      const refused = current ? immutableRefusal(err, d.kind) : undefined
+      const refused = immutableRefusal(err, d.kind)
       if (current && refused) return this.#recreate(cr, d, current, refused, done, log)
+      // Only an existing object has fields that cannot change: one the caches have not seen yet.
+      if (!current && refused) return this.#raceLost(cr, d, undefined, `${describeObject(d)} exists though the operator's caches did not show it yet (the server refused the apply: ${refused.message}): it was not created by this ${KIND} and is left alone`, log)
       return this.#applyFailed(cr, d, err, log)
     }
+    const landed = !current && !created ? this.#landedOnExisting(cr, d, applied) : undefined
+    if (landed !== undefined) return this.#raceLost(cr, d, applied, landed, log)
     memory.remember(applied, d)
     metrics.applied(d.kind)
     const what = describeObject(d)
-    if (current) {
+    if (current || !created) {
       log.info({ object: what, fields }, 'updated')
       done.updated.push(`${what}${fields.length > 0 ? ` (${fields.slice(0, 3).join(', ')}${fields.length > 3 ? ', …' : ''})` : ''}`)
     } else {
@@ -396,6 +456,41 @@ export class Reconciler {
       done.created.push(what)
     }
     return applied
+  }
+
+  /**
+   * Reports an apply that landed on somebody else's object ({@link Reconciler.#landedOnExisting}),
+   * or that the server refused because the object exists, as an ownership conflict, and keeps
+   * reporting the first while that object (by uid) is the one there:
+   * the apply gave it this CR's labels and controller reference, so without this the next
+   * reconcile would take it for this CR's own. Throws, for a retry with backoff.
+   */
+  async #raceLost(cr: MemcachedObject, d: RenderedObject, applied: KubeObject | undefined, message: string, log: Logger): Promise<never> {
+    const ownerUid = cr.metadata.uid ?? ''
+    const byObject = this.#raced.get(ownerUid) ?? new Map<string, { uid: string; message: string }>()
+    if (applied?.metadata.uid !== undefined) byObject.set(objectKey(d), { uid: applied.metadata.uid, message })
+    if (byObject.size > 0) this.#raced.set(ownerUid, byObject)
+    await this.#fail(cr, { kind: 'ownership', message, deployment: WORKLOAD_KINDS.includes(d.kind) }, undefined, log)
+    throw new ReconcileError(`apply ${message}`, new Error(message))
+  }
+
+  /** The objects an apply of this CR landed on though they were somebody else's, while they are still there (same uid). */
+  #racedConflicts(cr: MemcachedObject, desired: readonly RenderedObject[], live: ReadonlyMap<string, KubeObject | undefined>): OwnershipConflict[] {
+    const byObject = this.#raced.get(cr.metadata.uid ?? '')
+    if (!byObject) return []
+    const out: OwnershipConflict[] = []
+    for (const d of desired) {
+      const key = objectKey(d)
+      const raced = byObject.get(key)
+      const l = live.get(key)
+      if (!raced) continue
+      if (l?.metadata.uid !== raced.uid) {
+        byObject.delete(key)
+        continue
+      }
+      out.push({ key, kind: d.kind, namespace: d.metadata.namespace ?? '', name: d.metadata.name, controller: controllerOf(l), message: raced.message })
+    }
+    return out
   }
 
   /** Reports a failed apply (Degraded ApplyFailed) and throws it for a retry with backoff. */

@@ -34,6 +34,7 @@ import {
   expired,
 } from './errors.ts'
 import { Faults, type FaultTarget } from './faults.ts'
+import { contentTypeOf, convertBody, negotiateOutput, type OutputTarget } from './negotiation.ts'
 import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
@@ -382,6 +383,19 @@ export class Cluster implements ClusterAccess {
     const extra = this.serveExtra?.(req)
     if (extra) return extra
     const type = this.#typeOf(req)
+    // Negotiated before the request is served, as the handlers do (a 406 changes nothing).
+    const target = negotiateOutput(req.accept)
+    const reply = this.#serve(type, req)
+    return target && target.kind !== 'Table' ? this.#converted(type, reply, target) : reply
+  }
+
+  /** A 2xx JSON answer as PartialObjectMetadata(List) (see negotiation.ts). */
+  #converted(type: ResourceType, reply: Reply, target: OutputTarget): Reply {
+    if (reply.status < 200 || reply.status > 299 || reply.json === undefined) return reply
+    return { ...reply, json: convertBody(reply.json, type, target), headers: { ...reply.headers, 'Content-Type': contentTypeOf(target) } }
+  }
+
+  #serve(type: ResourceType, req: ApiRequest): Reply {
     const q = req.query
     switch (req.verb) {
       case 'get':
@@ -453,7 +467,7 @@ export class Cluster implements ClusterAccess {
   }
 
   #wantsTable(req: ApiRequest): boolean {
-    return this.#table !== undefined && (req.accept ?? '').includes('as=Table')
+    return this.#table !== undefined && negotiateOutput(req.accept)?.kind === 'Table'
   }
 
   #tableReply(type: ResourceType, req: ApiRequest, objects: KubeObject[], cont?: string): Reply {

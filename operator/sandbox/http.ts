@@ -18,6 +18,7 @@ import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } fro
 import { openapiV2, openapiV3GroupVersion, openapiV3Root, type Served } from './openapi.ts'
 import { StatusError, badRequest, resourceNotFound, unsupportedMediaType, methodNotAllowed } from './errors.ts'
 import { FaultSpecError } from './faults.ts'
+import { negotiateOutput, watchConversion, type OutputTarget } from './negotiation.ts'
 import { decodeProtobuf, ProtobufError } from './protobuf.ts'
 import { parse as parseYaml } from 'yaml'
 import type { ApiRequest, Verb } from './types.ts'
@@ -254,7 +255,16 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse):
   }
   const rv = apiReq.query.get('resourceVersion') ?? ''
   const forceExpire = rv !== '' && rv !== '0' && cluster.faults.expireOnResume(target)
-  const table = (apiReq.accept ?? '').includes('as=Table') ? cluster.tableRendererFor(apiReq) : undefined
+  let output: OutputTarget | undefined
+  try {
+    output = negotiateOutput(apiReq.accept)
+  } catch (e) {
+    cluster.account(apiReq, e instanceof StatusError ? e.code : 500)
+    throw e
+  }
+  const table = output?.kind === 'Table' ? cluster.tableRendererFor(apiReq) : undefined
+  // PartialObjectMetadata: every event's object, bookmarks included (watch.go, response.go).
+  const partial = watchConversion(output)
   let started = false
   let stop: () => void = () => {}
   const begin = (): void => {
@@ -269,7 +279,7 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse):
       {
         event(type, json) {
           begin()
-          const body = table && type !== 'ERROR' && type !== 'BOOKMARK' ? table(json) : json
+          const body = table && type !== 'ERROR' && type !== 'BOOKMARK' ? table(json) : partial && type !== 'ERROR' ? partial(json) : json
           res.write(`{"type":"${type}","object":${body}}\n`)
         },
         close() {

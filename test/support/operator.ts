@@ -76,6 +76,7 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
   })
   await controller.start()
   controller.runWorkers()
+  await watchesOpen(sandbox)
   return {
     controller,
     client,
@@ -85,6 +86,20 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
       client.close()
     },
   }
+}
+
+/**
+ * Waits until every informer of the operator has its watch open (one watch per list): a cache is
+ * synced once listed, but an object created before its watch opens reaches it only when the watch
+ * does, which is the operator's documented window (docs/operator.md). Tests that create an object
+ * just before the CR that must refuse it start from a watching operator, as a running one is.
+ */
+export async function watchesOpen(sandbox: Sandbox, userAgent = 'memcached-operator/test'): Promise<void> {
+  await eventually('the operator\'s watches are open', () => {
+    const log = sandbox.requests.log().filter((r) => r.userAgent === userAgent && r.code === 200)
+    const lists = log.filter((r) => r.verb === 'list').length
+    return lists > 0 && log.filter((r) => r.verb === 'watch').length >= lists ? true : undefined
+  })
 }
 
 /** A sandbox with the CRD and a running operator. */
