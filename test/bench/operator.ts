@@ -144,6 +144,7 @@ await sleep(2000)
 sandbox.requests.reset()
 const before = await reconciles()
 const waitStart = performance.now()
+const idleCpu = { sandbox: process.cpuUsage(), operator: cpuOf(operator.pid!) }
 while ((await reconciles()) < before + N) await sleep(100)
 const resyncSeen = performance.now()
 const idleWrites = sandbox.requests.log().filter((r) => opUA(r.userAgent) && !['get', 'list', 'watch'].includes(r.verb)).length
@@ -151,7 +152,10 @@ const idleReads = sandbox.requests.log().filter((r) => opUA(r.userAgent) && ['ge
 // Discovery documents (no resource): the look for optional kinds the cluster does not serve, once
 // a discovery period whatever the number of CRs; reads of objects are what a reconcile would make.
 const discoveryReads = idleReads.filter((r) => r.resource === '').length
+const idleUsed = { sandbox: (() => { const u = process.cpuUsage(idleCpu.sandbox); return (u.user + u.system) / 1e6 })(), operator: cpuOf(operator.pid!) - idleCpu.operator }
 console.log(`idle resync of ${N} CRs (period ${RESYNC_S} s): ${idleWrites} writes, ${idleReads.length - discoveryReads} reads of objects (${discoveryReads} of discovery documents); all ${N} reconciled within ${((resyncSeen - waitStart) / 1000).toFixed(1)} s of waiting`)
+// Nothing changes meanwhile: what each process spends is its background work (resyncs, sweeps, bookmarks).
+console.log(`CPU in those ${((resyncSeen - waitStart) / 1000).toFixed(1)} s: operator ${idleUsed.operator.toFixed(1)} s, sandbox (and this script) ${idleUsed.sandbox.toFixed(1)} s`)
 console.log(`operator RSS after the resync ${rssOf(operator.pid!).rss.toFixed(0)} MB, peak ${rssOf(operator.pid!).peak.toFixed(0)} MB (${await heap()}); per CR ${((1024 * ((await heapUsed()) - emptyHeap)) / N).toFixed(1)} KB of heap, ${perCr()}`)
 operator.kill('SIGTERM')
 await new Promise((r) => operator.once('exit', r))

@@ -23,7 +23,12 @@ import { controllerRevisions, StatefulSetController } from './statefulset.ts'
 export interface ControllerOptions {
   /** How long a new pod stays Pending before the kubelet reports it Running and Ready. */
   podReadyDelayMs: number
-  /** Period of the resync that re-examines every cached object (default 30 s). */
+  /**
+   * Period of the controllers' resync that queues every cached object again. By default what
+   * kube-controller-manager's informers use: `--min-resync-period` (12 h) times a random factor
+   * in [1, 2) (cmd/kube-controller-manager/app/controllermanager.go `ResyncPeriod`); their work
+   * otherwise comes from watch events and their queues' retries. Tests set a short one.
+   */
   resyncMs?: number
   /** Count the components' requests in the sandbox's request accounting (default true). */
   account?: boolean
@@ -37,6 +42,11 @@ const scalable: Record<string, GVR> = {
   'apps/ReplicaSet': replicaSets,
   'apps/StatefulSet': { group: 'apps', version: 'v1', resource: 'statefulsets' },
 }
+
+/** kube-controller-manager's `--min-resync-period` default (k8s.io/controller-manager config/v1alpha1 defaults.go). */
+const MIN_RESYNC_MS = 12 * 60 * 60 * 1000
+/** The period of the kubelet's look at its pods, the garbage collector's sweep and the Events' expiry. */
+const HOUSEKEEPING_MS = 30_000
 
 const crds: GVR = { group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions' }
 const clusterRoles: GVR = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'clusterroles' }
@@ -144,17 +154,23 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     hpaController.resync()
     disruption.resync()
     endpointsController.resync()
+  }, opts.resyncMs ?? Math.round(MIN_RESYNC_MS * (1 + Math.random())))
+  timer.unref()
+  // Housekeeping on its own clock: the kubelet's look at its pods (its sync loop), the garbage
+  // collector's sweep of dependents whose owner it has not seen, the Events past their TTL.
+  const housekeeping = setInterval(() => {
     kubelet.resync()
     gc.sweep()
     eventSink.sweep()
-  }, opts.resyncMs ?? 30_000)
-  timer.unref()
+  }, Math.min(opts.resyncMs ?? HOUSEKEEPING_MS, HOUSEKEEPING_MS))
+  housekeeping.unref()
 
   return {
     async stop() {
       if (stopped) return
       stopped = true
       clearInterval(timer)
+      clearInterval(housekeeping)
       for (const inf of [podInformer, rsInformer, deploymentInformer, setInformer, revisionInformer, hpaInformer, pdbInformer, serviceInformer, sliceInformer, endpointsInformer, crdInformer, roleInformer]) inf.stop()
       // Each stop() halts its timers and watches at once, then waits for work in flight.
       const halted = [deploymentController.stop(), rsController.stop(), setController.stop(), hpaController.stop(), disruption.stop(), endpointsController.stop(), kubelet.stop(), gc.stop(), aggregation.stop()]
