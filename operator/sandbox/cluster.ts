@@ -14,7 +14,7 @@ import jsonpatch from 'fast-json-patch'
 import type { Operation } from 'fast-json-patch'
 import { parse as parseYaml } from 'yaml'
 import { Accounting } from './accounting.ts'
-import { deepEqual, isObject } from './apply/json.ts'
+import { deepEqual, isObject, wireCopy } from './apply/json.ts'
 import {
   StatusError,
   alreadyExists,
@@ -325,9 +325,32 @@ export class Cluster implements ClusterAccess {
    * caller may keep mutating it) and the response body is the caller's own copy.
    */
   async handle(req: ApiRequest): Promise<ApiResponse> {
-    if (req.body !== null && typeof req.body === 'object') req = { ...req, body: structuredClone(req.body) }
+    // The body as it would arrive over HTTP (binary bodies as they are).
+    if (req.body !== null && typeof req.body === 'object') req = { ...req, body: ArrayBuffer.isView(req.body) ? structuredClone(req.body) : wireCopy(req.body) }
     const reply = await this.dispatch(req, { faults: req.injectFaults === true, account: req.account === true })
-    const res: ApiResponse = { status: reply.status, body: reply.json !== undefined ? JSON.parse(reply.json) : (reply.text ?? reply.body) }
+    const res = { status: reply.status } as ApiResponse
+    const json = reply.json
+    if (json === undefined) res.body = reply.text ?? reply.body
+    else {
+      // Parsed when first read: most in-process writers never look at the object sent back.
+      let parsed: unknown
+      let done = false
+      Object.defineProperty(res, 'body', {
+        enumerable: true,
+        configurable: true,
+        get: () => {
+          if (!done) {
+            parsed = JSON.parse(json)
+            done = true
+          }
+          return parsed
+        },
+        set: (v: unknown) => {
+          parsed = v
+          done = true
+        },
+      })
+    }
     if (reply.headers) res.headers = reply.headers
     return res
   }
