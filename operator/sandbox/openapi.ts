@@ -457,20 +457,87 @@ export function builtinPruner(group: string, version: string, kind: string): ((o
 export function builtinQuantityCheck(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string | undefined) | undefined {
   const schema = definitionOf(group, version, kind)
   if (!schema) return undefined
-  return (obj) => {
-    let bad: string | undefined
-    walk(schema, obj, '', {
-      quantity(value) {
-        if (bad !== undefined || (typeof value !== 'string' && typeof value !== 'number')) return
-        try {
-          quantityOf(value)
-        } catch (e) {
-          bad = e instanceof Error ? e.message : String(e)
-        }
-      },
-    })
-    return bad
+  return (obj) => firstBadQuantity(schema, obj)
+}
+
+/** The walk of {@link builtinQuantityCheck}: into the fields whose schema can hold a Quantity only. */
+function firstBadQuantity(schema: Schema, value: unknown): string | undefined {
+  if (schema.$ref === QUANTITY_REF) {
+    if (typeof value !== 'string' && typeof value !== 'number') return undefined
+    try {
+      quantityOf(value)
+      return undefined
+    } catch (e) {
+      return e instanceof Error ? e.message : String(e)
+    }
   }
+  if (typeof value !== 'object' || value === null || !holdsQuantity(schema)) return undefined
+  const s = resolve(schema)
+  if (Array.isArray(value)) {
+    const items = s.items as Schema | undefined
+    if (!items) return undefined
+    for (const x of value) {
+      const bad = firstBadQuantity(items, x)
+      if (bad !== undefined) return bad
+    }
+    return undefined
+  }
+  const props = s.properties as Record<string, Schema> | undefined
+  const additional = typeof s.additionalProperties === 'object' && s.additionalProperties !== null ? (s.additionalProperties as Schema) : undefined
+  if (!props && !additional) return undefined
+  const obj = value as Record<string, unknown>
+  for (const k of Object.keys(obj)) {
+    const sub = props ? (Object.hasOwn(props, k) ? props[k] : undefined) : additional
+    if (sub === undefined) continue
+    const bad = firstBadQuantity(sub, obj[k])
+    if (bad !== undefined) return bad
+  }
+  return undefined
+}
+
+/** Schemas known to hold a Quantity somewhere below them (true) or nowhere (false). */
+const quantityHolders = new WeakMap<Schema, boolean>()
+
+/** Whether a value typed by `schema` can contain a Quantity. */
+function holdsQuantity(schema: Schema): boolean {
+  const known = quantityHolders.get(schema)
+  if (known !== undefined) return known
+  return searchQuantity(schema, new Set(), { cycle: false })
+}
+
+/**
+ * Depth-first search for a Quantity below `schema`. A schema met again while still being searched
+ * (a recursive definition) counts as holding none on that path; a "no" reached through such a
+ * cycle is not remembered, as it may be wrong for the schema first entered.
+ */
+function searchQuantity(schema: Schema, open: Set<Schema>, seen: { cycle: boolean }): boolean {
+  if (schema.$ref === QUANTITY_REF) return true
+  const known = quantityHolders.get(schema)
+  if (known !== undefined) return known
+  if (open.has(schema)) {
+    seen.cycle = true
+    return false
+  }
+  open.add(schema)
+  const outer = seen.cycle
+  seen.cycle = false
+  const s = resolve(schema)
+  const subs: Schema[] = []
+  if (s !== schema) subs.push(s)
+  else {
+    if (s.items) subs.push(s.items as Schema)
+    if (s.properties) subs.push(...Object.values(s.properties as Record<string, Schema>))
+    if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) subs.push(s.additionalProperties as Schema)
+  }
+  let found = false
+  for (const sub of subs) if (searchQuantity(sub, open, seen)) {
+    found = true
+    break
+  }
+  open.delete(schema)
+  if (found || !seen.cycle) quantityHolders.set(schema, found)
+  seen.cycle = outer || seen.cycle
+  return found
 }
 
 function definitionOf(group: string, version: string, kind: string): Schema | undefined {
