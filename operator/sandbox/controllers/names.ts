@@ -19,13 +19,20 @@ function canonical(v: unknown): string {
 
 /** FNV-1a, 32 bits, over UTF-8. */
 function fnv32a(text: string): number {
+  const bytes = Buffer.from(text, 'utf8')
   let h = 0x811c9dc5
-  for (const byte of Buffer.from(text, 'utf8')) {
-    h ^= byte
+  for (let i = 0; i < bytes.length; i++) {
+    h ^= bytes[i] as number
     h = Math.imul(h, 0x01000193) >>> 0
   }
   return h >>> 0
 }
+
+/**
+ * Hashes of frozen templates by identity: the informers' shared objects are deeply frozen (a
+ * frozen object's members are frozen first), so the same object always hashes the same.
+ */
+const frozenHashes = new WeakMap<object, string>()
 
 /**
  * The pod-template-hash of a pod template, computed as the real controller does: FNV-32a of the
@@ -33,8 +40,15 @@ function fnv32a(text: string): number {
  * mapped through {@link safeAlphabet} (`rand.SafeEncodeString`). `collisionCount` perturbs it.
  */
 export function podTemplateHash(template: unknown, collisionCount = 0): string {
+  const cacheable = collisionCount === 0 && typeof template === 'object' && template !== null && Object.isFrozen(template)
+  if (cacheable) {
+    const known = frozenHashes.get(template)
+    if (known !== undefined) return known
+  }
   const decimal = String(fnv32a(canonical(template) + (collisionCount > 0 ? `#${collisionCount}` : '')))
-  return [...decimal].map((d) => safeAlphabet[d.charCodeAt(0) % safeAlphabet.length]).join('')
+  const hash = [...decimal].map((d) => safeAlphabet[d.charCodeAt(0) % safeAlphabet.length]).join('')
+  if (cacheable) frozenHashes.set(template, hash)
+  return hash
 }
 
 /** apiserver's SimpleNameGenerator: base truncated to 58 characters, plus 5 random safe characters. */
