@@ -54,6 +54,18 @@ export function controllerAgent(controller: string): string {
 
 type Options = { subresource?: string; query?: Record<string, string> }
 
+/** A write's answer: the object the server sent back, decoded only when read (most writers never look). */
+export class Written {
+  readonly #res: ApiResponse
+  constructor(res: ApiResponse) {
+    this.#res = res
+  }
+  /** The object as stored (the caller's own copy). */
+  get object(): KubeObject {
+    return this.#res.body as KubeObject
+  }
+}
+
 /** Requests for one component. */
 export class Client {
   readonly access: ClusterAccess
@@ -99,18 +111,18 @@ export class Client {
   }
 
   /** POST. */
-  async create(gvr: GVR, namespace: string | undefined, obj: KubeObject): Promise<KubeObject> {
-    return (await this.#send(this.#req('create', gvr, namespace, undefined, { body: obj }))).body as KubeObject
+  async create(gvr: GVR, namespace: string | undefined, obj: KubeObject): Promise<Written> {
+    return new Written(await this.#send(this.#req('create', gvr, namespace, undefined, { body: obj })))
   }
 
   /** PUT (the object carries its resourceVersion: a stale one fails with 409). */
-  async update(gvr: GVR, obj: KubeObject, opts: Options = {}): Promise<KubeObject> {
-    return (await this.#send(this.#req('update', gvr, obj.metadata.namespace, obj.metadata.name, { ...opts, body: obj }))).body as KubeObject
+  async update(gvr: GVR, obj: KubeObject, opts: Options = {}): Promise<Written> {
+    return new Written(await this.#send(this.#req('update', gvr, obj.metadata.namespace, obj.metadata.name, { ...opts, body: obj })))
   }
 
   /** JSON merge patch. */
-  async mergePatch(gvr: GVR, namespace: string | undefined, name: string, patch: unknown, opts: Options = {}): Promise<KubeObject> {
-    return (await this.#send(this.#req('patch', gvr, namespace, name, { ...opts, body: patch, contentType: 'application/merge-patch+json' }))).body as KubeObject
+  async mergePatch(gvr: GVR, namespace: string | undefined, name: string, patch: unknown, opts: Options = {}): Promise<Written> {
+    return new Written(await this.#send(this.#req('patch', gvr, namespace, name, { ...opts, body: patch, contentType: 'application/merge-patch+json' })))
   }
 
   /** DELETE with DeleteOptions (propagation policy, uid precondition, grace period). */

@@ -213,13 +213,13 @@ export class DeploymentController {
     } as unknown as KubeObject
     // AlreadyExists means our cache is behind: the sync fails and is retried once the
     // ReplicaSet's ADDED event has arrived.
-    const created = await this.#client.create(replicaSets, d.metadata.namespace, rs)
+    const created = (await this.#client.create(replicaSets, d.metadata.namespace, rs)).object
     if (initial > 0) this.#recorder.event(d, 'Normal', 'ScalingReplicaSet', `Scaled up replica set ${created.metadata.name ?? ''} from 0 to ${initial}`)
     return created
   }
 
   async #patchRS(rs: KubeObject, patch: JsonObject): Promise<KubeObject> {
-    return await this.#client.mergePatch(replicaSets, rs.metadata.namespace, rs.metadata.name ?? '', patch)
+    return (await this.#client.mergePatch(replicaSets, rs.metadata.namespace, rs.metadata.name ?? '', patch)).object
   }
 
   async #scale(d: KubeObject, rs: KubeObject, replicas: number): Promise<void> {

@@ -183,8 +183,9 @@ export class ReplicaSetController {
     for (let attempt = 0; ; attempt++) {
       pod.metadata.name = generateName(prefix)
       try {
-        const created = await this.#client.create(pods, rs.metadata.namespace, pod)
-        this.#recorder.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${created.metadata.name ?? ''}`)
+        await this.#client.create(pods, rs.metadata.namespace, pod)
+        // The server keeps a name that is given (it generates one only from generateName).
+        this.#recorder.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${pod.metadata.name ?? ''}`)
         return
       } catch (err) {
         if (isConflict(err) && attempt < 3) continue
