@@ -23,6 +23,19 @@ export const statefulSets: GVR = { group: 'apps', version: 'v1', resource: 'stat
 /** core/v1 events. */
 export const events: GVR = { group: '', version: 'v1', resource: 'events' }
 
+/**
+ * The body of a controller's PUT to `/status`: the object's identity, the resourceVersion it was
+ * read at (a stale one conflicts) and the new status. A `/status` update takes nothing else from
+ * the body (the server copies the rest from the stored object; a Deployment's annotations aside,
+ * passed as `annotations`), so in-process controllers do not copy the whole object into it.
+ */
+export function statusUpdate(o: KubeObject, status: unknown, annotations?: Record<string, string>): KubeObject {
+  const m = o.metadata
+  const metadata: KubeObject['metadata'] = { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion }
+  if (annotations !== undefined) metadata.annotations = annotations
+  return { apiVersion: o.apiVersion, kind: o.kind, metadata, status } as KubeObject
+}
+
 /** A failed request, with the HTTP status and the Status `reason` the server gave. */
 export class ApiError extends Error {
   readonly status: number

@@ -19,7 +19,7 @@
  * (ready counts as available), progressDeadlineSeconds (no ProgressDeadlineExceeded).
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
-import { Client, deployments, isConflict, isNotFound, replicaSets } from './client.ts'
+import { Client, deployments, isConflict, isNotFound, replicaSets, statusUpdate } from './client.ts'
 import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { podTemplateHash } from './names.ts'
@@ -366,7 +366,7 @@ export class DeploymentController {
     const annotations = { ...(d.metadata.annotations ?? {}) }
     if (revision !== undefined) annotations[revisionKey] = revision
     try {
-      await this.#client.update(deployments, { ...d, metadata: { ...d.metadata, annotations }, status }, { subresource: 'status' })
+      await this.#client.update(deployments, statusUpdate(d, status, annotations), { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err)) throw err
     }

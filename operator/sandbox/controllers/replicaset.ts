@@ -12,9 +12,9 @@
  * pod counts as available at once).
  */
 import type { JsonObject, KubeObject, OwnerReference } from '../types.ts'
-import { ApiError, Client, isConflict, isNotFound, pods, replicaSets } from './client.ts'
+import { ApiError, Client, isConflict, isNotFound, pods, replicaSets, statusUpdate } from './client.ts'
 import type { EventRecorder } from './events.ts'
-import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
+import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
 import { clone } from '../apply/json.ts'
 import { rfc3339 } from '../cluster.ts'
@@ -217,9 +217,8 @@ export class ReplicaSetController {
     } else if (manageError === undefined && failure) conditions = conditions.filter((c) => c !== failure)
     if (conditions.length > 0) status['conditions'] = conditions
     if (sameJson(old, status)) return
-    const { namespace, name } = splitKey(keyOf(rs))
     try {
-      await this.#client.update(replicaSets, { ...rs, metadata: { ...rs.metadata, namespace, name }, status }, { subresource: 'status' })
+      await this.#client.update(replicaSets, statusUpdate(rs, status), { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err)) throw err
     }
