@@ -29,26 +29,13 @@ function fnv32a(text: string): number {
 }
 
 /**
- * Hashes of frozen templates by identity: the informers' shared objects are deeply frozen (a
- * frozen object's members are frozen first), so the same object always hashes the same.
- */
-const frozenHashes = new WeakMap<object, string>()
-
-/**
  * The pod-template-hash of a pod template, computed as the real controller does: FNV-32a of the
  * template (here its canonical JSON rather than Go's spew dump), written in decimal, each digit
  * mapped through {@link safeAlphabet} (`rand.SafeEncodeString`). `collisionCount` perturbs it.
  */
 export function podTemplateHash(template: unknown, collisionCount = 0): string {
-  const cacheable = collisionCount === 0 && typeof template === 'object' && template !== null && Object.isFrozen(template)
-  if (cacheable) {
-    const known = frozenHashes.get(template)
-    if (known !== undefined) return known
-  }
   const decimal = String(fnv32a(canonical(template) + (collisionCount > 0 ? `#${collisionCount}` : '')))
-  const hash = [...decimal].map((d) => safeAlphabet[d.charCodeAt(0) % safeAlphabet.length]).join('')
-  if (cacheable) frozenHashes.set(template, hash)
-  return hash
+  return [...decimal].map((d) => safeAlphabet[d.charCodeAt(0) % safeAlphabet.length]).join('')
 }
 
 /** apiserver's SimpleNameGenerator: base truncated to 58 characters, plus 5 random safe characters. */
