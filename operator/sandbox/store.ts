@@ -7,6 +7,7 @@
  * serialised once, so reads can hand out the bytes without cloning; the parsed object is held
  * weakly (see {@link StoredObject}).
  */
+import { wireCopy } from './apply/json.ts'
 import type { KubeObject } from './types.ts'
 
 const metaOrder = ['name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields']
@@ -83,8 +84,13 @@ export class StoredObject {
   isAt(gv: string): boolean {
     return this.json.startsWith(`{"apiVersion":${JSON.stringify(gv)},`)
   }
-  /** A private deep copy the caller may mutate. */
+  /**
+   * A private deep copy the caller may mutate: the bytes parsed, or the parsed object copied
+   * directly when it is frozen (then it cannot have drifted from the bytes it was written as).
+   */
   copy(): KubeObject {
+    const o = this.#obj.deref()
+    if (o !== undefined && Object.isFrozen(o)) return wireCopy(o) as KubeObject
     return JSON.parse(this.json) as KubeObject
   }
 }
