@@ -256,6 +256,12 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse):
   const forceExpire = rv !== '' && rv !== '0' && cluster.faults.expireOnResume(target)
   const table = (apiReq.accept ?? '').includes('as=Table') ? cluster.tableRendererFor(apiReq) : undefined
   let started = false
+  let corked = false
+  const flush = (): void => {
+    if (!corked) return
+    corked = false
+    res.uncork()
+  }
   let stop: () => void = () => {}
   const begin = (): void => {
     if (started) return
@@ -269,11 +275,19 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse):
       {
         event(type, json) {
           begin()
+          // The events of one burst of writes (a controller's cascade runs synchronously) leave
+          // in one write to the socket rather than one each.
+          if (!corked) {
+            corked = true
+            res.cork()
+            process.nextTick(flush)
+          }
           const body = table && type !== 'ERROR' && type !== 'BOOKMARK' ? table(json) : json
           res.write(`{"type":"${type}","object":${body}}\n`)
         },
         close() {
           begin()
+          flush()
           res.end()
         },
       },
