@@ -828,9 +828,8 @@ export class Cluster implements ClusterAccess {
     let obj: KubeObject
     if (o.subresource === 'status') {
       // /status takes only status from the request.
-      obj = live.copy()
-      if (next.status === undefined) delete obj.status
-      else obj.status = next.status
+      obj = live.copyWithoutStatus()
+      if (next.status !== undefined) obj.status = next.status
       if (m.managedFields !== undefined) obj.metadata.managedFields = m.managedFields
       statusKeepsAnnotations(type, obj, next)
     } else {
@@ -991,9 +990,8 @@ export class Cluster implements ClusterAccess {
     const old = live.obj
     let next: KubeObject
     if (subresource === 'status') {
-      next = live.copy()
-      if (obj.status === undefined) delete next.status
-      else next.status = obj.status
+      next = live.copyWithoutStatus()
+      if (obj.status !== undefined) next.status = obj.status
       if (obj.metadata.managedFields) next.metadata.managedFields = obj.metadata.managedFields
       statusKeepsAnnotations(type, next, obj)
     } else {

@@ -93,6 +93,17 @@ export class StoredObject {
     if (o !== undefined && Object.isFrozen(o)) return wireCopy(o) as KubeObject
     return JSON.parse(this.json) as KubeObject
   }
+  /** {@link copy} without the status, for a write that replaces it (the status is not copied to be dropped). */
+  copyWithoutStatus(): KubeObject {
+    const o = this.#obj.deref()
+    if (o !== undefined && Object.isFrozen(o)) {
+      const { status: _, ...rest } = o
+      return wireCopy(rest) as KubeObject
+    }
+    const out = JSON.parse(this.json) as KubeObject
+    delete out.status
+    return out
+  }
 }
 
 /** Freezes a JSON value, its members before itself (so a frozen object's members are frozen). */
