@@ -458,16 +458,24 @@ export function builtinQuantityCheck(group: string, version: string, kind: strin
   return (obj) => firstBadQuantity(schema, obj)
 }
 
+/** Quantity strings that parsed (`100m`, `64Mi` recur in every pod): bounded, cleared when full. */
+const goodQuantities = new Set<string>()
+
 /** The walk of {@link builtinQuantityCheck}: into the fields whose schema can hold a Quantity only. */
 function firstBadQuantity(schema: Schema, value: unknown): string | undefined {
   if (schema.$ref === QUANTITY_REF) {
     if (typeof value !== 'string' && typeof value !== 'number') return undefined
+    if (typeof value === 'string' && goodQuantities.has(value)) return undefined
     try {
       quantityOf(value)
-      return undefined
     } catch (e) {
       return e instanceof Error ? e.message : String(e)
     }
+    if (typeof value === 'string') {
+      if (goodQuantities.size >= 10_000) goodQuantities.clear()
+      goodQuantities.add(value)
+    }
+    return undefined
   }
   if (typeof value !== 'object' || value === null || !holdsQuantity(schema)) return undefined
   const s = resolve(schema)
