@@ -1461,7 +1461,8 @@ export function managerOf(req: ApiRequest): string {
   const q = req.query.get('fieldManager')
   if (q) return q
   const ua = req.userAgent ?? ''
-  const prefix = ua.split('/')[0] ?? ''
+  const slash = ua.indexOf('/')
+  const prefix = slash < 0 ? ua : ua.slice(0, slash)
   return prefix === '' ? 'unknown' : prefix
 }
 
