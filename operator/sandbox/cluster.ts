@@ -827,8 +827,9 @@ export class Cluster implements ClusterAccess {
       throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0: must be specified for an update' }])
     let obj: KubeObject
     if (o.subresource === 'status') {
-      // /status takes only status from the request.
-      obj = live.copyWithoutStatus()
+      // /status takes only status from the request. A custom resource's stored object may hold
+      // fields its CRD's schema has since dropped, which pruning removes: it gets a private copy.
+      obj = type.custom ? live.copyWithoutStatus() : live.withoutStatus()
       if (next.status !== undefined) obj.status = next.status
       if (m.managedFields !== undefined) obj.metadata.managedFields = m.managedFields
       statusKeepsAnnotations(type, obj, next)

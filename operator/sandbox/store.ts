@@ -93,6 +93,19 @@ export class StoredObject {
     if (o !== undefined && Object.isFrozen(o)) return wireCopy(o) as KubeObject
     return JSON.parse(this.json) as KubeObject
   }
+  /**
+   * The stored object without its status, for a `/status` write of a built-in kind, which sets the
+   * status and top-level metadata fields and changes nothing below them (its schema is fixed, so
+   * the stored object has nothing to prune): when the object is frozen, a new top level and
+   * metadata over its frozen members, shared rather than copied (changing one would throw);
+   * otherwise a private copy.
+   */
+  withoutStatus(): KubeObject {
+    const o = this.#obj.deref()
+    if (o === undefined || !Object.isFrozen(o)) return this.copyWithoutStatus()
+    const { status: _, ...rest } = o
+    return { ...rest, metadata: { ...o.metadata } } as KubeObject
+  }
   /** {@link copy} without the status, for a write that replaces it (the status is not copied to be dropped). */
   copyWithoutStatus(): KubeObject {
     const o = this.#obj.deref()
