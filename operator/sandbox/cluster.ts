@@ -651,19 +651,23 @@ export class Cluster implements ClusterAccess {
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
   #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
+    // A /status write of a built-in kind takes all but the status and metadata from the stored
+    // object, which was checked when written against the kind's fixed schema: only those two can
+    // hold a bad quantity or an unknown field, and they come last in document order.
+    const decoded = !type.custom && req.subresource === 'status' ? ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata, status: obj.status } as KubeObject) : obj
     // Decoding into the kind's Go type fails on a quantity that does not parse, before anything
     // else is looked at.
-    const badQuantity = type.badQuantity?.(obj)
+    const badQuantity = type.badQuantity?.(decoded)
     if (badQuantity) throw decodingError(type, req, obj, badQuantity)
     // An apply's configuration was checked for undeclared fields before it was merged (a 500
     // otherwise), and the live object holds none: the merged object has nothing to prune.
     if (type.prune && patchTypeOf(req.contentType) !== 'apply') {
       const mode = req.query.get('fieldValidation') ?? 'Warn'
       if (mode === 'Strict') {
-        const pruned = type.prune(structuredClone(obj))
+        const pruned = type.prune(structuredClone(decoded))
         if (pruned.length > 0) throw strictDecodingError(type, req, obj, pruned)
       } else {
-        const pruned = type.prune(obj)
+        const pruned = type.prune(decoded)
         if (mode !== 'Ignore') for (const p of pruned) warnings.push(`unknown field "${p}"`)
       }
     }
