@@ -133,3 +133,28 @@ t.test('a quantity that does not parse fails decoding, before anything else, in 
   const cm = call(c, `POST ${CM}`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'not-a-quantity' }, data: { memory: '64mb' } })
   t.equal(cm.status, 201, 'a string that is not a quantity field is left alone')
 })
+
+t.test('a /status update is judged on its status and metadata: unknown fields there are dropped with a warning (Strict refuses), a bad quantity there fails decoding, the stored spec stays as it was', async (t) => {
+  const c = createCluster()
+  const FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+  t.equal(call(c, `POST ${D}`, deployment('s')).status, 201)
+  const withStatus = (status: Record<string, unknown>) => ({ ...call(c, `GET ${D}/s`).body, status })
+  const strict = call(c, `PUT ${D}/s/status?fieldValidation=Strict`, withStatus({ replicas: 1, bogus: 2, conditions: [{ type: 'Available', status: 'True', zzz: 1 }] }))
+  t.equal(strict.status, 400)
+  t.equal(strict.body.message, 'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "status.bogus", unknown field "status.conditions[0].zzz"')
+  const warn = call(c, `PUT ${D}/s/status`, withStatus({ replicas: 1, bogus: 2 }))
+  t.equal(warn.status, 200)
+  t.equal(warn.headers['Warning'] ?? warn.headers['warning'], '299 - "unknown field \\"status.bogus\\""')
+  t.same(warn.body.status, { replicas: 1 }, 'the unknown field is not stored')
+  t.same(warn.body.spec, call(c, `GET ${D}/s`).body.spec)
+  t.equal(warn.body.spec.replicas, (deployment('s') as Record<string, any>).spec.replicas, 'the spec is the stored one')
+
+  const P = '/api/v1/namespaces/default/pods'
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }
+  t.equal(call(c, `POST ${P}`, pod).status, 201)
+  const badStatus = { ...call(c, `GET ${P}/p`).body, status: { phase: 'Running', containerStatuses: [{ name: 'c', ready: true, restartCount: 0, image: 'busybox', imageID: '', allocatedResources: { memory: '64mb' } }] } }
+  const refused = call(c, `PUT ${P}/p/status`, badStatus)
+  t.equal(refused.status, 400)
+  t.equal(refused.body.message, `Pod in version "v1" cannot be handled as a Pod: ${FORMAT}`)
+  t.equal(call(c, `GET ${P}/p`).body.status.phase, 'Pending', 'nothing was written')
+})

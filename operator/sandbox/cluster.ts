@@ -14,7 +14,7 @@ import jsonpatch from 'fast-json-patch'
 import type { Operation } from 'fast-json-patch'
 import { parse as parseYaml } from 'yaml'
 import { Accounting } from './accounting.ts'
-import { deepEqual, isObject } from './apply/json.ts'
+import { deepEqual, isObject, wireCopy } from './apply/json.ts'
 import {
   StatusError,
   alreadyExists,
@@ -326,9 +326,32 @@ export class Cluster implements ClusterAccess {
    * caller may keep mutating it) and the response body is the caller's own copy.
    */
   async handle(req: ApiRequest): Promise<ApiResponse> {
-    if (req.body !== null && typeof req.body === 'object') req = { ...req, body: structuredClone(req.body) }
+    // The body as it would arrive over HTTP (binary bodies as they are).
+    if (req.body !== null && typeof req.body === 'object') req = { ...req, body: ArrayBuffer.isView(req.body) ? structuredClone(req.body) : wireCopy(req.body) }
     const reply = await this.dispatch(req, { faults: req.injectFaults === true, account: req.account === true })
-    const res: ApiResponse = { status: reply.status, body: reply.json !== undefined ? JSON.parse(reply.json) : (reply.text ?? reply.body) }
+    const res = { status: reply.status } as ApiResponse
+    const json = reply.json
+    if (json === undefined) res.body = reply.text ?? reply.body
+    else {
+      // Parsed when first read: most in-process writers never look at the object sent back.
+      let parsed: unknown
+      let done = false
+      Object.defineProperty(res, 'body', {
+        enumerable: true,
+        configurable: true,
+        get: () => {
+          if (!done) {
+            parsed = JSON.parse(json)
+            done = true
+          }
+          return parsed
+        },
+        set: (v: unknown) => {
+          parsed = v
+          done = true
+        },
+      })
+    }
     if (reply.headers) res.headers = reply.headers
     return res
   }
@@ -351,9 +374,14 @@ export class Cluster implements ClusterAccess {
     return reply
   }
 
+  #clock = { ms: 0, iso: '' }
+
   /** Records a request in the accounting. */
   account(req: ApiRequest, code: number): void {
-    const rec: Parameters<Accounting['record']>[0] = { time: new Date().toISOString(), verb: req.verb, group: req.group, resource: req.resource, code }
+    // Requests come many to the millisecond: the time is formatted once per millisecond.
+    const ms = Date.now()
+    if (ms !== this.#clock.ms) this.#clock = { ms, iso: new Date(ms).toISOString() }
+    const rec: Parameters<Accounting['record']>[0] = { time: this.#clock.iso, verb: req.verb, group: req.group, resource: req.resource, code }
     if (req.subresource) rec.subresource = req.subresource
     if (req.namespace) rec.namespace = req.namespace
     if (req.name) rec.name = req.name
@@ -642,19 +670,23 @@ export class Cluster implements ClusterAccess {
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
   #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
+    // A /status write of a built-in kind takes all but the status and metadata from the stored
+    // object, which was checked when written against the kind's fixed schema: only those two can
+    // hold a bad quantity or an unknown field, and they come last in document order.
+    const decoded = !type.custom && req.subresource === 'status' ? ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata, status: obj.status } as KubeObject) : obj
     // Decoding into the kind's Go type fails on a quantity that does not parse, before anything
     // else is looked at.
-    const badQuantity = type.badQuantity?.(obj)
+    const badQuantity = type.badQuantity?.(decoded)
     if (badQuantity) throw decodingError(type, req, obj, badQuantity)
     // An apply's configuration was checked for undeclared fields before it was merged (a 500
     // otherwise), and the live object holds none: the merged object has nothing to prune.
     if (type.prune && patchTypeOf(req.contentType) !== 'apply') {
       const mode = req.query.get('fieldValidation') ?? 'Warn'
       if (mode === 'Strict') {
-        const pruned = type.prune(structuredClone(obj))
+        const pruned = type.prune(structuredClone(decoded))
         if (pruned.length > 0) throw strictDecodingError(type, req, obj, pruned)
       } else {
-        const pruned = type.prune(obj)
+        const pruned = type.prune(decoded)
         if (mode !== 'Ignore') for (const p of pruned) warnings.push(`unknown field "${p}"`)
       }
     }
@@ -818,10 +850,10 @@ export class Cluster implements ClusterAccess {
       throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0: must be specified for an update' }])
     let obj: KubeObject
     if (o.subresource === 'status') {
-      // /status takes only status from the request.
-      obj = live.copy()
-      if (next.status === undefined) delete obj.status
-      else obj.status = next.status
+      // /status takes only status from the request. A custom resource's stored object may hold
+      // fields its CRD's schema has since dropped, which pruning removes: it gets a private copy.
+      obj = type.custom ? live.copyWithoutStatus() : live.withoutStatus()
+      if (next.status !== undefined) obj.status = next.status
       if (m.managedFields !== undefined) obj.metadata.managedFields = m.managedFields
       statusKeepsAnnotations(type, obj, next)
     } else {
@@ -982,9 +1014,8 @@ export class Cluster implements ClusterAccess {
     const old = live.obj
     let next: KubeObject
     if (subresource === 'status') {
-      next = live.copy()
-      if (obj.status === undefined) delete next.status
-      else next.status = obj.status
+      next = live.copyWithoutStatus()
+      if (obj.status !== undefined) next.status = obj.status
       if (obj.metadata.managedFields) next.metadata.managedFields = obj.metadata.managedFields
       statusKeepsAnnotations(type, next, obj)
     } else {
@@ -1454,7 +1485,8 @@ export function managerOf(req: ApiRequest): string {
   const q = req.query.get('fieldManager')
   if (q) return q
   const ua = req.userAgent ?? ''
-  const prefix = ua.split('/')[0] ?? ''
+  const slash = ua.indexOf('/')
+  const prefix = slash < 0 ? ua : ua.slice(0, slash)
   return prefix === '' ? 'unknown' : prefix
 }
 

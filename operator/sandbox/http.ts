@@ -266,6 +266,12 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse):
   // PartialObjectMetadata: every event's object, bookmarks included (watch.go, response.go).
   const partial = watchConversion(output)
   let started = false
+  let corked = false
+  const flush = (): void => {
+    if (!corked) return
+    corked = false
+    res.uncork()
+  }
   let stop: () => void = () => {}
   const begin = (): void => {
     if (started) return
@@ -279,11 +285,19 @@ async function watch(cluster: Cluster, apiReq: ApiRequest, res: ServerResponse):
       {
         event(type, json) {
           begin()
+          // The events of one burst of writes (a controller's cascade runs synchronously) leave
+          // in one write to the socket rather than one each.
+          if (!corked) {
+            corked = true
+            res.cork()
+            process.nextTick(flush)
+          }
           const body = table && type !== 'ERROR' && type !== 'BOOKMARK' ? table(json) : partial && type !== 'ERROR' ? partial(json) : json
           res.write(`{"type":"${type}","object":${body}}\n`)
         },
         close() {
           begin()
+          flush()
           res.end()
         },
       },

@@ -438,11 +438,9 @@ export function builtinPruner(group: string, version: string, kind: string): ((o
   if (!schema) return undefined
   return (obj, remove = true) => {
     const out: string[] = []
-    walk(schema, obj, '', {
-      unknown(o, key, path) {
-        if (remove) delete o[key]
-        out.push(path)
-      },
+    walk(schema, obj, (o, key, path) => {
+      if (remove) delete o[key]
+      out.push(path)
     })
     return out
   }
@@ -457,20 +455,95 @@ export function builtinPruner(group: string, version: string, kind: string): ((o
 export function builtinQuantityCheck(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string | undefined) | undefined {
   const schema = definitionOf(group, version, kind)
   if (!schema) return undefined
-  return (obj) => {
-    let bad: string | undefined
-    walk(schema, obj, '', {
-      quantity(value) {
-        if (bad !== undefined || (typeof value !== 'string' && typeof value !== 'number')) return
-        try {
-          quantityOf(value)
-        } catch (e) {
-          bad = e instanceof Error ? e.message : String(e)
-        }
-      },
-    })
-    return bad
+  return (obj) => firstBadQuantity(schema, obj)
+}
+
+/** Quantity strings that parsed (`100m`, `64Mi` recur in every pod): bounded, cleared when full. */
+const goodQuantities = new Set<string>()
+
+/** The walk of {@link builtinQuantityCheck}: into the fields whose schema can hold a Quantity only. */
+function firstBadQuantity(schema: Schema, value: unknown): string | undefined {
+  if (schema.$ref === QUANTITY_REF) {
+    if (typeof value !== 'string' && typeof value !== 'number') return undefined
+    if (typeof value === 'string' && goodQuantities.has(value)) return undefined
+    try {
+      quantityOf(value)
+    } catch (e) {
+      return e instanceof Error ? e.message : String(e)
+    }
+    if (typeof value === 'string') {
+      if (goodQuantities.size >= 10_000) goodQuantities.clear()
+      goodQuantities.add(value)
+    }
+    return undefined
   }
+  if (typeof value !== 'object' || value === null || !holdsQuantity(schema)) return undefined
+  const s = resolve(schema)
+  if (Array.isArray(value)) {
+    const items = s.items as Schema | undefined
+    if (!items) return undefined
+    for (const x of value) {
+      const bad = firstBadQuantity(items, x)
+      if (bad !== undefined) return bad
+    }
+    return undefined
+  }
+  const props = s.properties as Record<string, Schema> | undefined
+  const additional = typeof s.additionalProperties === 'object' && s.additionalProperties !== null ? (s.additionalProperties as Schema) : undefined
+  if (!props && !additional) return undefined
+  const obj = value as Record<string, unknown>
+  for (const k of Object.keys(obj)) {
+    const sub = props ? (Object.hasOwn(props, k) ? props[k] : undefined) : additional
+    if (sub === undefined) continue
+    const bad = firstBadQuantity(sub, obj[k])
+    if (bad !== undefined) return bad
+  }
+  return undefined
+}
+
+/** Schemas known to hold a Quantity somewhere below them (true) or nowhere (false). */
+const quantityHolders = new WeakMap<Schema, boolean>()
+
+/** Whether a value typed by `schema` can contain a Quantity. */
+function holdsQuantity(schema: Schema): boolean {
+  const known = quantityHolders.get(schema)
+  if (known !== undefined) return known
+  return searchQuantity(schema, new Set(), { cycle: false })
+}
+
+/**
+ * Depth-first search for a Quantity below `schema`. A schema met again while still being searched
+ * (a recursive definition) counts as holding none on that path; a "no" reached through such a
+ * cycle is not remembered, as it may be wrong for the schema first entered.
+ */
+function searchQuantity(schema: Schema, open: Set<Schema>, seen: { cycle: boolean }): boolean {
+  if (schema.$ref === QUANTITY_REF) return true
+  const known = quantityHolders.get(schema)
+  if (known !== undefined) return known
+  if (open.has(schema)) {
+    seen.cycle = true
+    return false
+  }
+  open.add(schema)
+  const outer = seen.cycle
+  seen.cycle = false
+  const s = resolve(schema)
+  const subs: Schema[] = []
+  if (s !== schema) subs.push(s)
+  else {
+    if (s.items) subs.push(s.items as Schema)
+    if (s.properties) subs.push(...Object.values(s.properties as Record<string, Schema>))
+    if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) subs.push(s.additionalProperties as Schema)
+  }
+  let found = false
+  for (const sub of subs) if (searchQuantity(sub, open, seen)) {
+    found = true
+    break
+  }
+  open.delete(schema)
+  if (found || !seen.cycle) quantityHolders.set(schema, found)
+  seen.cycle = outer || seen.cycle
+  return found
 }
 
 function definitionOf(group: string, version: string, kind: string): Schema | undefined {
@@ -478,7 +551,19 @@ function definitionOf(group: string, version: string, kind: string): Schema | un
   return name === undefined ? undefined : load().definitions[name]
 }
 
+/** Schemas with their `$ref`s followed. */
+const resolved = new WeakMap<Schema, Schema>()
+
 function resolve(s: Schema): Schema {
+  if (typeof s.$ref !== 'string') return s
+  const hit = resolved.get(s)
+  if (hit !== undefined) return hit
+  const out = follow(s)
+  resolved.set(s, out)
+  return out
+}
+
+function follow(s: Schema): Schema {
   let cur = s
   for (let i = 0; i < 8 && typeof cur.$ref === 'string'; i++) {
     const r = cur.$ref as string
@@ -489,34 +574,41 @@ function resolve(s: Schema): Schema {
 
 const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity'
 
-/** What a walk of an object against its kind's schema reports. */
-interface Visitor {
-  /** A key the schema does not declare: the object holding it, the key, its path. */
-  unknown?(obj: Record<string, unknown>, key: string, path: string): void
-  /** A value the schema types as a Quantity. */
-  quantity?(value: unknown): void
+/** Walks `value` against `schema` in the order of the document (arrays by index, maps by key), calling `unknown` for each key the schema does not declare. */
+function walk(schema: Schema, value: unknown, unknown: (obj: Record<string, unknown>, key: string, path: string) => void): void {
+  walkAt(schema, value, [], unknown)
 }
 
-/** Walks `value` against `schema` in the order of the document (arrays by index, maps by key). */
-function walk(schema: Schema, value: unknown, path: string, v: Visitor): void {
-  if (schema.$ref === QUANTITY_REF) {
-    v.quantity?.(value)
-    return
-  }
+/** `trail`: the keys and indexes down to `value`, spelt as a path only for an unknown key. */
+function walkAt(schema: Schema, value: unknown, trail: (string | number)[], unknown: (obj: Record<string, unknown>, key: string, path: string) => void): void {
+  if (schema.$ref === QUANTITY_REF || typeof value !== 'object' || value === null) return
   const s = resolve(schema)
   if (Array.isArray(value)) {
-    if (s.items) value.forEach((x, i) => walk(s.items as Schema, x, `${path}[${i}]`, v))
+    const items = s.items as Schema | undefined
+    if (!items) return
+    for (let i = 0; i < value.length; i++) {
+      trail.push(i)
+      walkAt(items, value[i], trail, unknown)
+      trail.pop()
+    }
     return
   }
-  if (typeof value !== 'object' || value === null) return
   const obj = value as Record<string, unknown>
   const props = s.properties as Record<string, Schema> | undefined
   const additional = typeof s.additionalProperties === 'object' && s.additionalProperties !== null ? (s.additionalProperties as Schema) : undefined
   if (!props && !additional) return
   for (const k of Object.keys(obj)) {
-    const at = path === '' ? k : `${path}.${k}`
     const sub = props ? (Object.hasOwn(props, k) ? props[k] : undefined) : additional
-    if (sub) walk(sub, obj[k], at, v)
-    else v.unknown?.(obj, k, at)
+    trail.push(k)
+    if (sub) walkAt(sub, obj[k], trail, unknown)
+    else unknown(obj, k, pathOf(trail))
+    trail.pop()
   }
+}
+
+/** `spec.template.spec.containers[0].imagee` */
+function pathOf(trail: readonly (string | number)[]): string {
+  let out = ''
+  for (const x of trail) out = typeof x === 'number' ? `${out}[${x}]` : out === '' ? x : `${out}.${x}`
+  return out
 }

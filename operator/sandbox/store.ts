@@ -7,6 +7,7 @@
  * serialised once, so reads can hand out the bytes without cloning; the parsed object is held
  * weakly (see {@link StoredObject}).
  */
+import { wireCopy } from './apply/json.ts'
 import type { KubeObject } from './types.ts'
 
 const metaOrder = ['name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields']
@@ -83,9 +84,38 @@ export class StoredObject {
   isAt(gv: string): boolean {
     return this.json.startsWith(`{"apiVersion":${JSON.stringify(gv)},`)
   }
-  /** A private deep copy the caller may mutate. */
+  /**
+   * A private deep copy the caller may mutate: the bytes parsed, or the parsed object copied
+   * directly when it is frozen (then it cannot have drifted from the bytes it was written as).
+   */
   copy(): KubeObject {
+    const o = this.#obj.deref()
+    if (o !== undefined && Object.isFrozen(o)) return wireCopy(o) as KubeObject
     return JSON.parse(this.json) as KubeObject
+  }
+  /**
+   * The stored object without its status, for a `/status` write of a built-in kind, which sets the
+   * status and top-level metadata fields and changes nothing below them (its schema is fixed, so
+   * the stored object has nothing to prune): when the object is frozen, a new top level and
+   * metadata over its frozen members, shared rather than copied (changing one would throw);
+   * otherwise a private copy.
+   */
+  withoutStatus(): KubeObject {
+    const o = this.#obj.deref()
+    if (o === undefined || !Object.isFrozen(o)) return this.copyWithoutStatus()
+    const { status: _, ...rest } = o
+    return { ...rest, metadata: { ...o.metadata } } as KubeObject
+  }
+  /** {@link copy} without the status, for a write that replaces it (the status is not copied to be dropped). */
+  copyWithoutStatus(): KubeObject {
+    const o = this.#obj.deref()
+    if (o !== undefined && Object.isFrozen(o)) {
+      const { status: _, ...rest } = o
+      return wireCopy(rest) as KubeObject
+    }
+    const out = JSON.parse(this.json) as KubeObject
+    delete out.status
+    return out
   }
 }
 

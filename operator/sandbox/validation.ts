@@ -77,9 +77,24 @@ function goMap(m: unknown): string {
   return goJson(isObj(m) ? m : null)
 }
 
+/**
+ * Keys and label values already found valid: every write checks its labels and annotations, and
+ * the same few recur. Bounded (cleared when full); a problem is never remembered.
+ */
+const validKeys = new Set<string>()
+const validLabelValues = new Set<string>()
+
+function remember(set: Set<string>, value: string): void {
+  if (set.size >= 10_000) set.clear()
+  set.add(value)
+}
+
 /** A label or annotation key (`prefix/name`): one cause per IsQualifiedName message, as ValidateLabelName makes them. */
 function keyProblems(field: string, key: string, shown = key): FieldCause[] {
-  return isQualifiedName(key).map((m) => invalid(field, q(shown), m))
+  if (validKeys.has(key)) return []
+  const problems = isQualifiedName(key)
+  if (problems.length === 0) remember(validKeys, key)
+  return problems.map((m) => invalid(field, q(shown), m))
 }
 
 /** Labels as ValidateLabels checks them: qualified-name keys, values of ≤ 63 label characters. */
@@ -94,7 +109,10 @@ export function validateLabels(field: string, labels: unknown): FieldCause[] {
 }
 
 function labelValueProblems(field: string, value: string): FieldCause[] {
-  return isValidLabelValue(value).map((m) => invalid(field, q(value), m))
+  if (validLabelValues.has(value)) return []
+  const problems = isValidLabelValue(value)
+  if (problems.length === 0) remember(validLabelValues, value)
+  return problems.map((m) => invalid(field, q(value), m))
 }
 
 /** Annotation keys (checked lower-cased, as ValidateAnnotations does) and their total size. */

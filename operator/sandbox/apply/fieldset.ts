@@ -206,10 +206,20 @@ function decodeNode(json: JsonObject, member: boolean): FieldSet {
   return make(member, out)
 }
 
-/** Encodes a set as `fieldsV1`: `".": {}` first where a node is a member with children, then path elements in structured-merge-diff's order. */
+/** Encodings by set: sets are immutable, and so (like the decoded ones) are the encodings handed out. */
+const encoded = new WeakMap<FieldSet, JsonObject>()
+
+/**
+ * Encodes a set as `fieldsV1`: `".": {}` first where a node is a member with children, then path
+ * elements in structured-merge-diff's order. Cached by set identity: a manager whose set did not
+ * change (a writer sending the same fields again) gets the encoding it had.
+ */
 export function toFieldsV1(s: FieldSet): JsonObject {
+  const hit = encoded.get(s)
+  if (hit !== undefined) return hit
   const out = encodeNode(s, false)
   decoded.set(out, s)
+  encoded.set(s, out)
   return out
 }
 

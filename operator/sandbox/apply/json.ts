@@ -26,6 +26,48 @@ export function clone<T>(v: T): T {
 }
 
 /**
+ * What a client's JSON would reach the server as: the value sent through `JSON.stringify` and
+ * parsed back. Plain JSON values (the common case) are copied directly; anything else (a `toJSON`,
+ * a class instance, a non-finite number, a hole or `undefined` in an array) takes the round trip.
+ */
+export function wireCopy(v: unknown): unknown {
+  try {
+    return plainCopy(v)
+  } catch (e) {
+    if (e !== notPlain) throw e
+    return JSON.parse(JSON.stringify(v)) as unknown
+  }
+}
+
+const notPlain = new Error('not plain JSON')
+
+function plainCopy(v: unknown): unknown {
+  if (typeof v === 'string' || typeof v === 'boolean' || v === null) return v
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw notPlain
+    return v === 0 ? 0 : v
+  }
+  if (typeof v !== 'object') throw notPlain
+  if (Array.isArray(v)) {
+    const out = new Array<unknown>(v.length)
+    for (let i = 0; i < v.length; i++) {
+      if (!(i in v) || v[i] === undefined) throw notPlain
+      out[i] = plainCopy(v[i])
+    }
+    return out
+  }
+  const proto = Object.getPrototypeOf(v) as unknown
+  if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function') throw notPlain
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(v)) {
+    const x = (v as Record<string, unknown>)[k]
+    if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue
+    out[k] = plainCopy(x)
+  }
+  return out
+}
+
+/**
  * A deep copy without `null` object members: a null in an applied configuration removes the
  * field, the way the API server's typed conversion drops nil pointers.
  */

@@ -23,6 +23,19 @@ export const statefulSets: GVR = { group: 'apps', version: 'v1', resource: 'stat
 /** core/v1 events. */
 export const events: GVR = { group: '', version: 'v1', resource: 'events' }
 
+/**
+ * The body of a controller's PUT to `/status`: the object's identity, the resourceVersion it was
+ * read at (a stale one conflicts) and the new status. A `/status` update takes nothing else from
+ * the body (the server copies the rest from the stored object; a Deployment's annotations aside,
+ * passed as `annotations`), so in-process controllers do not copy the whole object into it.
+ */
+export function statusUpdate(o: KubeObject, status: unknown, annotations?: Record<string, string>): KubeObject {
+  const m = o.metadata
+  const metadata: KubeObject['metadata'] = { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion }
+  if (annotations !== undefined) metadata.annotations = annotations
+  return { apiVersion: o.apiVersion, kind: o.kind, metadata, status } as KubeObject
+}
+
 /** A failed request, with the HTTP status and the Status `reason` the server gave. */
 export class ApiError extends Error {
   readonly status: number
@@ -53,6 +66,18 @@ export function controllerAgent(controller: string): string {
 }
 
 type Options = { subresource?: string; query?: Record<string, string> }
+
+/** A write's answer: the object the server sent back, decoded only when read (most writers never look). */
+export class Written {
+  readonly #res: ApiResponse
+  constructor(res: ApiResponse) {
+    this.#res = res
+  }
+  /** The object as stored (the caller's own copy). */
+  get object(): KubeObject {
+    return this.#res.body as KubeObject
+  }
+}
 
 /** Requests for one component. */
 export class Client {
@@ -99,18 +124,18 @@ export class Client {
   }
 
   /** POST. */
-  async create(gvr: GVR, namespace: string | undefined, obj: KubeObject): Promise<KubeObject> {
-    return (await this.#send(this.#req('create', gvr, namespace, undefined, { body: obj }))).body as KubeObject
+  async create(gvr: GVR, namespace: string | undefined, obj: KubeObject): Promise<Written> {
+    return new Written(await this.#send(this.#req('create', gvr, namespace, undefined, { body: obj })))
   }
 
   /** PUT (the object carries its resourceVersion: a stale one fails with 409). */
-  async update(gvr: GVR, obj: KubeObject, opts: Options = {}): Promise<KubeObject> {
-    return (await this.#send(this.#req('update', gvr, obj.metadata.namespace, obj.metadata.name, { ...opts, body: obj }))).body as KubeObject
+  async update(gvr: GVR, obj: KubeObject, opts: Options = {}): Promise<Written> {
+    return new Written(await this.#send(this.#req('update', gvr, obj.metadata.namespace, obj.metadata.name, { ...opts, body: obj })))
   }
 
   /** JSON merge patch. */
-  async mergePatch(gvr: GVR, namespace: string | undefined, name: string, patch: unknown, opts: Options = {}): Promise<KubeObject> {
-    return (await this.#send(this.#req('patch', gvr, namespace, name, { ...opts, body: patch, contentType: 'application/merge-patch+json' }))).body as KubeObject
+  async mergePatch(gvr: GVR, namespace: string | undefined, name: string, patch: unknown, opts: Options = {}): Promise<Written> {
+    return new Written(await this.#send(this.#req('patch', gvr, namespace, name, { ...opts, body: patch, contentType: 'application/merge-patch+json' })))
   }
 
   /** DELETE with DeleteOptions (propagation policy, uid precondition, grace period). */

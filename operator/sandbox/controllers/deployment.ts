@@ -19,7 +19,7 @@
  * (ready counts as available), progressDeadlineSeconds (no ProgressDeadlineExceeded).
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
-import { Client, deployments, isConflict, isNotFound, replicaSets } from './client.ts'
+import { Client, deployments, isConflict, isNotFound, replicaSets, statusUpdate } from './client.ts'
 import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { podTemplateHash } from './names.ts'
@@ -95,6 +95,11 @@ export class DeploymentController {
   #rs: Informer
   #queue: WorkQueue
   #recorder: EventRecorder
+  /**
+   * Each Deployment's pod-template-hash at the generation it was computed for: the server raises
+   * `metadata.generation` whenever the spec changes, so uid and generation name the template.
+   */
+  #hashes = new Map<string, { generation: number; hash: string }>()
 
   constructor(client: Client, deploymentInformer: Informer, rsInformer: Informer, recorder: EventRecorder) {
     this.#client = client
@@ -104,6 +109,7 @@ export class DeploymentController {
     this.#queue = new WorkQueue((key) => this.#sync(key))
     deploymentInformer.on((type, d) => {
       if (type !== 'DELETED') this.#queue.add(keyOf(d))
+      else this.#hashes.delete(d.metadata.uid ?? '')
     })
     rsInformer.on((_type, rs) => {
       const ref = controllerOf(rs)
@@ -132,7 +138,7 @@ export class DeploymentController {
     const uid = d.metadata.uid ?? ''
     const owned = this.#rs.dependentsOf(uid).filter((rs) => controllerOf(rs)?.uid === uid && !rs.metadata.deletionTimestamp)
     const template = obj(obj(d['spec'])['template'])
-    const hash = podTemplateHash(template)
+    const hash = this.#templateHash(d, template)
     let newRS = owned.find((rs) => rs.metadata.labels?.['pod-template-hash'] === hash)
     const olds = owned.filter((rs) => rs !== newRS)
     // getNewReplicaSet (sync.go): the new ReplicaSet's revision is the old ones' maximum + 1.
@@ -154,6 +160,16 @@ export class DeploymentController {
     const changed = created || (await this.#rollout(d, newRS, olds))
     await this.#cleanup(d, olds)
     await this.#updateStatus(d, newRS, olds, created ? 'created' : changed ? 'changed' : 'steady')
+  }
+
+  #templateHash(d: KubeObject, template: JsonObject): string {
+    const uid = d.metadata.uid ?? ''
+    const generation = d.metadata.generation
+    const known = this.#hashes.get(uid)
+    if (known !== undefined && known.generation === generation) return known.hash
+    const hash = podTemplateHash(template)
+    if (uid !== '' && typeof generation === 'number') this.#hashes.set(uid, { generation, hash })
+    return hash
   }
 
   /**
@@ -213,13 +229,13 @@ export class DeploymentController {
     } as unknown as KubeObject
     // AlreadyExists means our cache is behind: the sync fails and is retried once the
     // ReplicaSet's ADDED event has arrived.
-    const created = await this.#client.create(replicaSets, d.metadata.namespace, rs)
+    const created = (await this.#client.create(replicaSets, d.metadata.namespace, rs)).object
     if (initial > 0) this.#recorder.event(d, 'Normal', 'ScalingReplicaSet', `Scaled up replica set ${created.metadata.name ?? ''} from 0 to ${initial}`)
     return created
   }
 
   async #patchRS(rs: KubeObject, patch: JsonObject): Promise<KubeObject> {
-    return await this.#client.mergePatch(replicaSets, rs.metadata.namespace, rs.metadata.name ?? '', patch)
+    return (await this.#client.mergePatch(replicaSets, rs.metadata.namespace, rs.metadata.name ?? '', patch)).object
   }
 
   async #scale(d: KubeObject, rs: KubeObject, replicas: number): Promise<void> {
@@ -366,7 +382,7 @@ export class DeploymentController {
     const annotations = { ...(d.metadata.annotations ?? {}) }
     if (revision !== undefined) annotations[revisionKey] = revision
     try {
-      await this.#client.update(deployments, { ...d, metadata: { ...d.metadata, annotations }, status }, { subresource: 'status' })
+      await this.#client.update(deployments, statusUpdate(d, status, annotations), { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err)) throw err
     }

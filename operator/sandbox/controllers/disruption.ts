@@ -17,7 +17,7 @@
  * Warning, and a PDB that selects no pod a `NoPods` Event.
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
-import { Client, isNotFound, type GVR } from './client.ts'
+import { Client, isNotFound, statusUpdate, type GVR } from './client.ts'
 import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { controllerOf, isPodReady, sameJson, specReplicas } from './replicaset.ts'
@@ -215,7 +215,7 @@ export class DisruptionController {
   async #write(pdb: KubeObject, status: JsonObject): Promise<void> {
     if (sameJson(obj(pdb['status']), status)) return
     try {
-      await this.#client.update(podDisruptionBudgets, { ...pdb, status }, { subresource: 'status' })
+      await this.#client.update(podDisruptionBudgets, statusUpdate(pdb, status), { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err)) throw err
     }

@@ -218,8 +218,13 @@ export class Informer {
   #put(type: EventType, obj: KubeObject): void {
     const key = keyOf(obj)
     const old = this.#store.get(key)
-    if (old) this.#unindex(key, old)
     this.#store.set(key, obj)
+    // Most changes (status above all) leave the indexed labels and owners as they were.
+    if (old && sameIndexKeys(old, obj)) {
+      this.#emit(type, obj)
+      return
+    }
+    if (old) this.#unindex(key, old)
     if (this.#byNamespace) {
       const ns = obj.metadata.namespace ?? ''
       let set = this.#byNamespace.get(ns)
@@ -279,6 +284,24 @@ export class Informer {
       }
     }
   }
+}
+
+/** Whether two versions of an object (same key) have the same labels and owner uids, all that the indexes hold. */
+function sameIndexKeys(a: KubeObject, b: KubeObject): boolean {
+  const la = a.metadata.labels ?? {}
+  const lb = b.metadata.labels ?? {}
+  let n = 0
+  for (const k in la) {
+    if (lb[k] !== la[k]) return false
+    n++
+  }
+  for (const _ in lb) n--
+  if (n !== 0) return false
+  const oa = a.metadata.ownerReferences ?? []
+  const ob = b.metadata.ownerReferences ?? []
+  if (oa.length !== ob.length) return false
+  for (let i = 0; i < oa.length; i++) if (oa[i]?.uid !== ob[i]?.uid) return false
+  return true
 }
 
 /** A deduplicating work queue with per-key exponential backoff. */

@@ -19,9 +19,10 @@ function canonical(v: unknown): string {
 
 /** FNV-1a, 32 bits, over UTF-8. */
 function fnv32a(text: string): number {
+  const bytes = Buffer.from(text, 'utf8')
   let h = 0x811c9dc5
-  for (const byte of Buffer.from(text, 'utf8')) {
-    h ^= byte
+  for (let i = 0; i < bytes.length; i++) {
+    h ^= bytes[i] as number
     h = Math.imul(h, 0x01000193) >>> 0
   }
   return h >>> 0

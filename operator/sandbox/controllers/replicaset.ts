@@ -12,9 +12,9 @@
  * pod counts as available at once).
  */
 import type { JsonObject, KubeObject, OwnerReference } from '../types.ts'
-import { ApiError, Client, isConflict, isNotFound, pods, replicaSets } from './client.ts'
+import { ApiError, Client, isConflict, isNotFound, pods, replicaSets, statusUpdate } from './client.ts'
 import type { EventRecorder } from './events.ts'
-import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
+import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
 import { clone } from '../apply/json.ts'
 import { rfc3339 } from '../cluster.ts'
@@ -183,8 +183,9 @@ export class ReplicaSetController {
     for (let attempt = 0; ; attempt++) {
       pod.metadata.name = generateName(prefix)
       try {
-        const created = await this.#client.create(pods, rs.metadata.namespace, pod)
-        this.#recorder.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${created.metadata.name ?? ''}`)
+        await this.#client.create(pods, rs.metadata.namespace, pod)
+        // The server keeps a name that is given (it generates one only from generateName).
+        this.#recorder.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${pod.metadata.name ?? ''}`)
         return
       } catch (err) {
         if (isConflict(err) && attempt < 3) continue
@@ -216,9 +217,8 @@ export class ReplicaSetController {
     } else if (manageError === undefined && failure) conditions = conditions.filter((c) => c !== failure)
     if (conditions.length > 0) status['conditions'] = conditions
     if (sameJson(old, status)) return
-    const { namespace, name } = splitKey(keyOf(rs))
     try {
-      await this.#client.update(replicaSets, { ...rs, metadata: { ...rs.metadata, namespace, name }, status }, { subresource: 'status' })
+      await this.#client.update(replicaSets, statusUpdate(rs, status), { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err)) throw err
     }

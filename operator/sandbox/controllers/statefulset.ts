@@ -218,7 +218,7 @@ export class StatefulSetController {
     const equal = revisions.filter((r) => sameJson(r['data'], data))
     let update = equal[equal.length - 1]
     if (update && revisionNumber(update) !== top) {
-      update = await this.#client.mergePatch(controllerRevisions, set.metadata.namespace, update.metadata.name ?? '', { revision: top + 1 })
+      update = (await this.#client.mergePatch(controllerRevisions, set.metadata.namespace, update.metadata.name ?? '', { revision: top + 1 })).object
     } else if (!update) {
       update = await this.#createRevision(set, data, top + 1, collisionCount)
     }
@@ -236,7 +236,7 @@ export class StatefulSetController {
     if (set.metadata.annotations) metadata.annotations = { ...set.metadata.annotations }
     const cr = { apiVersion: 'apps/v1', kind: 'ControllerRevision', metadata, data, revision } as unknown as KubeObject
     try {
-      return await this.#client.create(controllerRevisions, set.metadata.namespace, cr)
+      return (await this.#client.create(controllerRevisions, set.metadata.namespace, cr)).object
     } catch (err) {
       if (!isConflict(err)) throw err
       // The name is taken: the same data is that revision (an orphan is adopted, as
@@ -251,7 +251,7 @@ export class StatefulSetController {
   /** Adds the set's controller reference to an orphan (ControllerRefManager.AdoptPod/AdoptControllerRevision), guarded by its uid. */
   async #adopt(set: KubeObject, gvr: GVR, orphan: KubeObject): Promise<KubeObject> {
     const refs = [...(orphan.metadata.ownerReferences ?? []), controllerRef(set)]
-    return await this.#client.mergePatch(gvr, orphan.metadata.namespace, orphan.metadata.name ?? '', { metadata: { uid: orphan.metadata.uid, ownerReferences: refs } })
+    return (await this.#client.mergePatch(gvr, orphan.metadata.namespace, orphan.metadata.name ?? '', { metadata: { uid: orphan.metadata.uid, ownerReferences: refs } })).object
   }
 
   /**
