@@ -5,7 +5,7 @@
  * the apply's answer (200, not 201) and reported like any ownership conflict.
  */
 import pino from 'pino'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import type { KubeClient, KubeObject } from '../operator/controller/client.ts'
 import { loadChart } from '../operator/render/chart.ts'
@@ -87,36 +87,48 @@ t.test('an object whose operator label is taken away while the operator runs is 
   t.notOk(managers(after).includes('memcached-operator'), 'not written')
 })
 
+const nothing: Cache = { get: () => undefined, byIndex: () => [] }
+
 /**
- * The window: an object created so shortly before the CR's first apply that the metadata watch
- * has not delivered it. Simulated by a reconciler whose caches have not seen it (the caches of a
- * watch that is behind), against a real API server.
+ * A sandbox without controllers, a Memcached `name` created by somebody else's client, and a
+ * Reconciler whose caches show that CR and nothing else (the caches of a watch that is behind),
+ * except the caches given by kind.
  */
-t.test('an object the caches have not seen yet when the apply lands on it is reported as an ownership conflict, and stays reported', async (t) => {
+async function blindReconciler(t: Test, name: string, opts: { children?: Record<string, Cache>; foreign?: Record<string, Cache>; metrics?: CountingMetrics; now?: () => Date } = {}) {
   const chart = loadChart()
   const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
   t.teardown(() => sb.close())
   const client = clientFor(sb)
   const user = clientFor(sb, 'someone-else/v1', 'someone-else')
   t.teardown(() => (client.close(), user.close()))
-  const cr = (await user.create({ ...MC, metadata: { name: 'raced', namespace: 'default' }, spec: { size: 1 } })) as MemcachedObject
-  // Its selector is the chart's: the forced apply can change it, so it does.
-  await user.create(theirDeployment('raced', { 'app.kubernetes.io/instance': 'raced', 'app.kubernetes.io/name': 'memcached' }), { fieldManager: 'someone-else' })
-  const nothing: Cache = { get: () => undefined, byIndex: () => [] }
-  let deploymentCache = nothing
-  const metrics = new CountingMetrics()
+  const cr = (await user.create({ ...MC, metadata: { name, namespace: 'default' }, spec: { size: 1 } })) as MemcachedObject
   const log = pino({ level: 'silent' })
   const reconciler = new Reconciler({
     client,
     chart: () => chart,
     memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(chart.kinds.map((k) => [kindKey(k), k.kind === 'Deployment' ? { get: (ns, name) => deploymentCache.get(ns, name), byIndex: () => [] } : nothing])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), nothing])),
+    children: new Map(chart.kinds.map((k) => [kindKey(k), opts.children?.[k.kind] ?? nothing])),
+    foreign: new Map(chart.kinds.map((k) => [kindKey(k), opts.foreign?.[k.kind] ?? nothing])),
     pods: nothing,
     memory: new AppliedMemory(),
     events: new ApiEventRecorder(client, new EventAggregator(), log),
-    metrics,
+    metrics: opts.metrics ?? new CountingMetrics(),
+    ...(opts.now ? { now: opts.now } : {}),
   })
+  return { sb, user, cr, reconciler, log }
+}
+
+/**
+ * The window: an object created so shortly before the CR's first apply that the metadata watch
+ * has not delivered it. Simulated by a reconciler whose caches have not seen it (the caches of a
+ * watch that is behind), against a real API server.
+ */
+t.test('an object the caches have not seen yet when the apply lands on it is reported as an ownership conflict, and stays reported', async (t) => {
+  let deploymentCache = nothing
+  const metrics = new CountingMetrics()
+  const { sb, user, cr, reconciler, log } = await blindReconciler(t, 'raced', { children: { Deployment: { get: (ns, name) => deploymentCache.get(ns, name), byIndex: () => [] } }, metrics })
+  // Its selector is the chart's: the forced apply can change it, so it does.
+  await user.create(theirDeployment('raced', { 'app.kubernetes.io/instance': 'raced', 'app.kubernetes.io/name': 'memcached' }), { fieldManager: 'someone-else' })
   await t.rejects(reconciler.reconcile('default', 'raced', log), { name: 'ReconcileError', message: /Deployment default\/raced existed before this Memcached first applied it/ })
   const reported = await user.get({ ...MC, namespace: 'default', name: 'raced' })
   t.equal(conditionOf(reported, 'Degraded')?.reason, 'OwnershipConflict', 'Degraded OwnershipConflict')
@@ -138,26 +150,7 @@ t.test('an object the caches have not seen yet when the apply lands on it is rep
 })
 
 t.test('an object this CR created that its cache has not delivered yet is its own: applied again, no conflict', async (t) => {
-  const chart = loadChart()
-  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
-  t.teardown(() => sb.close())
-  const client = clientFor(sb)
-  const user = clientFor(sb, 'someone-else/v1', 'someone-else')
-  t.teardown(() => (client.close(), user.close()))
-  const cr = (await user.create({ ...MC, metadata: { name: 'mine', namespace: 'default' }, spec: { size: 1 } })) as MemcachedObject
-  const nothing: Cache = { get: () => undefined, byIndex: () => [] }
-  const log = pino({ level: 'silent' })
-  const reconciler = new Reconciler({
-    client,
-    chart: () => chart,
-    memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(chart.kinds.map((k) => [kindKey(k), nothing])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), nothing])),
-    pods: nothing,
-    memory: new AppliedMemory(),
-    events: new ApiEventRecorder(client, new EventAggregator(), log),
-    metrics: new CountingMetrics(),
-  })
+  const { sb, user, reconciler, log } = await blindReconciler(t, 'mine')
   t.same(await reconciler.reconcile('default', 'mine', log), {})
   t.same(await reconciler.reconcile('default', 'mine', log), {}, 'the caches still show nothing: the applies answer 200 for objects this CR created')
   const codes = sb.requests.log().filter((r) => r.userAgent === UA && r.verb === 'patch' && r.resource === 'deployments').map((r) => r.code)
@@ -166,27 +159,8 @@ t.test('an object this CR created that its cache has not delivered yet is its ow
 })
 
 t.test('an apply the server refuses because the object exists (an immutable field) is an ownership conflict too, and nothing is written', async (t) => {
-  const chart = loadChart()
-  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
-  t.teardown(() => sb.close())
-  const client = clientFor(sb)
-  const user = clientFor(sb, 'someone-else/v1', 'someone-else')
-  t.teardown(() => (client.close(), user.close()))
-  const cr = (await user.create({ ...MC, metadata: { name: 'other', namespace: 'default' }, spec: { size: 1 } })) as MemcachedObject
+  const { user, reconciler, log } = await blindReconciler(t, 'other')
   await user.create(theirDeployment('other'), { fieldManager: 'someone-else' })
-  const nothing: Cache = { get: () => undefined, byIndex: () => [] }
-  const log = pino({ level: 'silent' })
-  const reconciler = new Reconciler({
-    client,
-    chart: () => chart,
-    memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(chart.kinds.map((k) => [kindKey(k), nothing])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), nothing])),
-    pods: nothing,
-    memory: new AppliedMemory(),
-    events: new ApiEventRecorder(client, new EventAggregator(), log),
-    metrics: new CountingMetrics(),
-  })
   await t.rejects(reconciler.reconcile('default', 'other', log), { name: 'ReconcileError', message: /Deployment default\/other exists though the operator's caches did not show it yet \(the server refused the apply: .*spec\.selector.*field is immutable\): it was not created by this Memcached and is left alone/ })
   t.equal(conditionOf(await user.get({ ...MC, namespace: 'default', name: 'other' }), 'Degraded')?.reason, 'OwnershipConflict')
   const after = await user.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'other' })
@@ -195,29 +169,9 @@ t.test('an apply the server refuses because the object exists (an immutable fiel
 })
 
 t.test('a kind whose caches have not synced yet (discovery has just found it served) is waited for, at most 30 s', async (t) => {
-  const chart = loadChart()
-  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
-  t.teardown(() => sb.close())
-  const client = clientFor(sb)
-  const user = clientFor(sb, 'someone-else/v1', 'someone-else')
-  t.teardown(() => (client.close(), user.close()))
-  const cr = (await user.create({ ...MC, metadata: { name: 'early', namespace: 'default' }, spec: { size: 1 } })) as MemcachedObject
-  const nothing: Cache = { get: () => undefined, byIndex: () => [] }
   const listing: Cache = { ...nothing, hasSynced: () => false }
-  const log = pino({ level: 'silent' })
   let clock = Date.parse('2026-01-01T00:00:00Z')
-  const reconciler = new Reconciler({
-    client,
-    chart: () => chart,
-    memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(chart.kinds.map((k) => [kindKey(k), nothing])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), k.kind === 'Deployment' ? listing : nothing])),
-    pods: nothing,
-    memory: new AppliedMemory(),
-    events: new ApiEventRecorder(client, new EventAggregator(), log),
-    metrics: new CountingMetrics(),
-    now: () => new Date(clock),
-  })
+  const { sb, reconciler, log } = await blindReconciler(t, 'early', { foreign: { Deployment: listing }, now: () => new Date(clock) })
   const writes = () => operatorRequests(sb).filter((r) => r.verb === 'patch' || r.verb === 'create')
   t.same(await reconciler.reconcile('default', 'early', log), { requeueAfterMs: 1000 }, 'looked at again in a second')
   clock += 29_000

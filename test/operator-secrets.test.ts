@@ -6,16 +6,11 @@
  * and rotation re-render the CRs that refer to it, without a resync.
  */
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
-import { memcachedCRD } from '../operator/api/crd.ts'
 import type { KubeClient, KubeObject } from '../operator/controller/client.ts'
-import { createLogger } from '../operator/controller/log.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { secretChecksum } from '../operator/render/secrets.ts'
-import { MemcachedController } from '../operator/reconcile/controller.ts'
-import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
-import { clientFor, CountingMetrics, eventually, operatorWrites, reconcileCount } from './support/operator.ts'
+import { eventually, operatorWrites, reconcileCount, startLoggedBed, type LoggedBed } from './support/operator.ts'
 
 const chart = loadChart(join(import.meta.dirname, 'fixtures', 'secret-input-chart'))
 const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
@@ -24,39 +19,8 @@ type Condition = { type: string; status: string; reason: string; message: string
 const conditionOf = (o: KubeObject, type: string) => ((o.status ?? {}) as { conditions?: Condition[] }).conditions?.find((c) => c.type === type)
 const podAnnotation = (d: KubeObject) => (d.spec as { template: { metadata: { annotations?: Record<string, string> } } }).template.metadata.annotations?.['checksum/secret']
 
-interface SecretBed {
-  sandbox: Sandbox
-  client: KubeClient
-  controller: MemcachedController
-  metrics: CountingMetrics
-  /** Every line the operator logged, at level trace. */
-  logs: string[]
-}
-
 /** A sandbox with the fixture chart's CRD and an operator logging at trace into `logs`. */
-async function startSecretBed(t: Test): Promise<SecretBed> {
-  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
-  t.teardown(() => sandbox.close())
-  const client = clientFor(sandbox, 'test-user/1', 'test-user')
-  t.teardown(() => client.close())
-  const opClient = clientFor(sandbox)
-  const logs: string[] = []
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean))
-      done()
-    },
-  })
-  const metrics = new CountingMetrics()
-  const controller = new MemcachedController({ client: opClient, chart: () => chart, namespaces: [], concurrency: 2, resyncPeriodMs: 600_000, log: createLogger({ level: 'trace', destination }), metrics })
-  await controller.start()
-  controller.runWorkers()
-  t.teardown(async () => {
-    await controller.stop()
-    opClient.close()
-  })
-  return { sandbox, client, controller, metrics, logs }
-}
+const startSecretBed = (t: Test): Promise<LoggedBed> => startLoggedBed(t, chart, () => chart)
 
 const cr = (name: string, spec: Record<string, unknown>) => ({ ...MC, metadata: { name, namespace: 'default' }, spec })
 const secret = (name: string, data: Record<string, string>, labels: Record<string, string> | null = LABEL): KubeObject =>

@@ -5,24 +5,15 @@
  * Anything that could change the render, or a change to an object by someone else, goes through
  * the whole render, diff and apply again. Renders are counted by wrapping the chart's templates.
  */
-import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
-import { memcachedCRD } from '../operator/api/crd.ts'
 import type { KubeClient, KubeObject } from '../operator/controller/client.ts'
-import { createLogger } from '../operator/controller/log.ts'
 import { loadChart, type Chart } from '../operator/render/chart.ts'
-import { MemcachedController } from '../operator/reconcile/controller.ts'
-import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
-import { clientFor, CountingMetrics, eventually, operatorWrites, reconcileCount } from './support/operator.ts'
+import { eventually, operatorWrites, reconcileCount, startLoggedBed, type LoggedBed } from './support/operator.ts'
 
 const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
 type Status = { nodes?: string[]; readyReplicas?: number }
 
-interface Bed {
-  sandbox: Sandbox
-  client: KubeClient
-  metrics: CountingMetrics
-  logs: string[]
+interface Bed extends LoggedBed {
   /** How many times the chart's templates ran (one render runs every template). */
   renders(): number
   /** Makes the operator's chart function return another chart from now on. */
@@ -38,31 +29,9 @@ async function startBed(t: Test): Promise<Bed> {
   const base = loadChart()
   const counter = { n: 0 }
   let current = counted(base, counter)
-  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(base) as unknown as KubeObject] })
-  t.teardown(() => sandbox.close())
-  const client = clientFor(sandbox, 'test-user/1', 'test-user')
-  t.teardown(() => client.close())
-  const opClient = clientFor(sandbox)
-  const logs: string[] = []
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean))
-      done()
-    },
-  })
-  const metrics = new CountingMetrics()
-  const controller = new MemcachedController({ client: opClient, chart: () => current, namespaces: [], concurrency: 2, resyncPeriodMs: 600_000, log: createLogger({ level: 'debug', destination }), metrics })
-  await controller.start()
-  controller.runWorkers()
-  t.teardown(async () => {
-    await controller.stop()
-    opClient.close()
-  })
+  const bed = await startLoggedBed(t, base, () => current, 'debug')
   return {
-    sandbox,
-    client,
-    metrics,
-    logs,
+    ...bed,
     renders: () => counter.n / base.templates.length,
     useChart: (chart) => {
       current = counted(chart, counter)

@@ -1,10 +1,13 @@
 /** An operator against a sandbox, in-process, for integration tests. */
 import { KubeConfig } from '@kubernetes/client-node'
+import { Writable } from 'node:stream'
 import pino from 'pino'
+import type { Test } from 'tap'
 import type { RunOptions } from '../../operator/cli/run.ts'
 import { memcachedCRD } from '../../operator/api/crd.ts'
 import { isNotFound, KubeClient, type KubeObject } from '../../operator/controller/client.ts'
 import { loadChart, type Chart } from '../../operator/render/chart.ts'
+import { createLogger, type Level } from '../../operator/controller/log.ts'
 import { MemcachedController, type ControllerMetrics } from '../../operator/reconcile/controller.ts'
 import { EventAggregator } from '../../operator/reconcile/events.ts'
 import { ApiEventRecorder } from '../../operator/reconcile/recorder.ts'
@@ -178,4 +181,43 @@ export async function findObject(c: KubeClient, apiVersion: string, kind: string
     if (isNotFound(err)) return undefined
     throw err
   }
+}
+
+/** What {@link startLoggedBed} starts. */
+export interface LoggedBed {
+  sandbox: Sandbox
+  /** A user's client (user agent test-user/1, field manager test-user). */
+  client: KubeClient
+  controller: MemcachedController
+  metrics: CountingMetrics
+  /** Every line the operator logged, at the level asked for. */
+  logs: string[]
+}
+
+/**
+ * A sandbox with the CRD of `crdChart` (pods Ready after 20 ms), and an operator whose chart is
+ * whatever `chart()` returns, logging at `level` into `logs`; stopped when `t` ends.
+ */
+export async function startLoggedBed(t: Test, crdChart: Chart, chart: () => Chart, level: Level = 'trace'): Promise<LoggedBed> {
+  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(crdChart) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => client.close())
+  const opClient = clientFor(sandbox)
+  const logs: string[] = []
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean))
+      done()
+    },
+  })
+  const metrics = new CountingMetrics()
+  const controller = new MemcachedController({ client: opClient, chart, namespaces: [], concurrency: 2, resyncPeriodMs: 600_000, log: createLogger({ level, destination }), metrics })
+  await controller.start()
+  controller.runWorkers()
+  t.teardown(async () => {
+    await controller.stop()
+    opClient.close()
+  })
+  return { sandbox, client, controller, metrics, logs }
 }
