@@ -9,6 +9,15 @@ export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
+/**
+ * Sets `out[k] = v` as an own property whatever the key: an assignment to `__proto__` would set
+ * the object's prototype instead (JSON.parse, and Go, make it a member like any other).
+ */
+export function setMember(out: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true })
+  else out[k] = v
+}
+
 /** A deep copy of a JSON value; `undefined` object members are left out. */
 export function clone<T>(v: T): T {
   if (typeof v !== 'object' || v === null) return v
@@ -20,7 +29,7 @@ export function clone<T>(v: T): T {
   const out: Record<string, unknown> = {}
   for (const k of Object.keys(v)) {
     const x = (v as Record<string, unknown>)[k]
-    if (x !== undefined) out[k] = clone(x)
+    if (x !== undefined) setMember(out, k, clone(x))
   }
   return out as T
 }
@@ -62,7 +71,7 @@ function plainCopy(v: unknown): unknown {
   for (const k of Object.keys(v)) {
     const x = (v as Record<string, unknown>)[k]
     if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue
-    out[k] = plainCopy(x)
+    setMember(out, k, plainCopy(x))
   }
   return out
 }
@@ -81,7 +90,7 @@ export function cloneDropNull<T>(v: T): T {
   const out: Record<string, unknown> = {}
   for (const k of Object.keys(v)) {
     const x = (v as Record<string, unknown>)[k]
-    if (x !== undefined && x !== null) out[k] = cloneDropNull(x)
+    if (x !== undefined && x !== null) setMember(out, k, cloneDropNull(x))
   }
   return out as T
 }
