@@ -1,6 +1,8 @@
 /**
  * One reconcile of one Memcached: render → stamp → guard → diff → server-side apply (re-creating
- * what the server will not change in place) → prune → status. Reads come from informer caches (never a GET per reconcile); the only requests are the
+ * what the server will not change in place) → prune → status; when nothing it renders from and
+ * nothing it applied has changed since its last complete reconcile, straight to prune → status.
+ * Reads come from informer caches (no GET, not even before a create); the only requests are the
  * writes that something actually needs.
  */
 import type { Logger } from 'pino'
