@@ -26,7 +26,7 @@ EXPOSE 8080 8081
 # What operator/cli/main.js's shebang does (`node --max-semi-space-size=2`: a capped young generation
 # halves the resident memory of the long-running operator); distroless has no /usr/bin/env. No
 # `--optimize-for-size`: with it garbage collection took a third of the operator's CPU time
-# (15-27% without) and the operator ~40% more CPU per CR, for ~10% less resident memory
+# (15-27% without) and the operator 40-65% more CPU per CR, for 2-16% less peak resident memory
 # (npm run bench:operator measures both).
 # Works with a read-only root filesystem: the compile cache and the validator cache go to
 # os.tmpdir() (/tmp, an emptyDir in kustomize/manager) and are skipped when it is not writable.
