@@ -257,7 +257,7 @@ export class Reconciler {
       const uid = result?.metadata.uid
       const entry = uid === undefined ? undefined : this.#d.memory.get(uid)
       // A value the server kept (keptImmutable) is re-created by the next full reconcile.
-      if (result === undefined || uid === undefined || entry === undefined || !this.#d.memory.isStill(result, entry.desiredHash) || keptImmutable(d, result)) return
+      if (result === undefined || uid === undefined || entry === undefined || entry.resourceVersion !== result.metadata.resourceVersion || keptImmutable(d, result)) return
       objects.push({ identity: settledIdentity(d), uid, desiredHash: entry.desiredHash })
     }
     this.#settled.set(crUid, { chart, inputs, secrets, objects, optional, notServed })
