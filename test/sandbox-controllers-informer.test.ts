@@ -236,3 +236,31 @@ t.test('a built-in LIST item is the stored object without apiVersion and kind, b
     t.equal(JSON.stringify(item), JSON.stringify(rest), `${item.metadata.name ?? ''}: same fields, same order`)
   }
 })
+
+t.test('a merge patch of a shared (frozen) object\'s /status stores what a patch of a private copy stores, and still checks what it sends', async (t) => {
+  const run = async (shareIt: boolean) => {
+    const cluster = createCluster()
+    const q = () => new URLSearchParams({ resourceVersion: String(cluster.store.resourceVersion) })
+    const stop = shareIt ? cluster.watchShared({ verb: 'watch', group: '', version: 'v1', resource: 'pods', query: q() } as ApiRequest, () => {}) : () => {}
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { app: 'x' } }, spec: { containers: [{ name: 'c', image: 'memcached:1.6', resources: { requests: { cpu: '100m' } } }] } }
+    t.equal((await cluster.handle({ verb: 'create', group: '', version: 'v1', resource: 'pods', namespace: 'default', body: pod, query: new URLSearchParams() })).status, 201)
+    const patch = (body: unknown, query = new URLSearchParams()) => cluster.handle({ verb: 'patch', group: '', version: 'v1', resource: 'pods', namespace: 'default', name: 'p', subresource: 'status', contentType: 'application/merge-patch+json', body, query, userAgent: 'kubelet/v1.34' })
+    const first = await patch({ status: { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'False' }] } })
+    t.equal(first.status, 200)
+    t.equal(shareIt, Object.isFrozen(cluster.store.get('/pods', 'default', 'p')?.frozen() ?? {}), shareIt ? 'the stored pod is shared, frozen' : 'nobody shares the stored pod')
+    const second = await patch({ metadata: { labels: { ignored: 'yes' } }, spec: { nodeName: 'ignored' }, status: { conditions: [{ type: 'Ready', status: 'True' }], bogus: 1 } })
+    t.equal(second.status, 200)
+    const stored = JSON.parse(cluster.store.get('/pods', 'default', 'p')?.json ?? '{}') as KubeObject
+    stop()
+    return { stored, warning: second.headers?.['Warning'] ?? '' }
+  }
+  const [shared, copied] = [await run(true), await run(false)]
+  const scrub = (o: KubeObject) => JSON.parse(JSON.stringify(o).replace(/"uid":"[^"]*"/g, '"uid":"-"').replace(/"(creationTimestamp|time|startTime)":"[^"]*"/g, '"$1":"-"')) as KubeObject
+  t.same(scrub(shared.stored), scrub(copied.stored), 'the same object, managedFields included')
+  t.same(Object.keys(shared.stored), Object.keys(copied.stored), 'in the same order')
+  t.equal(JSON.stringify(scrub(shared.stored)), JSON.stringify(scrub(copied.stored)), 'byte for byte')
+  t.same((shared.stored['status'] as { conditions: unknown[] }).conditions, [{ type: 'Ready', status: 'True' }], 'the patched status')
+  t.notOk('ignored' in (shared.stored.metadata.labels ?? {}), 'a /status write changes no label')
+  t.equal(shared.warning, '299 - "unknown field \\"status.bogus\\""', 'the field sent that the kind does not have is still reported')
+  t.equal(shared.warning, copied.warning)
+})

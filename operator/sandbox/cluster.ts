@@ -918,7 +918,12 @@ export class Cluster implements ClusterAccess {
     const accepted = type.custom ? [jsonPatchType, mergePatchType, applyPatchType, applyPatchCbor] : [jsonPatchType, mergePatchType, strategicPatchType, applyPatchType, applyPatchCbor]
     if (pt === undefined || (pt === 'strategic' && type.custom)) throw unsupportedMediaType(accepted)
     const live = this.#mustLive(type, req)
-    const patched = this.#patchObject(type, live.copy(), req, pt)
+    // A merge patch of a built-in kind's /status builds on the frozen stored object: the patch
+    // copies what it changes and shares the rest (mergePatch never mutates its target), and the
+    // /status write keeps only the status from the result. Anything else patches a private copy.
+    const frozen = pt === 'merge' && req.subresource === 'status' && !type.custom ? live.frozen() : undefined
+    const target = frozen === undefined ? live.copy() : ({ ...frozen, metadata: { ...frozen.metadata } } as KubeObject)
+    const patched = this.#patchObject(type, target, req, pt)
     const next = this.#stamp(type, patched)
     return this.#writeUpdate(type, req, live, next, { patch: true, subresource: req.subresource })
   }

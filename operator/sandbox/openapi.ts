@@ -461,6 +461,16 @@ export function builtinQuantityCheck(group: string, version: string, kind: strin
 /** Quantity strings that parsed (`100m`, `64Mi` recur in every pod): bounded, cleared when full. */
 const goodQuantities = new Set<string>()
 
+/**
+ * Whether a value of a write is a member of the stored object, at the same path of the same
+ * object, and so was checked when that was written: the only deeply frozen values a write holds
+ * are those the server shares from the stored object instead of copying (a built-in kind's
+ * `/status` write, whose schema never changes). A request's body is always the server's own copy.
+ */
+function storedAlready(value: object): boolean {
+  return Object.isFrozen(value)
+}
+
 /** The walk of {@link builtinQuantityCheck}: into the fields whose schema can hold a Quantity only. */
 function firstBadQuantity(schema: Schema, value: unknown): string | undefined {
   if (schema.$ref === QUANTITY_REF) {
@@ -477,7 +487,7 @@ function firstBadQuantity(schema: Schema, value: unknown): string | undefined {
     }
     return undefined
   }
-  if (typeof value !== 'object' || value === null || !holdsQuantity(schema)) return undefined
+  if (typeof value !== 'object' || value === null || !holdsQuantity(schema) || storedAlready(value)) return undefined
   const s = resolve(schema)
   if (Array.isArray(value)) {
     const items = s.items as Schema | undefined
@@ -581,7 +591,7 @@ function walk(schema: Schema, value: unknown, unknown: (obj: Record<string, unkn
 
 /** `trail`: the keys and indexes down to `value`, spelt as a path only for an unknown key. */
 function walkAt(schema: Schema, value: unknown, trail: (string | number)[], unknown: (obj: Record<string, unknown>, key: string, path: string) => void): void {
-  if (schema.$ref === QUANTITY_REF || typeof value !== 'object' || value === null) return
+  if (schema.$ref === QUANTITY_REF || typeof value !== 'object' || value === null || storedAlready(value)) return
   const s = resolve(schema)
   if (Array.isArray(value)) {
     const items = s.items as Schema | undefined

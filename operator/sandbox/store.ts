@@ -73,6 +73,14 @@ export class StoredObject {
     return o
   }
   /**
+   * The stored object when it is alive and deeply frozen (then it cannot have drifted from its
+   * bytes), for a write that copies only what it changes; undefined otherwise.
+   */
+  frozen(): KubeObject | undefined {
+    const o = this.#obj.deref()
+    return o !== undefined && Object.isFrozen(o) ? o : undefined
+  }
+  /**
    * The bytes as an item of a built-in List: the real server's typed lists omit each item's
    * `kind` and `apiVersion`. Cut from the bytes (which begin with them), not kept.
    */

@@ -275,7 +275,9 @@ function member(o: JsonObject | undefined, k: string, t: Topology): Json | undef
 function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[], acc: CompareAcc): void {
   if (l === null) l = undefined
   if (r === null) r = undefined
-  if (l === undefined && r === undefined) return
+  // The same value on both sides (a write that shares the stored object's unchanged members, or
+  // both absent) holds no change at any depth.
+  if (l === r) return
   let kind = kindOf(t, r ?? l)
   if (kind !== LEAF_KIND && l !== undefined && r !== undefined && kindOf(t, l) !== kind) kind = LEAF_KIND
   if (kind !== LEAF_KIND && isEmptyContainer(l) && isEmptyContainer(r)) kind = LEAF_KIND
