@@ -91,7 +91,7 @@ export class Authenticator {
   /** The identity of a bearer token, or undefined when the token is not valid (now). */
   userOfToken(token: string): UserInfo | undefined {
     const known = this.#static.get(token)
-    if (known) return structuredClone(known)
+    if (known) return copyUser(known)
     const parts = token.split('.')
     if (parts.length !== 3) return undefined
     const [header = '', payload = '', signature = ''] = parts
@@ -131,4 +131,12 @@ export class Authenticator {
     if (!user) throw unauthorized()
     return user
   }
+}
+
+/** A copy of a known identity that the caller may change (as structuredClone made it, for a fraction of the cost). */
+function copyUser(u: UserInfo): UserInfo {
+  const out: UserInfo = { username: u.username, groups: [...u.groups] }
+  if (u.uid !== undefined) out.uid = u.uid
+  if (u.extra !== undefined) out.extra = Object.fromEntries(Object.entries(u.extra).map(([k, v]) => [k, [...v]]))
+  return out
 }
