@@ -47,6 +47,72 @@ t.test('a key is never held by two workers; re-added while processing it comes b
   t.equal(q.inFlight, 0, 'done of an unknown key is ignored')
 })
 
+t.test('priorities: the highest first, first come first served within one (controller-runtime pkg/controller/priorityqueue)', async (t) => {
+  const { q } = queue()
+  q.add('resync-1', -100)
+  q.add('change-1')
+  q.add('resync-2', -100)
+  q.add('change-2', 0)
+  q.add('urgent', 5)
+  t.equal(q.length, 5)
+  const order: string[] = []
+  for (let i = 0; i < 5; i++) order.push((await q.get()) as string)
+  t.same(order, ['urgent', 'change-1', 'change-2', 'resync-1', 'resync-2'])
+  t.equal(q.length, 0)
+})
+
+t.test('a waiting key added again at a higher priority moves up (the maximum wins); at a lower one it stays', async (t) => {
+  const { q } = queue()
+  q.add('a', -100)
+  q.add('b', -100)
+  q.add('c')
+  q.add('b', 0)
+  t.equal(q.length, 3, 'moved, not duplicated')
+  q.add('c', -100)
+  t.equal(await q.get(), 'c', 'a lower priority does not demote it')
+  t.equal(await q.get(), 'b', 'b now waits with the changes, behind c')
+  t.equal(await q.get(), 'a')
+  t.equal(q.length, 0)
+  const next = q.get()
+  t.notOk(await settled(next), 'the place b left is not handed out again')
+  q.add('d', -100)
+  t.equal(await next, 'd')
+})
+
+t.test('a key added while it is processed comes back at the highest priority it was added with', async (t) => {
+  const { q } = queue()
+  q.add('a')
+  t.equal(await q.get(), 'a')
+  q.add('a', -100)
+  q.add('a', 0)
+  q.add('a', -100)
+  q.add('z', -100)
+  q.add('y')
+  q.done('a')
+  t.equal(await q.get(), 'y')
+  t.equal(await q.get(), 'a', 'at 0, ahead of z, though it was first added again at -100')
+  t.equal(await q.get(), 'z')
+  q.done('a')
+  q.add('a', -100)
+  q.add('x')
+  t.equal(await q.get(), 'x', 'a later add of a processed key starts from its own priority')
+  t.equal(await q.get(), 'a')
+})
+
+t.test('a long line is served in order across its compaction', async (t) => {
+  const { q } = queue()
+  const n = 5000
+  for (let i = 0; i < n; i++) q.add(`k${i}`)
+  // Every other key moved up and back into the line's end: the stale places are skipped.
+  for (let i = 0; i < n; i += 2) q.add(`k${i}`, 1)
+  const got: string[] = []
+  for (let i = 0; i < n; i++) got.push((await q.get()) as string)
+  const evens = Array.from({ length: n / 2 }, (_, i) => `k${2 * i}`)
+  const odds = Array.from({ length: n / 2 }, (_, i) => `k${2 * i + 1}`)
+  t.same(got, [...evens, ...odds])
+  t.equal(q.length, 0)
+})
+
 t.test('waiting workers are served in order', async (t) => {
   const { q } = queue()
   const w1 = q.get()

