@@ -410,7 +410,11 @@ function updateManagers(managers: Map<string, Manager>, oldBody: JsonObject, new
  */
 export function trackUpdate(old: KubeObject | undefined, updated: KubeObject, opts: UpdateOptions): KubeObject {
   const sent = updated.metadata?.managedFields
-  const source = opts.subresource === undefined && Array.isArray(sent) && sent.length > 0 ? sent : old?.metadata?.managedFields
+  const stored = old?.metadata?.managedFields
+  // managedFields sent back as they are stored (a client's PUT of what it read, a patch of a copy)
+  // replace them with themselves: the stored entries are decoded once and cached by identity.
+  const replaces = opts.subresource === undefined && Array.isArray(sent) && sent.length > 0 && sent !== stored && !deepEqual(sent, stored)
+  const source = replaces ? sent : stored
   const managers = decodeManagers(source, opts.topology)
   const next = updateManagers(managers, old === undefined ? {} : body(old), body(updated), {
     manager: opts.manager,
