@@ -18,7 +18,7 @@ import {
   withoutPrefixes,
 } from './fieldset.ts'
 import { clone, deepEqual, getPath, isObject } from './json.ts'
-import { compareObjects, gvkString, mergeObjects, omitEmpty, prunedPaths, reconcileWithSchema, removePaths, toFieldSet } from './merge.ts'
+import { compareObjects, gvkString, markReconciled, mergeObjects, omitEmpty, prunedPaths, reconcileWithSchema, removePaths, toFieldSet } from './merge.ts'
 
 /** Options of {@link serverSideApply}. */
 export interface ApplyOptions {
@@ -353,6 +353,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   if (!objectChanged && !ownershipChanged && live !== undefined) return { ok: true, object: live, changed: false }
   // The applier's timestamp moves only when the object changed (a new entry needs one anyway).
   if (objectChanged || mine.time === undefined) mine.time = opts.now
+  for (const m of next.values()) markReconciled(m.set, opts.topology)
   setManagedFields(result, encodeManagers(next))
   return { ok: true, object: result, changed: true }
 }
@@ -424,6 +425,7 @@ export function trackUpdate(old: KubeObject | undefined, updated: KubeObject, op
     topology: opts.topology,
     ignored: ignoredPrefixes(opts.resetFields),
   })
+  for (const m of next.values()) markReconciled(m.set, opts.topology)
   setManagedFields(updated, encodeManagers(next))
   return updated
 }

@@ -387,6 +387,16 @@ export function reconcileWithSchema(set: FieldSet, topology: Topology): FieldSet
   return out
 }
 
+/**
+ * Records that `set` needs no reconciling with `topology`: it was built under that topology (by
+ * comparing or typing objects, whose walks stop at atomic nodes) or from sets that were (a union
+ * or a difference holds no path below an atomic node that its inputs did not). The next write that
+ * decodes it skips the walk.
+ */
+export function markReconciled(set: FieldSet, topology: Topology): void {
+  if (!reconciled.has(set)) reconciled.set(set, { topology, set })
+}
+
 function reconcileNode(s: FieldSet, t: Topology): FieldSet {
   if (s.children === null) return s
   if (t.type === 'list' ? t.listType === 'atomic' : (t.type === 'struct' || t.type === 'map') && t.atomic === true) return LEAF
