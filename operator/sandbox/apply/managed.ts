@@ -353,9 +353,14 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   if (!objectChanged && !ownershipChanged && live !== undefined) return { ok: true, object: live, changed: false }
   // The applier's timestamp moves only when the object changed (a new entry needs one anyway).
   if (objectChanged || mine.time === undefined) mine.time = opts.now
-  for (const m of next.values()) markReconciled(m.set, opts.topology)
+  markNewSets(next, managers, opts.topology)
   setManagedFields(result, encodeManagers(next))
   return { ok: true, object: result, changed: true }
+}
+
+/** Records the sets a write made (not those it decoded, which are) as reconciled with the kind's schema. */
+function markNewSets(next: Map<string, Manager>, decoded: Map<string, Manager>, topology: Topology): void {
+  for (const [id, m] of next) if (decoded.get(id)?.set !== m.set) markReconciled(m.set, topology)
 }
 
 function setManagedFields(obj: KubeObject, entries: ManagedFieldsEntry[]): void {
@@ -425,7 +430,7 @@ export function trackUpdate(old: KubeObject | undefined, updated: KubeObject, op
     topology: opts.topology,
     ignored: ignoredPrefixes(opts.resetFields),
   })
-  for (const m of next.values()) markReconciled(m.set, opts.topology)
+  markNewSets(next, managers, opts.topology)
   setManagedFields(updated, encodeManagers(next))
   return updated
 }
