@@ -2,6 +2,8 @@
 import t from 'tap'
 import { WorkQueue, type QueueHooks } from '../operator/controller/queue.ts'
 import { FakeClock, Backoff, backoffDelay, realClock } from '../operator/controller/clock.ts'
+import type { KubeObject } from '../operator/controller/client.ts'
+import { PRIORITY, updatePriority } from '../operator/reconcile/controller.ts'
 
 function queue(opts: ConstructorParameters<typeof WorkQueue>[0] = {}): { q: WorkQueue; clock: FakeClock } {
   const clock = new FakeClock(1_000)
@@ -111,6 +113,26 @@ t.test('a long line is served in order across its compaction', async (t) => {
   const odds = Array.from({ length: n / 2 }, (_, i) => `k${2 * i + 1}`)
   t.same(got, [...evens, ...odds])
   t.equal(q.length, 0)
+})
+
+t.test('a Memcached\'s update: a resync is queued behind the changes, a new generation or a deletion is a change, the operator\'s own status write is nothing', async (t) => {
+  const cr = (name: string, generation: number, extra: Partial<KubeObject['metadata']> = {}, status?: unknown): KubeObject => ({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name, namespace: 'd', generation, ...extra }, spec: { size: 3 }, ...(status ? { status } : {}) })
+  const a = cr('a', 1)
+  t.equal(updatePriority(a, a), PRIORITY.resync, 'the informer hands the same object: a resync')
+  t.equal(updatePriority(cr('b', 1), cr('b', 2)), PRIORITY.changed, 'a new generation')
+  t.equal(updatePriority(cr('c', 1), cr('c', 1, { deletionTimestamp: '2026-11-27T00:00:00Z' })), PRIORITY.changed, 'deleting')
+  t.equal(updatePriority(cr('d', 1), cr('d', 1, {}, { nodes: ['x'] })), undefined, 'a status write reconciles nothing')
+  // The controller's informer handlers, as they queue: three resyncs, then one CR's change.
+  const { q } = queue()
+  for (const name of ['r1', 'r2', 'r3']) {
+    const o = cr(name, 1)
+    q.add(`d/${name}`, updatePriority(o, o))
+  }
+  q.add('d/r3', updatePriority(cr('r3', 1), cr('r3', 2)))
+  q.add('d/new', PRIORITY.changed)
+  const order: string[] = []
+  for (let i = 0; i < 4; i++) order.push((await q.get()) as string)
+  t.same(order, ['d/r3', 'd/new', 'd/r1', 'd/r2'], 'the changed CR and the new one before the resyncs; r3 not twice')
 })
 
 t.test('waiting workers are served in order', async (t) => {

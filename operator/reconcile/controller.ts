@@ -49,6 +49,17 @@ const UID_INDEX = 'uid'
  */
 export const PRIORITY = { changed: 0, resync: -100 } as const
 
+/**
+ * Whether, and at which priority, a Memcached's update is reconciled: a resync (the informer hands
+ * the same object twice) last; a new generation or a deletion as a change; anything else — above
+ * all the operator's own status writes, which change neither — not at all.
+ */
+export function updatePriority(before: KubeObject, after: KubeObject): number | undefined {
+  if (before === after) return PRIORITY.resync
+  if (before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) return PRIORITY.changed
+  return undefined
+}
+
 /** The controller's name in metrics and logs. */
 export const CONTROLLER_NAME = 'memcached'
 
@@ -432,10 +443,9 @@ export class MemcachedController {
       i.onAdd((cr) => this.#enqueue(cr, PRIORITY.changed))
       i.onUpdate((before, after) => {
         this.#reconciler.observed(after)
-        // Our own status writes change neither generation nor deletion: no reconcile for them.
-        // A resync hands the same object twice: reconcile it (drift no event announced), last.
-        if (before === after) this.#enqueue(after, PRIORITY.resync)
-        else if (before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) this.#enqueue(after, PRIORITY.changed)
+        // A resync is reconciled too (drift no event announced), after the changes.
+        const priority = updatePriority(before, after)
+        if (priority !== undefined) this.#enqueue(after, priority)
       })
       i.onDelete((cr) => {
         this.#references.forget(objectKey(cr))
