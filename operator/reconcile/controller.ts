@@ -440,7 +440,7 @@ export class MemcachedController {
   #wire(): void {
     const enqueue = (o: KubeObject): void => this.#enqueue(o)
     for (const i of this.#memcacheds.informers) {
-      i.onAdd((cr) => this.#enqueue(cr, PRIORITY.changed))
+      i.onAdd(enqueue)
       i.onUpdate((before, after) => {
         this.#reconciler.observed(after)
         // A resync is reconciled too (drift no event announced), after the changes.

@@ -109,7 +109,8 @@ export class StoredObject {
   }
   /**
    * The stored object when it is alive and deeply frozen (then it cannot have drifted from its
-   * bytes), for a write that copies only what it changes; undefined otherwise.
+   * bytes): what {@link copy} copies from, and what a write that copies only what it changes
+   * builds on; undefined otherwise.
    */
   frozen(): KubeObject | undefined {
     const o = this.#obj.deref()
@@ -139,9 +140,8 @@ export class StoredObject {
    * directly when it is frozen (then it cannot have drifted from the bytes it was written as).
    */
   copy(): KubeObject {
-    const o = this.#obj.deref()
-    if (o !== undefined && Object.isFrozen(o)) return wireCopy(o) as KubeObject
-    return JSON.parse(this.json) as KubeObject
+    const o = this.frozen()
+    return o !== undefined ? (wireCopy(o) as KubeObject) : (JSON.parse(this.json) as KubeObject)
   }
   /**
    * The stored object without its status, for a `/status` write of a built-in kind, which sets the
@@ -151,15 +151,15 @@ export class StoredObject {
    * otherwise a private copy.
    */
   withoutStatus(): KubeObject {
-    const o = this.#obj.deref()
-    if (o === undefined || !Object.isFrozen(o)) return this.copyWithoutStatus()
+    const o = this.frozen()
+    if (o === undefined) return this.copyWithoutStatus()
     const { status: _, ...rest } = o
     return { ...rest, metadata: { ...o.metadata } } as KubeObject
   }
   /** {@link copy} without the status, for a write that replaces it (the status is not copied to be dropped). */
   copyWithoutStatus(): KubeObject {
-    const o = this.#obj.deref()
-    if (o !== undefined && Object.isFrozen(o)) {
+    const o = this.frozen()
+    if (o !== undefined) {
       const { status: _, ...rest } = o
       return wireCopy(rest) as KubeObject
     }
