@@ -330,10 +330,12 @@ export class Cluster implements ClusterAccess {
     if (req.body !== null && typeof req.body === 'object') req = { ...req, body: ArrayBuffer.isView(req.body) ? structuredClone(req.body) : wireCopy(req.body) }
     const reply = await this.dispatch(req, { faults: req.injectFaults === true, account: req.account === true })
     const res = { status: reply.status } as ApiResponse
-    const json = reply.json
-    if (json === undefined) res.body = reply.text ?? reply.body
+    // Whether the reply carries bytes, without making them (lazyJsonReply).
+    const bytes = Object.getOwnPropertyDescriptor(reply, 'json')
+    if (bytes === undefined || (bytes.get === undefined && bytes.value === undefined)) res.body = reply.text ?? reply.body
     else {
-      // Parsed when first read: most in-process writers never look at the object sent back.
+      // Serialised and parsed when first read: most in-process writers never look at the object
+      // sent back.
       let parsed: unknown
       let done = false
       Object.defineProperty(res, 'body', {
@@ -341,7 +343,7 @@ export class Cluster implements ClusterAccess {
         configurable: true,
         get: () => {
           if (!done) {
-            parsed = JSON.parse(json)
+            parsed = JSON.parse(reply.json as string)
             done = true
           }
           return parsed
@@ -370,7 +372,7 @@ export class Cluster implements ClusterAccess {
     reply ??= this.respond(req)
     if (mode.account) this.account(req, reply.status)
     // KEP-4974: every request for core/v1 Endpoints is warned about since 1.33.
-    if (req.group === '' && req.resource === 'endpoints') reply = { ...reply, headers: headerMap(reply.headers, [endpointsDeprecated]) ?? {} }
+    if (req.group === '' && req.resource === 'endpoints') reply = withHeaders(reply, headerMap(reply.headers, [endpointsDeprecated]) ?? {})
     return reply
   }
 
@@ -488,10 +490,9 @@ export class Cluster implements ClusterAccess {
     return stored.isAt(gv) ? stored.json : JSON.stringify({ ...stored.obj, apiVersion: gv })
   }
 
+  /** A reply with the object's bytes, serialised only when read (most in-process writers never do). */
   #objectReply(type: ResourceType, status: number, stored: StoredObject, headers?: Record<string, string>): Reply {
-    const r: Reply = { status, json: this.#jsonFor(type, stored) }
-    if (headers) r.headers = headers
-    return r
+    return lazyJsonReply(status, () => this.#jsonFor(type, stored), headers)
   }
 
   #wantsTable(req: ApiRequest): boolean {
@@ -1470,6 +1471,22 @@ export class Cluster implements ClusterAccess {
 }
 
 // ---------------------------------------------------------------- module helpers
+
+/** A reply whose `json` is made when first read (an own enumerable property: a spread copies its value). */
+function lazyJsonReply(status: number, make: () => string, headers?: Record<string, string>): Reply {
+  let json: string | undefined
+  const r: Reply = { status }
+  Object.defineProperty(r, 'json', { enumerable: true, configurable: true, get: () => (json ??= make()) })
+  if (headers) r.headers = headers
+  return r
+}
+
+/** The same reply with other headers, its `json` still made only when read. */
+function withHeaders(reply: Reply, headers: Record<string, string>): Reply {
+  const r = Object.defineProperties({} as Reply, Object.getOwnPropertyDescriptors(reply))
+  r.headers = headers
+  return r
+}
 
 function errorReply(e: StatusError): Reply {
   const r: Reply = { status: e.code, body: e.status }

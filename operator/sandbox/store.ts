@@ -34,28 +34,63 @@ export function canonicalOrder(obj: KubeObject): KubeObject {
  * the garbage collector needs the room, then parsed again from the bytes when next asked for.
  * Keeping both for every object and every retained version doubled the heap the collector
  * traverses, and its cost grew with the number of objects.
+ *
+ * The bytes are made when first read. A write's object is held strongly until then; once the
+ * write's event has been delivered ({@link StoredObject.settle}) an object that no in-process
+ * informer shares gets its bytes and is held weakly, as above, while one they share (frozen, kept
+ * alive by them anyway) waits until a reader wants its bytes: a kind nobody reads over the wire
+ * (ReplicaSets, Endpoints, EndpointSlices in the benchmarks) is never serialised.
  */
 export class StoredObject {
-  readonly json: string
   readonly rv: number
   readonly namespace: string
   readonly name: string
+  #json: string | undefined
+  /** The object, until its bytes exist. */
+  #strong: KubeObject | undefined
   #obj: WeakRef<KubeObject>
-  /** Where the bytes after `apiVersion` and `kind` begin (`-1`: the object is not in canonical order). */
-  readonly #itemStart: number
+  readonly #apiVersion: unknown
+  readonly #kind: unknown
+  /** Whether `apiVersion` is the object's first member (so its bytes begin with it). */
+  readonly #apiVersionFirst: boolean
+  /** Where the bytes after `apiVersion` and `kind` begin (`-1`: not in canonical order; `-2`: not known yet). */
+  #itemStart = -2
   constructor(obj: KubeObject, rv: number) {
     this.rv = rv
-    this.json = JSON.stringify(obj)
     this.namespace = obj.metadata.namespace ?? ''
     this.name = obj.metadata.name ?? ''
+    this.#strong = obj
     this.#obj = new WeakRef(obj)
-    let prefix = '{'
-    if (obj.apiVersion !== undefined) prefix += `"apiVersion":${JSON.stringify(obj.apiVersion)},`
-    if (obj.kind !== undefined) prefix += `"kind":${JSON.stringify(obj.kind)},`
-    this.#itemStart = this.json.startsWith(prefix) ? prefix.length : -1
+    this.#apiVersion = obj.apiVersion
+    this.#kind = obj.kind
+    let first: string | undefined
+    for (const k in obj) {
+      if ((obj as Record<string, unknown>)[k] === undefined) continue
+      first = k
+      break
+    }
+    this.#apiVersionFirst = first === 'apiVersion'
+  }
+  /** The serialised object (made on first use). */
+  get json(): string {
+    if (this.#json === undefined) {
+      this.#json = JSON.stringify(this.#strong)
+      this.#strong = undefined
+    }
+    return this.#json
+  }
+  /**
+   * Called once the write's event has been delivered: an object no in-process informer took
+   * (it is not frozen) gets its bytes now and is held weakly from then on.
+   */
+  settle(): void {
+    const o = this.#strong
+    if (o !== undefined && !Object.isFrozen(o)) void this.json
   }
   /** The stored object, immutable by convention (parsed again from the bytes if it was collected). */
   get obj(): KubeObject {
+    const strong = this.#strong
+    if (strong !== undefined) return strong
     let o = this.#obj.deref()
     if (o === undefined) {
       o = JSON.parse(this.json) as KubeObject
@@ -86,12 +121,19 @@ export class StoredObject {
    * `kind` and `apiVersion`. Cut from the bytes (which begin with them), not kept.
    */
   get itemJson(): string {
+    const json = this.json
+    if (this.#itemStart === -2) {
+      let prefix = '{'
+      if (this.#apiVersion !== undefined) prefix += `"apiVersion":${JSON.stringify(this.#apiVersion)},`
+      if (this.#kind !== undefined) prefix += `"kind":${JSON.stringify(this.#kind)},`
+      this.#itemStart = json.startsWith(prefix) ? prefix.length : -1
+    }
     if (this.#itemStart < 0) return JSON.stringify({ ...this.obj, apiVersion: undefined, kind: undefined })
-    return this.#itemStart === 1 ? this.json : `{${this.json.slice(this.#itemStart)}`
+    return this.#itemStart === 1 ? json : `{${json.slice(this.#itemStart)}`
   }
-  /** Whether the stored bytes are at apiVersion `gv` (and can be sent as they are). */
+  /** Whether the stored bytes are at apiVersion `gv` (and can be sent as they are): they begin with it. */
   isAt(gv: string): boolean {
-    return this.json.startsWith(`{"apiVersion":${JSON.stringify(gv)},`)
+    return this.#apiVersionFirst && this.#apiVersion === gv
   }
   /**
    * A private deep copy the caller may mutate: the bytes parsed, or the parsed object copied
@@ -307,17 +349,19 @@ export class Store {
       for (let i = 0; i < this.#pending.length; i++) {
         const e = this.#pending[i] as StoreEvent
         const subs = this.#subscribers.get(e.table)
-        if (!subs) continue
-        for (const fn of [...subs]) {
-          try {
-            fn(e)
-          } catch (err) {
-            // A failing subscriber must not stop delivery to the others; its error still surfaces.
-            queueMicrotask(() => {
-              throw err
-            })
+        if (subs) {
+          for (const fn of [...subs]) {
+            try {
+              fn(e)
+            } catch (err) {
+              // A failing subscriber must not stop delivery to the others; its error still surfaces.
+              queueMicrotask(() => {
+                throw err
+              })
+            }
           }
         }
+        e.current.settle()
       }
     } finally {
       this.#pending = []
