@@ -99,3 +99,22 @@ t.test('a later version in which our managedFields entry is as our apply left it
   bare.remember(live('u2', '1'), desired)
   t.notOk(bare.isUnchangedSinceApply(desired, { metadata: { ...live('u2', '2').metadata, managedFields: [ours] } }), 'applied without an entry of ours: only the same resourceVersion tells')
 })
+
+t.test('an object a cache showed and a diff found equal is remembered by its resourceVersion only: the cache may lag behind an apply of ours', async (t) => {
+  const ours = { manager: 'memcached-operator', operation: 'Apply', fieldsV1: { 'f:spec': { 'f:ports': {} } } }
+  const version = (rv: string) => ({ metadata: { ...live('u1', rv).metadata, managedFields: [ours] } })
+  const m = new AppliedMemory()
+  m.rememberFound(version('10'), desired)
+  t.ok(m.isUnchangedSinceApply(desired, version('10')), 'that very version')
+  t.notOk(m.isUnchangedSinceApply(desired, version('12')), 'not another one with the same fields of ours (it may be an apply of other values)')
+  t.equal(m.get('u1')?.ownerUid, 'cr-1', 'forgotten with its CR like any entry')
+})
+
+t.test('a version looked at for another desired object leaves the entry as it was', async (t) => {
+  const ours = { manager: 'memcached-operator', operation: 'Apply', fieldsV1: { 'f:spec': { 'f:ports': {} } } }
+  const version = (rv: string) => ({ metadata: { ...live('u1', rv).metadata, managedFields: [ours] } })
+  const m = new AppliedMemory()
+  m.remember(version('12'), desired)
+  t.notOk(m.isUnchangedSinceApply({ ...desired, spec: {} }, version('10')), 'another desired object')
+  t.equal(m.get('u1')?.resourceVersion, '12', 'still the version our apply returned')
+})

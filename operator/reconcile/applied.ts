@@ -13,6 +13,15 @@
  * is no longer in our entry. A Deployment's status written by its controller, a label someone
  * added, leave our entry as it was; a `kubectl scale` or an edit of our field does not.
  *
+ * Why only an apply's own answer is trusted that way: a version that the caches show later is not
+ * necessarily a later version. A cache that lags behind our applies (a watch that is behind, or
+ * dropped and relisted) may show an object as it was before our last apply, with the same fields
+ * of ours holding other values — ours too, from an earlier apply. So an object the caches show
+ * and a diff finds equal to what we render is remembered by its resourceVersion alone
+ * ({@link AppliedMemory.rememberFound}); and an apply that failed may have been applied all the
+ * same (a timeout, a lost answer), so the caller forgets the object's entry: the next reconcile
+ * diffs it again.
+ *
  * Pure data: the caller feeds it the objects the server returned.
  */
 import { createHash } from 'node:crypto'
@@ -61,7 +70,7 @@ export interface AppliedEntry {
   desiredHash: string
   /** uid of the object's controller (the CR), so that everything of a CR can be forgotten at once. */
   ownerUid: string | undefined
-  /** {@link ownedFieldsHash} of the object our apply returned (undefined: only its resourceVersion tells). */
+  /** {@link ownedFieldsHash} of the object our apply returned (undefined: only its resourceVersion tells, as for an object found equal). */
   ownedFields: string | undefined
 }
 
@@ -108,8 +117,7 @@ export class AppliedMemory {
     const uid = live?.metadata.uid
     if (uid === undefined || live === undefined) return false
     const entry = this.#entries.get(uid)
-    if (entry === undefined || !this.#asLeft(entry, live)) return false
-    if (entry.desiredHash !== hashDesired(desired)) return false
+    if (entry === undefined || entry.desiredHash !== hashDesired(desired) || !this.#asLeft(entry, live)) return false
     this.#touch(uid, entry)
     return true
   }
@@ -145,15 +153,29 @@ export class AppliedMemory {
 
   /**
    * Records that `liveAfterApply` (the object the server returned for our apply of `desired`) is
-   * what `desired` produces. Also right after a diff found `live` equal to `desired`: then the
-   * next resync skips even the diff. Objects without uid or resourceVersion are not remembered.
+   * what `desired` produces; a later version in which our managedFields entry is unchanged is too.
+   * Objects without uid or resourceVersion are not remembered.
    */
   remember(liveAfterApply: VersionedObject, desired: unknown): void {
-    const { uid, resourceVersion } = liveAfterApply.metadata
+    this.#set(liveAfterApply, desired, ownedFieldsHash(liveAfterApply))
+  }
+
+  /**
+   * Records that `live`, as a cache showed it, was found equal to `desired` by a diff: that very
+   * version is what `desired` produces, so that the next resync skips even the diff. Not a later
+   * one with the same fields of ours: the cache may lag behind an apply of ours that changed their
+   * values, and that version may come next.
+   */
+  rememberFound(live: VersionedObject, desired: unknown): void {
+    this.#set(live, desired, undefined)
+  }
+
+  #set(live: VersionedObject, desired: unknown, ownedFields: string | undefined): void {
+    const { uid, resourceVersion } = live.metadata
     if (uid === undefined || resourceVersion === undefined) return
     this.forget(uid)
-    const ownerUid = controllerOf(liveAfterApply)?.uid
-    this.#entries.set(uid, { resourceVersion, desiredHash: hashDesired(desired), ownerUid, ownedFields: ownedFieldsHash(liveAfterApply) })
+    const ownerUid = controllerOf(live)?.uid
+    this.#entries.set(uid, { resourceVersion, desiredHash: hashDesired(desired), ownerUid, ownedFields })
     if (ownerUid !== undefined) {
       let owned = this.#byOwner.get(ownerUid)
       if (!owned) this.#byOwner.set(ownerUid, (owned = new Set()))

@@ -428,7 +428,7 @@ export class Reconciler {
     if (current) {
       const diff = diffObject(d, current)
       if (diff.equal) {
-        memory.remember(current, d)
+        memory.rememberFound(current, d)
         metrics.skipped(d.kind)
         return current
       }
@@ -441,6 +441,9 @@ export class Reconciler {
     } catch (err) {
       const refused = immutableRefusal(err, d.kind)
       if (current && refused) return this.#recreate(cr, d, current, refused, done, log)
+      // A failed apply may have been applied all the same (a timeout, an answer lost): what the
+      // memory holds of the object is no longer known to be our last write.
+      if (current?.metadata.uid !== undefined) memory.forget(current.metadata.uid)
       // Only an existing object has fields that cannot change: one the caches have not seen yet.
       if (!current && refused) return this.#raceLost(cr, d, undefined, `${describeObject(d)} exists though the operator's caches did not show it yet (the server refused the apply: ${refused.message}): it was not created by this ${KIND} and is left alone`, log)
       return this.#applyFailed(cr, d, err, log)

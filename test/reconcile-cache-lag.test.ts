@@ -1,0 +1,136 @@
+/**
+ * The reconciler against a children's cache that lags behind the operator's own applies (a watch
+ * that is behind, or dropped and relisted): whatever versions the cache shows in between, once it
+ * catches up the reconcile makes the live objects what the CR renders now. Against a real API
+ * server (the sandbox, whose managedFields are structured-merge-diff's), with a cache the test
+ * moves by hand, as an informer would, from the server's objects.
+ */
+import pino from 'pino'
+import t, { type Test } from 'tap'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
+import { loadChart } from '../operator/render/chart.ts'
+import { AppliedMemory } from '../operator/reconcile/applied.ts'
+import { childSummary } from '../operator/reconcile/controller.ts'
+import { EventAggregator } from '../operator/reconcile/events.ts'
+import { kindKey, Reconciler, type Cache, type MemcachedObject } from '../operator/reconcile/reconciler.ts'
+import { ApiEventRecorder } from '../operator/reconcile/recorder.ts'
+import { startSandbox } from '../operator/sandbox/index.ts'
+import { clientFor, CountingMetrics } from './support/operator.ts'
+
+const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
+const NAME = 'lag'
+const empty: Cache = { get: () => undefined, byIndex: () => [] }
+
+/** A sandbox, a CR, a reconciler whose CR cache is the CR as the test last read it and whose children's cache shows what the test put in it. */
+async function laggingBed(t: Test) {
+  const chart = loadChart()
+  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  t.teardown(() => sb.close())
+  const client = clientFor(sb)
+  // An apply whose answer is lost: the server applied it, the operator hears a timeout.
+  let loseNextAnswer = false
+  const applyObject = client.applyObject.bind(client)
+  client.applyObject = (async (...args: Parameters<KubeClient['applyObject']>) => {
+    const result = await applyObject(...args)
+    if (!loseNextAnswer) return result
+    loseNextAnswer = false
+    throw new ApiError(504, 'Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded')
+  }) as KubeClient['applyObject']
+  const user = clientFor(sb, 'test-user/1', 'test-user')
+  t.teardown(() => (client.close(), user.close()))
+  let cr = (await user.create({ ...MC, metadata: { name: NAME, namespace: 'default' }, spec: { size: 1, image: { tag: '1.6.38-alpine' } } })) as MemcachedObject
+  /** The children's cache: by kind, the summary of the version the test last showed it. */
+  const shown = new Map<string, KubeObject>()
+  const cacheOf = (kind: string): Cache => ({ get: (_ns, name) => (name === NAME ? shown.get(kind) : undefined), byIndex: () => [] })
+  const log = pino({ level: 'silent' })
+  const metrics = new CountingMetrics()
+  const reconciler = new Reconciler({
+    client,
+    chart: () => chart,
+    memcacheds: { get: () => cr, byIndex: () => [cr] },
+    children: new Map(chart.kinds.map((k) => [kindKey(k), cacheOf(k.kind)])),
+    foreign: new Map(chart.kinds.map((k) => [kindKey(k), empty])),
+    pods: empty,
+    memory: new AppliedMemory(),
+    events: new ApiEventRecorder(client, new EventAggregator(), log),
+    metrics,
+  })
+  const deployment = (c: KubeClient = user) => c.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: NAME })
+  return {
+    reconcile: () => reconciler.reconcile('default', NAME, log),
+    loseNextAnswer: () => void (loseNextAnswer = true),
+    /** Changes the CR's spec on the server and in the CR cache. */
+    async setTag(tag: string) {
+      cr = (await user.patch({ ...MC, namespace: 'default', name: NAME }, { spec: { image: { tag } } }, { type: 'merge' })) as MemcachedObject
+    },
+    /** The cache catches up with the server: every child as it is now. */
+    async catchUp() {
+      // The optional kinds (CRDs such as ServiceMonitor) are not served by this sandbox.
+      for (const k of chart.kinds.filter((k) => !k.optional)) {
+        const live = await user.get({ apiVersion: k.apiVersion, kind: k.kind, namespace: 'default', name: NAME }).catch(() => undefined)
+        if (live) shown.set(k.kind, childSummary({ ...live, apiVersion: k.apiVersion, kind: k.kind }))
+        else shown.delete(k.kind)
+      }
+    },
+    /** The image the server's Deployment runs. */
+    image: async () => ((await deployment()).spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]!.image,
+    metrics,
+  }
+}
+
+t.test('a spec changed and changed back while the cache still shows the first apply: once the cache catches up, the Deployment is what the CR renders now', async (t) => {
+  const bed = await laggingBed(t)
+  await bed.reconcile()
+  await bed.catchUp()
+  t.match(await bed.image(), /:1\.6\.38-alpine$/, 'first apply')
+
+  // The cache stays at the first apply's version from here on, until catchUp.
+  await bed.setTag('1.6.39')
+  await bed.reconcile()
+  t.match(await bed.image(), /:1\.6\.39$/, 'the change is applied')
+
+  await bed.setTag('1.6.38-alpine')
+  // The cache shows 1.6.38-alpine, which is what the CR says again: nothing to apply yet, as far as this reconcile can tell.
+  await bed.reconcile()
+
+  // The watch delivers the second apply's version (1.6.39, our own apply: our managedFields entry
+  // has the same fields as the version the cache showed before); its event brings a reconcile.
+  await bed.catchUp()
+  await bed.reconcile()
+  t.match(await bed.image(), /:1\.6\.38-alpine$/, 'the Deployment runs the image the CR names now')
+  await bed.catchUp()
+  await bed.reconcile()
+  t.match(await bed.image(), /:1\.6\.38-alpine$/, 'and keeps it')
+})
+
+t.test('a stale version the cache shows after the apply is never taken for the apply', async (t) => {
+  const bed = await laggingBed(t)
+  await bed.reconcile()
+  await bed.catchUp()
+  await bed.setTag('1.6.39')
+  await bed.reconcile()
+  // A reconcile on the stale cache with the same spec: the Deployment on the server already has it.
+  await bed.reconcile()
+  t.match(await bed.image(), /:1\.6\.39$/, 'the apply stands')
+  await bed.catchUp()
+  const applied = bed.metrics.counts['applied:Deployment'] ?? 0
+  await bed.reconcile()
+  t.equal(bed.metrics.counts['applied:Deployment'] ?? 0, applied, 'once the cache has caught up, nothing is applied again')
+  t.match(await bed.image(), /:1\.6\.39$/)
+})
+
+t.test('an apply whose answer was lost (applied all the same) is not taken for the apply before it', async (t) => {
+  const bed = await laggingBed(t)
+  await bed.reconcile()
+  await bed.catchUp()
+  await bed.setTag('1.6.39')
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/, 'the reconcile fails')
+  t.match(await bed.image(), /:1\.6\.39$/, 'though the server applied it')
+  // Changed back before a retry; the cache shows the lost apply's version.
+  await bed.setTag('1.6.38-alpine')
+  await bed.catchUp()
+  await bed.reconcile()
+  t.match(await bed.image(), /:1\.6\.38-alpine$/, 'the Deployment runs the image the CR names now')
+})
