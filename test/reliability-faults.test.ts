@@ -1,7 +1,7 @@
 /**
  * Under faults: many CRs and a seeded stream of random spec changes while the sandbox injects
- * 500/503, 409, 429 with Retry-After, latency, dropped watches and 410 on resume. When the faults
- * stop, every CR converges (children equal its current render, status.nodes its pods,
+ * 500/503, 409, 429 with Retry-After, 504 after a write was carried out, latency, dropped watches
+ * and 410 on resume. When the faults stop, every CR converges (children equal its current render, status.nodes its pods,
  * observedGeneration its generation), with no unhandled rejection, no duplicate or orphaned
  * object, a bounded number of operator requests per CR, and a foreign object of a CR's name never
  * written by our field manager.
@@ -15,15 +15,21 @@ import { MC, memcached, problems, randomSpecPatch, seeded, sleep, statusOf, wait
 const CRS = Number(process.env.RELIABILITY_CRS ?? 40)
 const CHURN_MS = Number(process.env.RELIABILITY_CHURN_MS ?? 12_000)
 const SEED = Number(process.env.RELIABILITY_SEED ?? 7)
-const FAULTS = { errorRate: 0.05, conflictRate: 0.02, throttleRate: 0.01, retryAfterS: 1, latencyMs: 5, watchDropS: 3, expireOnResume: true, seed: SEED }
+const FAULTS = { errorRate: 0.05, conflictRate: 0.02, throttleRate: 0.01, timeoutRate: 0.01, retryAfterS: 1, latencyMs: 5, watchDropS: 3, expireOnResume: true, seed: SEED }
 
-/** The test's own requests meet the same faults: retried until the server answers. */
-async function persist<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * The test's own requests meet the same faults: retried until the server answers. A create
+ * answered 504 may have been carried out: its retry's AlreadyExists is the creation's success.
+ */
+async function persist<T>(fn: () => Promise<T>): Promise<T | undefined> {
+  let timedOut = false
   for (let i = 0; ; i++) {
     try {
       return await fn()
     } catch (err) {
-      const retriable = err instanceof ApiError && [409, 429, 500, 503].includes(err.status)
+      if (timedOut && err instanceof ApiError && err.reason === 'AlreadyExists') return undefined
+      timedOut ||= err instanceof ApiError && err.status === 504
+      const retriable = err instanceof ApiError && [409, 429, 500, 503, 504].includes(err.status)
       if (!retriable || i > 50) throw err
       await sleep(20)
     }
@@ -66,7 +72,7 @@ t.test(`${CRS} CRs and random spec changes under injected faults all converge on
   const faultSeconds = (Date.now() - faultStart) / 1000
   const counts = bed.sandbox.requests.counts()
   const operatorRequests = counts.byUserAgent['memcached-operator/test'] ?? 0
-  const injected = Object.entries(counts.byCode).filter(([code]) => ['409', '429', '500', '503'].includes(code)).reduce((a, [, n]) => a + n, 0)
+  const injected = Object.entries(counts.byCode).filter(([code]) => ['409', '429', '500', '503', '504'].includes(code)).reduce((a, [, n]) => a + n, 0)
   bed.sandbox.faults.set({})
 
   const convergeMs = await waitConverged(c, chart, 60_000)

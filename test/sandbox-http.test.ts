@@ -283,6 +283,17 @@ t.test('over HTTP', async (t) => {
     t.equal((await http(sb, 'GET', '/api/v1/namespaces/default/configmaps/one')).status, 200)
   })
 
+  t.test('faults: timeout-rate carries a write out, then answers 504 as an API server does to a write past its deadline', async (t) => {
+    t.teardown(() => void sb.faults.set({}))
+    sb.faults.set('timeout-rate=1')
+    t.equal((await http(sb, 'GET', '/api/v1/namespaces/default/configmaps/one')).status, 200, 'reads are answered')
+    const to = await http(sb, 'PATCH', '/api/v1/namespaces/default/configmaps/one', { data: { timedOut: 'yes' } })
+    t.equal(to.status, 504)
+    t.same(to.json, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Timeout: request did not complete within requested timeout - context deadline exceeded', reason: 'Timeout', code: 504 })
+    sb.faults.set({})
+    t.equal((await http(sb, 'GET', '/api/v1/namespaces/default/configmaps/one')).json.data.timedOut, 'yes', 'the write was carried out all the same')
+  })
+
   t.test('faults: a paused server holds requests until unpaused', async (t) => {
     await http(sb, 'PUT', '/sandbox/v1/faults', { paused: true })
     let answered = false

@@ -95,8 +95,9 @@ t.test('fault settings parse from strings and JSON, and refuse nonsense', async 
     paused: false,
   })
   t.same(parseFaults({ errorRate: 0.5, namespaces: ['a'] }), { errorRate: 0.5, namespaces: ['a'] })
+  t.same(parseFaults('timeout-rate=0.01'), { timeoutRate: 0.01 })
   t.same(parseFaults(undefined), {})
-  for (const bad of ['error-rate', 'error-rate=2', 'latency-ms=-1', 'paused=maybe', 'what=1', 'error-rate=']) t.throws(() => parseFaults(bad), FaultSpecError, bad)
+  for (const bad of ['error-rate', 'error-rate=2', 'timeout-rate=1.5', 'latency-ms=-1', 'paused=maybe', 'what=1', 'error-rate=']) t.throws(() => parseFaults(bad), FaultSpecError, bad)
   t.throws(() => parseFaults({ verbs: 3 }), FaultSpecError)
   const f = new Faults('resources=deployments.apps/status,namespaces=prod')
   t.ok(f.matches({ verb: 'patch', group: 'apps', resource: 'deployments', subresource: 'status', namespace: 'prod' }))

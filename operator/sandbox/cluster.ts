@@ -367,7 +367,8 @@ export class Cluster implements ClusterAccess {
       const ms = this.faults.latencyFor(target)
       if (ms > 0) await new Promise((r) => setTimeout(r, ms))
       const err = this.faults.errorFor(target)
-      if (err) reply = errorReply(err)
+      if (err && !err.afterWrite) reply = errorReply(err)
+      else if (err) reply = (this.respond(req), errorReply(err))
     }
     reply ??= this.respond(req)
     if (mode.account) this.account(req, reply.status)

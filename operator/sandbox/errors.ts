@@ -159,6 +159,14 @@ export function serviceUnavailable(message = 'the server is currently unable to 
   return new StatusError(503, 'ServiceUnavailable', message)
 }
 
+/**
+ * 504 Timeout, as a request that outlived its deadline is answered (apimachinery errors.NewTimeoutError,
+ * from apiserver endpoints/handlers/rest.go finishRequest).
+ */
+export function timeout(): StatusError {
+  return new StatusError(504, 'Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded')
+}
+
 /** 403 Forbidden. */
 export function forbidden(group: string, resource: string, name: string, why: string): StatusError {
   // errors.NewForbidden leaves the name out when there is none.

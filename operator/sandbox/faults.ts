@@ -11,6 +11,7 @@
  * | `error-rate` | probability of an injected 500 InternalError or 503 ServiceUnavailable (half each) |
  * | `conflict-rate` | probability of a 409 Conflict on writes (create, update, patch, delete) |
  * | `throttle-rate` | probability of a 429 TooManyRequests with `Retry-After` |
+ * | `timeout-rate` | probability that a write is carried out and then answered 504 Timeout |
  * | `retry-after-s` | the `Retry-After` seconds of injected 429s (default 1) |
  * | `latency-ms` | delay added before every matching request |
  * | `watch-drop-s` | every N seconds, open watch connections are cut (socket destroyed) |
@@ -24,7 +25,7 @@
  *
  * A `PUT` replaces all settings (keys left out take their defaults); `GET` returns them in camelCase.
  */
-import { serviceUnavailable, internalError, conflict, tooManyRequests, type StatusError } from './errors.ts'
+import { serviceUnavailable, internalError, conflict, tooManyRequests, timeout, type StatusError } from './errors.ts'
 import { qualifiedResource } from './errors.ts'
 
 /** Fault settings; every field optional (off). */
@@ -32,6 +33,7 @@ export interface FaultSpec {
   errorRate?: number
   conflictRate?: number
   throttleRate?: number
+  timeoutRate?: number
   retryAfterS?: number
   latencyMs?: number
   watchDropS?: number
@@ -56,10 +58,10 @@ export interface FaultTarget {
   user?: string | undefined
 }
 
-const numberKeys = ['errorRate', 'conflictRate', 'throttleRate', 'retryAfterS', 'latencyMs', 'watchDropS', 'seed'] as const
+const numberKeys = ['errorRate', 'conflictRate', 'throttleRate', 'timeoutRate', 'retryAfterS', 'latencyMs', 'watchDropS', 'seed'] as const
 const boolKeys = ['expireOnResume', 'paused'] as const
 const listKeys = ['verbs', 'resources', 'namespaces', 'users'] as const
-const rateKeys = new Set(['errorRate', 'conflictRate', 'throttleRate'])
+const rateKeys = new Set(['errorRate', 'conflictRate', 'throttleRate', 'timeoutRate'])
 
 function camel(key: string): string {
   return key.trim().replace(/[-_]([a-z])/g, (_, c: string) => c.toUpperCase())
@@ -195,13 +197,17 @@ export class Faults {
     return ms > 0 && this.matches(t) ? ms : 0
   }
 
-  /** The injected error for this request, if the dice say so. */
-  errorFor(t: FaultTarget): StatusError | undefined {
+  /**
+   * The injected error for this request, if the dice say so: an error instead of the request, or
+   * (`afterWrite`) an answer that replaces a write's own once it is carried out.
+   */
+  errorFor(t: FaultTarget): (StatusError & { afterWrite?: true }) | undefined {
     const s = this.#spec
     const errorRate = s.errorRate ?? 0
     const conflictRate = s.conflictRate ?? 0
     const throttleRate = s.throttleRate ?? 0
-    if (errorRate + conflictRate + throttleRate <= 0 || !this.matches(t)) return undefined
+    const timeoutRate = s.timeoutRate ?? 0
+    if (errorRate + conflictRate + throttleRate + timeoutRate <= 0 || !this.matches(t)) return undefined
     const r = this.#random()
     if (r < errorRate) return this.#random() < 0.5 ? internalError('injected fault') : serviceUnavailable()
     if (r < errorRate + conflictRate) {
@@ -209,6 +215,9 @@ export class Faults {
       return writeVerbs.has(t.verb) ? conflict(t.group, t.resource, t.name ?? '') : undefined
     }
     if (r < errorRate + conflictRate + throttleRate) return tooManyRequests(s.retryAfterS ?? 1)
+    // A write that outlives its deadline: the API server answers 504 while the write goes on and
+    // may be stored (apiserver endpoints/handlers/rest.go finishRequest). Here it always is.
+    if (r < errorRate + conflictRate + throttleRate + timeoutRate && writeVerbs.has(t.verb)) return Object.assign(timeout(), { afterWrite: true as const })
     return undefined
   }
 
