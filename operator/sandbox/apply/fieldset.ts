@@ -240,10 +240,40 @@ export function sortedKeys(m: ReadonlyMap<string, FieldSet>): string[] {
   if (keys.length < 2) return keys
   let allFields = true
   for (const k of keys) if (!k.startsWith('f:')) allFields = false
-  if (allFields) return keys.sort(byCodeUnits)
-  const decorated = keys.map((k) => ({ k, pe: parseElement(k) }))
-  decorated.sort((x, y) => comparePE(x.pe, y.pe))
+  if (allFields) return insertionSort(keys, byCodeUnits)
+  const decorated = keys.map((k) => ({ k, pe: parsedElement(k) }))
+  insertionSort(decorated, (x, y) => comparePE(x.pe, y.pe))
   return decorated.map((d) => d.k)
+}
+
+/**
+ * Sorts in place. A node's keys are few (a struct's fields, a list's items): sorting them here
+ * spares the work array `Array.prototype.sort` allocates at every call, which every encoding of a
+ * set made per node.
+ */
+function insertionSort<T>(a: T[], cmp: (x: T, y: T) => number): T[] {
+  if (a.length > 32) return a.sort(cmp)
+  for (let i = 1; i < a.length; i++) {
+    const x = a[i] as T
+    let j = i - 1
+    while (j >= 0 && cmp(a[j] as T, x) > 0) {
+      a[j + 1] = a[j] as T
+      j--
+    }
+    a[j + 1] = x
+  }
+  return a
+}
+
+/** Parsed path elements by spelling (the same keys and values recur in every object of a kind); bounded. */
+const parsedElements = new Map<string, PathElement>()
+function parsedElement(k: string): PathElement {
+  let pe = parsedElements.get(k)
+  if (pe === undefined) {
+    if (parsedElements.size >= 10_000) parsedElements.clear()
+    parsedElements.set(k, (pe = parseElement(k)))
+  }
+  return pe
 }
 
 function byCodeUnits(a: string, b: string): number {

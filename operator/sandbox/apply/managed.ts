@@ -18,7 +18,7 @@ import {
   withoutPrefixes,
 } from './fieldset.ts'
 import { clone, deepEqual, getPath, isObject } from './json.ts'
-import { compareObjects, gvkString, markReconciled, mergeObjects, omitEmpty, prunedPaths, reconcileWithSchema, removePaths, toFieldSet } from './merge.ts'
+import { compareObjects, gvkString, markReconciled, mergeObjects, omitEmpty, prunedPaths, reconcileWithSchema, removePaths, skipTree, toFieldSet, type SkipTree } from './merge.ts'
 
 /** Options of {@link serverSideApply}. */
 export interface ApplyOptions {
@@ -185,6 +185,15 @@ function ignoredPrefixes(resetFields: string[][] | undefined): string[][] {
   return [...STRIPPED, ...resetPrefixes(resetFields)]
 }
 
+/** {@link ignoredPrefixes} as the tree a comparison skips, one per set of reset fields. */
+const ignoredTrees = new Map<string, SkipTree>()
+function ignoredTree(resetFields: string[][] | undefined): SkipTree {
+  const key = resetFields === undefined ? '' : resetFields.map((p) => p.join('.')).join('|')
+  let tree = ignoredTrees.get(key)
+  if (tree === undefined) ignoredTrees.set(key, (tree = skipTree(ignoredPrefixes(resetFields))))
+  return tree
+}
+
 /** The object without `metadata.managedFields` (shallow: nothing else is copied). */
 function body(obj: KubeObject): JsonObject {
   const md = obj.metadata
@@ -279,7 +288,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
       apiVersion: live.apiVersion,
       now: opts.now,
       topology: t,
-      ignored,
+      ignored: ignoredTree(opts.resetFields),
     })
   }
 
@@ -299,9 +308,10 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   }
   restoreResetFields(merged, liveBody, opts.resetFields)
 
-  const c = compareObjects(liveBody ?? {}, merged, t)
-  const changes = withoutPrefixes(union(c.modified, c.added), ignored)
-  const removed = withoutPrefixes(c.removed, ignored)
+  // The fields nobody owns are left out as the comparison walks.
+  const c = compareObjects(liveBody ?? {}, merged, t, ignoredTree(opts.resetFields))
+  const changes = union(c.modified, c.added)
+  const removed = c.removed
 
   const conflicts: ApplyConflict[] = []
   const printed = new Map<string, string>()
@@ -375,14 +385,15 @@ interface UpdateCtx {
   subresource?: string
   now: string
   topology: Topology
-  ignored: string[][]
+  /** What the comparison leaves out ({@link ignoredTree}). */
+  ignored: SkipTree
 }
 
 /** The update algorithm: the writer takes every field it added, changed or removed. */
 function updateManagers(managers: Map<string, Manager>, oldBody: JsonObject, newBody: JsonObject, ctx: UpdateCtx): Map<string, Manager> {
-  const c = compareObjects(oldBody, newBody, ctx.topology)
-  const changed = withoutPrefixes(union(c.modified, c.added), ctx.ignored)
-  const removed = withoutPrefixes(c.removed, ctx.ignored)
+  const c = compareObjects(oldBody, newBody, ctx.topology, ctx.ignored)
+  const changed = union(c.modified, c.added)
+  const removed = c.removed
   const touched = union(changed, removed)
   const id = managerId('Update', ctx.manager, ctx.apiVersion, ctx.subresource)
   const next = new Map<string, Manager>()
@@ -428,7 +439,7 @@ export function trackUpdate(old: KubeObject | undefined, updated: KubeObject, op
     subresource: opts.subresource,
     now: opts.now,
     topology: opts.topology,
-    ignored: ignoredPrefixes(opts.resetFields),
+    ignored: ignoredTree(opts.resetFields),
   })
   markNewSets(next, managers, opts.topology)
   setManagedFields(updated, encodeManagers(next))

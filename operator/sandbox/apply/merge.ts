@@ -233,12 +233,38 @@ export interface Comparison {
 }
 
 /**
+ * Field paths a comparison leaves out, as a tree by path element (`f:metadata` → `f:name` → null):
+ * null where everything at and below the path is left out.
+ */
+export type SkipTree = ReadonlyMap<string, SkipTree | null>
+
+/** The {@link SkipTree} of path prefixes (each a list of path elements, `['f:metadata', 'f:name']`). */
+export function skipTree(prefixes: readonly (readonly string[])[]): SkipTree {
+  const root = new Map<string, Map<string, unknown> | null>()
+  for (const p of prefixes) {
+    let n: Map<string, unknown> | null = root
+    for (let i = 0; i < p.length && n !== null; i++) {
+      const k = p[i] as string
+      if (i === p.length - 1) n.set(k, null)
+      else {
+        let c = n.get(k) as Map<string, unknown> | null | undefined
+        if (c === undefined) n.set(k, (c = new Map()))
+        n = c
+      }
+    }
+  }
+  return root as SkipTree
+}
+
+/**
  * Compares two objects the way structured-merge-diff does: leaves are added, removed or
  * modified; a struct, map or list item that appears (or disappears) is itself added (removed).
+ * The paths `skip` holds, and what lies below them, are left out of all three sets (as
+ * `withoutPrefixes` of the sets would leave them out), without being walked.
  */
-export function compareObjects(lhs: JsonObject, rhs: JsonObject, topology: Topology): Comparison {
+export function compareObjects(lhs: JsonObject, rhs: JsonObject, topology: Topology, skip?: SkipTree): Comparison {
   const acc = { added: builder(), modified: builder(), removed: builder() }
-  compare(lhs, rhs, topology, [], acc)
+  compare(lhs, rhs, topology, [], acc, skip)
   return { added: build(acc.added), modified: build(acc.modified), removed: build(acc.removed) }
 }
 
@@ -272,7 +298,7 @@ function member(o: JsonObject | undefined, k: string, t: Topology): Json | undef
   return t.type === 'list' ? EMPTY_ARRAY : EMPTY_OBJECT
 }
 
-function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[], acc: CompareAcc): void {
+function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[], acc: CompareAcc, skip?: SkipTree): void {
   if (l === null) l = undefined
   if (r === null) r = undefined
   // The same value on both sides (a write that shares the stored object's unchanged members, or
@@ -295,18 +321,24 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
       for (const k of Object.keys(lo)) {
         const lv = lo[k]
         if (lv === undefined || lv === null) continue
+        const pe = 'f:' + k
+        const below = skip?.get(pe)
+        if (below === null) continue
         const ct = childTopology(t, k)
-        trail.push('f:' + k)
-        compare(lv, member(ro, k, ct), ct, trail, acc)
+        trail.push(pe)
+        compare(lv, member(ro, k, ct), ct, trail, acc, below)
         trail.pop()
       }
     }
     if (ro !== undefined) {
       for (const k of Object.keys(ro)) {
         if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
+        const pe = 'f:' + k
+        const below = skip?.get(pe)
+        if (below === null) continue
         const ct = childTopology(t, k)
-        trail.push('f:' + k)
-        compare(member(lo, k, ct), ro[k], ct, trail, acc)
+        trail.push(pe)
+        compare(member(lo, k, ct), ro[k], ct, trail, acc, below)
         trail.pop()
       }
     }
