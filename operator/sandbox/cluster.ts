@@ -681,8 +681,9 @@ export class Cluster implements ClusterAccess {
     const badQuantity = type.badQuantity?.(decoded)
     if (badQuantity) throw decodingError(type, req, obj, badQuantity)
     // An apply's configuration was checked for undeclared fields before it was merged (a 500
-    // otherwise), and the live object holds none: the merged object has nothing to prune.
-    if (type.prune && patchTypeOf(req.contentType) !== 'apply') {
+    // otherwise), and the live object holds none: the merged object has nothing to prune. Nor has
+    // a body decoded from protobuf into a built-in kind's type (the sandbox's controllers').
+    if (type.prune && patchTypeOf(req.contentType) !== 'apply' && !(req.typed === true && !type.custom)) {
       const mode = req.query.get('fieldValidation') ?? 'Warn'
       if (mode === 'Strict') {
         const pruned = type.prune(structuredClone(decoded))

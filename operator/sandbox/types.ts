@@ -153,6 +153,14 @@ export interface ApiRequest {
   injectFaults?: boolean
   /** In-process callers only: count the request in the accounting (HTTP requests always are). */
   account?: boolean
+  /**
+   * In-process callers only: the body stands for a protobuf body decoded into the kind's Go type,
+   * as the requests of kube-controller-manager, the scheduler and the kubelet are (they send
+   * protobuf): it cannot hold a field the type lacks, so the walk that looks for unknown fields
+   * is left out. The sandbox's own controllers send it (test/sandbox-controllers-typed.test.ts
+   * holds that what they write has no unknown field).
+   */
+  typed?: boolean
 }
 
 export interface ApiResponse {

@@ -93,7 +93,8 @@ export class Client {
   }
 
   #req(verb: ApiRequest['verb'], gvr: GVR, namespace: string | undefined, name: string | undefined, opts: Options & { body?: unknown; contentType?: string } = {}): ApiRequest {
-    const req: ApiRequest = { verb, group: gvr.group, version: gvr.version, resource: gvr.resource, query: new URLSearchParams(opts.query ?? {}), userAgent: this.userAgent }
+    // The components this stands for send protobuf: their bodies are decoded into the Go types.
+    const req: ApiRequest = { verb, group: gvr.group, version: gvr.version, resource: gvr.resource, query: new URLSearchParams(opts.query ?? {}), userAgent: this.userAgent, typed: true }
     if (this.#account) req.account = true
     if (namespace) req.namespace = namespace
     if (name) req.name = name
