@@ -197,7 +197,8 @@ export class ReplicaSetController {
 
   async #updateStatus(rs: KubeObject, active: KubeObject[], manageError?: unknown): Promise<void> {
     const tlabels = obj(obj(obj(rs['spec'])['template'])['metadata'])['labels'] as Record<string, string> | undefined
-    const fullyLabeled = active.filter((p) => Object.entries(tlabels ?? {}).every(([k, v]) => p.metadata.labels?.[k] === v)).length
+    const wanted = Object.entries(tlabels ?? {})
+    const fullyLabeled = active.filter((p) => wanted.every(([k, v]) => p.metadata.labels?.[k] === v)).length
     const ready = active.filter(isPodReady).length
     const old = obj(rs['status'])
     // ReplicaSetStatus: replicas is always serialised, the other counts are omitempty.
@@ -243,10 +244,20 @@ export function sameJson(a: unknown, b: unknown): boolean {
   if (Array.isArray(a) !== Array.isArray(b)) return false
   if (Array.isArray(a)) {
     const bb = b as unknown[]
-    return a.length === bb.length && a.every((x, i) => sameJson(x, bb[i]))
+    if (a.length !== bb.length) return false
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], bb[i])) return false
+    return true
   }
   const ao = a as Record<string, unknown>
   const bo = b as Record<string, unknown>
-  const keys = Object.keys(ao).filter((k) => ao[k] !== undefined)
-  return keys.length === Object.keys(bo).filter((k) => bo[k] !== undefined).length && keys.every((k) => sameJson(ao[k], bo[k]))
+  // Members counted rather than listed: the controllers compare statuses at every sync.
+  let n = 0
+  for (const k in ao) {
+    const v = ao[k]
+    if (v === undefined) continue
+    if (!sameJson(v, bo[k])) return false
+    n++
+  }
+  for (const k in bo) if (bo[k] !== undefined) n--
+  return n === 0
 }
