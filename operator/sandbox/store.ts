@@ -27,59 +27,6 @@ export function canonicalOrder(obj: KubeObject): KubeObject {
   return out
 }
 
-/** The text of frozen JSON values, by value ({@link serialise}). */
-const texts = new WeakMap<object, string>()
-
-/** `JSON.stringify(v)`, once per frozen object or array (it cannot change). */
-function textOf(v: unknown): string | undefined {
-  if (typeof v !== 'object' || v === null || !Object.isFrozen(v)) return JSON.stringify(v)
-  let t = texts.get(v)
-  if (t === undefined) texts.set(v, (t = JSON.stringify(v)))
-  return t
-}
-
-/** `{"k":text,…}` of an object's members, each member's text from `member`. */
-function members(o: Record<string, unknown>, member: (k: string, v: unknown) => string | undefined): string {
-  let out = ''
-  for (const k of Object.keys(o)) {
-    const text = member(k, o[k])
-    if (text === undefined) continue
-    out += `${out === '' ? '{' : ','}${JSON.stringify(k)}:${text}`
-  }
-  return out === '' ? '{}' : `${out}}`
-}
-
-/** The text of a composite value built from its parts' texts, kept when the value is frozen. */
-function composed(v: object, build: () => string): string {
-  const frozen = Object.isFrozen(v)
-  let t = frozen ? texts.get(v) : undefined
-  if (t === undefined) {
-    t = build()
-    if (frozen) texts.set(v, t)
-  }
-  return t
-}
-
-/** A managedFields array: its entries' texts (an entry nobody's write changed is the same, frozen, object). */
-function managedFieldsText(v: unknown): string | undefined {
-  if (!Array.isArray(v) || v.some((e) => typeof e !== 'object' || e === null)) return textOf(v)
-  return composed(v, () => `[${v.map((e) => textOf(e)).join(',')}]`)
-}
-
-function metadataText(v: Record<string, unknown>): string {
-  return composed(v, () => members(v, (k, mv) => (k === 'managedFields' ? managedFieldsText(mv) : textOf(mv))))
-}
-
-/**
- * `JSON.stringify(obj)` of an object to store — the same text — with the text of its frozen
- * members reused: a write shares with the version before it what it did not change (a `/status`
- * write the spec, the labels, the owner references and the managedFields entries nobody's write
- * moved), frozen since the in-process informers took that version, and serialised with it.
- */
-export function serialise(obj: KubeObject): string {
-  return members(obj as unknown as Record<string, unknown>, (k, v) => (k === 'metadata' && typeof v === 'object' && v !== null && !Array.isArray(v) ? metadataText(v as Record<string, unknown>) : textOf(v)))
-}
-
 /**
  * One stored object: its serialised bytes, and the parsed object held only weakly. The bytes are
  * what nearly every read sends (GET, LIST, watch) and what a write parses into its private copy;
@@ -127,7 +74,7 @@ export class StoredObject {
   /** The serialised object (made on first use). */
   get json(): string {
     if (this.#json === undefined) {
-      this.#json = serialise(this.#strong as KubeObject)
+      this.#json = JSON.stringify(this.#strong)
       this.#strong = undefined
     }
     return this.#json
