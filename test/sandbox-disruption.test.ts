@@ -51,7 +51,8 @@ t.test('disruption.go getExpectedPodCount: integer and percentage minAvailable a
 })
 
 t.test('disruption.go countHealthyPods: a pod that stops being Ready lowers currentHealthy and disruptionsAllowed; the condition turns InsufficientPods', async (t) => {
-  const { call, get, list } = await controllersBed(t, { podReadyDelayMs: 5 })
+  // The kubelet reports the pod Ready again after the ready delay: long enough to be seen.
+  const { call, get, list } = await controllersBed(t, { podReadyDelayMs: 400 })
   await call({ verb: 'create', group: 'apps', resource: 'deployments', namespace: 'default', body: deployment('web', 2) })
   await call({ verb: 'create', group: 'policy', resource: 'poddisruptionbudgets', namespace: 'default', body: pdb('p', { selector: { matchLabels: { app: 'web' } }, minAvailable: 1 }) })
   const before = await until('one disruption allowed', async () => {

@@ -13,7 +13,8 @@ const service = (name: string, spec: Obj, labels: Obj = {}): Obj => ({ apiVersio
 const ready = (p: Obj) => p.status?.conditions?.some((c: Obj) => c.type === 'Ready' && c.status === 'True')
 
 t.test('reconciler.go: a Service\'s slice lists its pods with their IPs, conditions, targetRef, nodeName; ports resolved by name; labels and owner as upstream', async (t) => {
-  const { call, list } = await controllersBed(t, { podReadyDelayMs: 5 })
+  // The kubelet reports a pod Ready again after the ready delay: long enough to see it not ready below.
+  const { call, list } = await controllersBed(t, { podReadyDelayMs: 400 })
   for (const n of ['a', 'b']) await call({ verb: 'create', resource: 'pods', namespace: 'default', body: pod(n, { app: 'mc' }) })
   await call({ verb: 'create', resource: 'pods', namespace: 'default', body: pod('other', { app: 'x' }) })
   const svc = (await call({ verb: 'create', resource: 'services', namespace: 'default', body: service('mc', { selector: { app: 'mc' }, ports: [{ name: 'memcache', port: 11211, targetPort: 'memcache' }] }, { team: 'cache' }) })).body as Obj

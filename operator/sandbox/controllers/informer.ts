@@ -317,6 +317,7 @@ export class WorkQueue {
   #running = 0
   #stopped = false
   #paused = true
+  #scheduled = false
   #idle: (() => void)[] = []
 
   /** Keys added before {@link start} wait: a controller must not act on half-filled caches. */
@@ -341,7 +342,21 @@ export class WorkQueue {
     if (this.#queued.has(key)) return
     this.#queued.add(key)
     this.#queue.push(key)
-    this.#pump()
+    this.#soon()
+  }
+
+  /**
+   * Starts idle workers on the event loop's next turn, not inside the caller: as a controller's
+   * worker goroutines take keys from the queue on their own, so that the events of one moment (the
+   * pods of a ReplicaSet becoming ready together) are one sync of the key they map to, not one each.
+   */
+  #soon(): void {
+    if (this.#scheduled) return
+    this.#scheduled = true
+    setImmediate(() => {
+      this.#scheduled = false
+      this.#pump()
+    })
   }
 
   /** Queues `key` after `ms` milliseconds (one pending timer per key). */
