@@ -91,6 +91,8 @@ const unsubscribe = sandbox.cluster.store.subscribe('cache.example.com/memcached
 })
 const start = performance.now()
 const cpuStart = { sandbox: process.cpuUsage(), operator: cpuOf(operator.pid!) }
+// Every write of every client (the CRs' creation, the operator's, the simulated controllers') moves the resourceVersion by one.
+const rvStart = sandbox.cluster.store.resourceVersion
 const reconcilesStart = await reconciles()
 // 100 creates in flight at a time: ten thousand at once would be ten thousand connections.
 let nextCr = 0
@@ -122,6 +124,7 @@ const converged = performance.now()
 unsubscribe()
 const store = () => sandbox.cluster.store.size
 const cpuUsed = { sandbox: (() => { const u = process.cpuUsage(cpuStart.sandbox); return (u.user + u.system) / 1e6 })(), operator: cpuOf(operator.pid!) - cpuStart.operator }
+const allWrites = sandbox.cluster.store.resourceVersion - rvStart
 const reconcilesDone = (await reconciles()) - reconcilesStart
 const log = sandbox.requests.log().filter((r) => opUA(r.userAgent))
 const byVerb: Record<string, number> = {}
@@ -132,6 +135,7 @@ for (const r of log) {
 const writes = log.filter((r) => ['create', 'update', 'patch', 'delete'].includes(r.verb))
 console.log(`created ${N} CRs in ${((created - start) / 1000).toFixed(1)} s; every status.nodes complete after ${((converged - start) / 1000).toFixed(1)} s`)
 console.log(`CPU time until then: sandbox (and this script) ${cpuUsed.sandbox.toFixed(1)} s, operator ${cpuUsed.operator.toFixed(1)} s (${((1000 * cpuUsed.operator) / N).toFixed(1)} ms per CR); ${reconcilesDone} reconciles (${(reconcilesDone / N).toFixed(2)} per CR)`)
+console.log(`writes stored, all clients: ${allWrites} (${(allWrites / N).toFixed(2)} per CR)`)
 console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
 for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
 const heap = async () => {
