@@ -56,7 +56,7 @@ async function laggingBed(t: Test) {
     events: new ApiEventRecorder(client, new EventAggregator(), log),
     metrics,
   })
-  const deployment = (c: KubeClient = user) => c.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: NAME })
+  const deployment = () => user.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: NAME })
   return {
     reconcile: () => reconciler.reconcile('default', NAME, log),
     loseNextAnswer: () => void (loseNextAnswer = true),
@@ -104,20 +104,21 @@ t.test('a spec changed and changed back while the cache still shows the first ap
   t.match(await bed.image(), /:1\.6\.38-alpine$/, 'and keeps it')
 })
 
-t.test('a stale version the cache shows after the apply is never taken for the apply', async (t) => {
+t.test('a reconcile on a cache still behind the operator\'s own apply sends nothing again: the apply\'s answer vouches for the versions after it', async (t) => {
   const bed = await laggingBed(t)
   await bed.reconcile()
   await bed.catchUp()
   await bed.setTag('1.6.39')
   await bed.reconcile()
-  // A reconcile on the stale cache with the same spec: the Deployment on the server already has it.
+  const applied = bed.metrics.counts['applied:Deployment'] ?? 0
+  t.ok(applied >= 1, 'the change was applied')
+  // The cache still shows the version before that apply (1.6.38-alpine); the spec is unchanged.
   await bed.reconcile()
+  t.equal(bed.metrics.counts['applied:Deployment'] ?? 0, applied, 'nothing applied again while the cache lags')
   t.match(await bed.image(), /:1\.6\.39$/, 'the apply stands')
   await bed.catchUp()
-  const applied = bed.metrics.counts['applied:Deployment'] ?? 0
   await bed.reconcile()
-  t.equal(bed.metrics.counts['applied:Deployment'] ?? 0, applied, 'once the cache has caught up, nothing is applied again')
-  t.match(await bed.image(), /:1\.6\.39$/)
+  t.equal(bed.metrics.counts['applied:Deployment'] ?? 0, applied, 'nor once it has caught up')
 })
 
 t.test('an apply whose answer was lost (applied all the same) is not taken for the apply before it', async (t) => {
