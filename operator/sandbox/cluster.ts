@@ -367,8 +367,11 @@ export class Cluster implements ClusterAccess {
       const ms = this.faults.latencyFor(target)
       if (ms > 0) await new Promise((r) => setTimeout(r, ms))
       const err = this.faults.errorFor(target)
-      if (err && !err.afterWrite) reply = errorReply(err)
-      else if (err) reply = (this.respond(req), errorReply(err))
+      if (err) {
+        // A timeout is answered after the write was carried out: its own answer is lost.
+        if (err.afterWrite) this.respond(req)
+        reply = errorReply(err)
+      }
     }
     reply ??= this.respond(req)
     if (mode.account) this.account(req, reply.status)

@@ -277,6 +277,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   const t = opts.topology
   const gvk = gvkString(config.apiVersion ?? opts.apiVersion, config.kind)
   const ignored = ignoredPrefixes(opts.resetFields)
+  const skip = ignoredTree(opts.resetFields)
   const liveBody = live === undefined ? undefined : body(live)
   const configBody = body(config)
 
@@ -288,7 +289,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
       apiVersion: live.apiVersion,
       now: opts.now,
       topology: t,
-      ignored: ignoredTree(opts.resetFields),
+      ignored: skip,
     })
   }
 
@@ -309,7 +310,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
   restoreResetFields(merged, liveBody, opts.resetFields)
 
   // The fields nobody owns are left out as the comparison walks.
-  const c = compareObjects(liveBody ?? {}, merged, t, ignoredTree(opts.resetFields))
+  const c = compareObjects(liveBody ?? {}, merged, t, skip)
   const changes = union(c.modified, c.added)
   const removed = c.removed
 
