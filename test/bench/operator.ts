@@ -8,6 +8,8 @@
  * process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--heapsnapshot-signal=SIGUSR2`). Run with
  * `node --expose-gc` to have the sandbox's heap printed after a full collection;
  * BENCH_SANDBOX_HEAPSNAPSHOT=<file> writes a heap snapshot of the sandbox's process at convergence.
+ * BENCH_ACCOUNT_CONTROLLERS=1 records the simulated controllers' requests too and prints every
+ * client's writes by resource (the recording costs the sandbox a few percent of its CPU).
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -37,8 +39,9 @@ const rssOf = (pid: number) => {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 }
 }
 
-// The simulated controllers' requests are not counted (accountControllers): only the operator's are reported.
-const sandbox = await startSandbox({ podReadyDelayMs: 200, requestLogSize: 1_000_000, accountControllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+// The simulated controllers' requests are not counted (accountControllers) unless asked: the operator's are reported.
+const accountControllers = process.env.BENCH_ACCOUNT_CONTROLLERS === '1'
+const sandbox = await startSandbox({ podReadyDelayMs: 200, requestLogSize: 1_000_000, accountControllers, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
 const metricsPort = await freePort()
 // The operator as the image runs it: node's flags from the Dockerfile's ENTRYPOINT (BENCH_NODE_FLAGS overrides).
 const entrypoint = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))![1]!) as string[]
@@ -138,6 +141,16 @@ console.log(`CPU time until then: sandbox (and this script) ${cpuUsed.sandbox.to
 console.log(`writes stored, all clients: ${allWrites} (${(allWrites / N).toFixed(2)} per CR)`)
 console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
 for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
+if (accountControllers) {
+  const all: Record<string, number> = {}
+  for (const r of sandbox.requests.log()) {
+    if (!['create', 'update', 'patch', 'delete'].includes(r.verb)) continue
+    const k = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}`
+    all[k] = (all[k] ?? 0) + 1
+  }
+  console.log('writes of every client (BENCH_ACCOUNT_CONTROLLERS):')
+  for (const [k, v] of Object.entries(all).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
+}
 const heap = async () => {
   const text = await metricsText()
   const v = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1048576
