@@ -3,10 +3,6 @@
 // pkg/controller/controller_utils.go, k8s.io/client-go/tools/record/events_cache.go), seen through
 // the API and through real kubectl (k8s.io/kubectl/pkg/polymorphichelpers/rollback.go, history.go).
 import t from 'tap'
-import { Client } from '../operator/sandbox/controllers/client.ts'
-import { EventSink } from '../operator/sandbox/controllers/events.ts'
-import { createCluster } from '../operator/sandbox/index.ts'
-import type { ApiRequest, KubeObject } from '../operator/sandbox/types.ts'
 import { controllersBed, until, type Obj } from './support/controllers-bed.ts'
 import { kubectlFor } from './support/kubectl.ts'
 import { deployment as plain } from './support/sandbox-requests.ts'
@@ -112,17 +108,6 @@ t.test('EventAggregator: from the 10th different message of one reason on one ob
     return combined?.count === 6 ? evs : undefined
   })
   t.equal(created.length, 10, '9 Events of their own, then one combined Event counting the other 6')
-})
-
-t.test('events are bounded: beyond the cap the oldest Events the controllers wrote are deleted, as the event TTL would (events_cache.go LRU of 4,096)', async (t) => {
-  const cluster = createCluster()
-  const sink = new EventSink(3)
-  const recorder = sink.recorder('replicaset-controller', new Client(cluster, 'test'))
-  const rs = { apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: 'rs', namespace: 'default', uid: 'u1', resourceVersion: '1' } } as KubeObject
-  for (let i = 0; i < 5; i++) recorder.event(rs, 'Normal', `Reason${i}`, `message ${i}`)
-  await sink.stop()
-  const events = ((await cluster.handle({ verb: 'list', group: '', version: 'v1', resource: 'events', namespace: 'default', query: new URLSearchParams() } as ApiRequest)).body as Obj).items as Obj[]
-  t.same(events.map((e) => e.reason).sort(), ['Reason2', 'Reason3', 'Reason4'])
 })
 
 t.test('real kubectl: rollout history, history --revision, rollout undo, describe shows the controllers\' events (rollback.go)', async (t) => {

@@ -38,6 +38,7 @@ import { contentTypeOf, convertBody, negotiateOutput, type OutputTarget } from '
 import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
+import { EventTtl } from './event-ttl.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
 import { admitOwnerReferences } from './admission/ownerreferences.ts'
 import type { Attributes, Decision } from './auth/rbac.ts'
@@ -107,6 +108,8 @@ export interface ClusterOptions {
    * deletionGracePeriodSeconds, and the pod goes away this many ms later. 0 (default): at once.
    */
   podTerminationMs?: number
+  /** kube-apiserver's `--event-ttl`: Events are deleted this long after their last write (default 1 h). */
+  eventTtlMs?: number
   faults?: Faults
   accounting?: Accounting
 }
@@ -286,6 +289,7 @@ export class Cluster implements ClusterAccess {
   #table: TableRenderer | undefined
   #bookmarkIntervalMs: number
   #podTerminationMs: number
+  readonly #eventTtl: EventTtl
   /** Requests answered outside the storage pipeline (reviews, TokenRequest); set by the auth layer. */
   serveExtra: ((req: ApiRequest) => Reply | undefined) | undefined
   /** The authorizer, for admission plugins that ask it (OwnerReferencesPermissionEnforcement); set by the auth layer. */
@@ -300,6 +304,7 @@ export class Cluster implements ClusterAccess {
     this.#bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000
     this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
+    this.#eventTtl = new EventTtl(this.store, opts.eventTtlMs ?? 60 * 60_000)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
     this.faults = opts.faults ?? new Faults()
     this.accounting = opts.accounting ?? new Accounting()
@@ -317,6 +322,11 @@ export class Cluster implements ClusterAccess {
       const reply = this.respond({ verb: 'create', group: '', version: 'v1', resource: 'namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, query: new URLSearchParams(), userAgent: 'kube-apiserver' })
       if (reply.status !== 201) throw new Error(`cannot create namespace ${ns}: ${reply.json ?? JSON.stringify(reply.body)}`)
     }
+  }
+
+  /** Stops the server's own timers (the Events' TTL). */
+  close(): void {
+    this.#eventTtl.close()
   }
 
   // ---------------------------------------------------------------- entry points

@@ -57,6 +57,8 @@ export interface SandboxOptions {
    * deletionGracePeriodSeconds) this many ms before they go. Default 0: deleted at once.
    */
   podTerminationMs?: number
+  /** kube-apiserver's `--event-ttl`: Events are deleted this long after their last write (default 3,600,000 ms, an hour). */
+  eventTtlMs?: number
   /** How many requests the request log keeps (default 1,000). */
   requestLogSize?: number
   /** Start the simulated kube-controller-manager and kubelet (default true). */
@@ -143,7 +145,7 @@ export const tableRenderer: TableRenderer = (type, objects, opts) => {
   return toTable(type, objects, meta, opts.includeObject)
 }
 
-type ClusterOpts = { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; podTerminationMs?: number; accounting?: Accounting }
+type ClusterOpts = { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; podTerminationMs?: number; eventTtlMs?: number; accounting?: Accounting }
 
 /** A cluster with its authentication and authorization, the bootstrap RBAC policy stored. */
 function createAuthorizedCluster(opts: ClusterOpts, authOpts: AuthOptions = {}): { cluster: Cluster; auth: Auth } {
@@ -151,6 +153,7 @@ function createAuthorizedCluster(opts: ClusterOpts, authOpts: AuthOptions = {}):
   if (opts.historyWindow !== undefined) o.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) o.bookmarkIntervalMs = opts.bookmarkIntervalMs
   if (opts.podTerminationMs !== undefined) o.podTerminationMs = opts.podTerminationMs
+  if (opts.eventTtlMs !== undefined) o.eventTtlMs = opts.eventTtlMs
   if (opts.accounting) o.accounting = opts.accounting
   const cluster = new Cluster(o)
   const auth = new Auth(cluster, authOpts)
@@ -175,6 +178,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   if (opts.historyWindow !== undefined) cOpts.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) cOpts.bookmarkIntervalMs = opts.bookmarkIntervalMs
   if (opts.podTerminationMs !== undefined) cOpts.podTerminationMs = opts.podTerminationMs
+  if (opts.eventTtlMs !== undefined) cOpts.eventTtlMs = opts.eventTtlMs
   cOpts.accounting = new Accounting(opts.requestLogSize)
   const authOpts: AuthOptions = {}
   if (opts.anonymous !== undefined) authOpts.anonymous = opts.anonymous
@@ -237,6 +241,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       closed = true
       await controllers?.stop()
       cluster.faults.close()
+      cluster.close()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         for (const s of sockets) s.destroy()

@@ -8,10 +8,10 @@
  * - once an object has had 10 Events of one type and reason with different messages within
  *   10 minutes, the next ones fold into one Event whose message starts
  *   `(combined from similar events): ` (EventAggregator);
- * - the correlation caches are LRUs of 4,096 entries (maxLruCacheEntries).
- * And, in place of kube-apiserver's `--event-ttl` (1 h, which the sandbox does not model), the
- * Events the controllers wrote are deleted after an hour, and beyond 4,096 of them the oldest go
- * first — so a long run with many objects keeps a bounded number of Events.
+ * - the correlation caches are LRUs of 4,096 entries (maxLruCacheEntries): an Event they forget
+ *   stays stored; a repeat of it is a new Event.
+ * The server deletes Events an hour after their last write (`--event-ttl`, see event-ttl.ts); a
+ * patch of one that is gone creates it anew, as the recorder does.
  */
 import type { KubeObject } from '../types.ts'
 import { Client, events, isNotFound } from './client.ts'
@@ -20,27 +20,18 @@ import { rfc3339 } from '../cluster.ts'
 const lruSize = 4096
 const aggregateMax = 10
 const aggregateWindowMs = 10 * 60_000
-const ttlMs = 60 * 60_000
 
 interface Written {
-  client: Client
-  /** The create, which a deletion of the Event must follow */
-  created: Promise<unknown>
   namespace: string
   name: string
   count: number
-  written: number
 }
 
-/** Inserts or refreshes `key` in an insertion-ordered map used as an LRU, evicting beyond `max`. */
-function touch<V>(lru: Map<string, V>, key: string, value: V, max: number, evicted?: (v: V) => void): void {
+/** Inserts or refreshes `key` in an insertion-ordered map used as an LRU, forgetting the oldest beyond `max`. */
+function touch<V>(lru: Map<string, V>, key: string, value: V, max: number): void {
   lru.delete(key)
   lru.set(key, value)
-  while (lru.size > max) {
-    const [k, v] = lru.entries().next().value as [string, V]
-    lru.delete(k)
-    evicted?.(v)
-  }
+  while (lru.size > max) lru.delete(lru.keys().next().value as string)
 }
 
 /** The Events of all the simulated controllers, with their correlation caches. */
@@ -55,7 +46,7 @@ export class EventSink {
   #chains = new Map<string, Promise<void>>()
   #stopped = false
 
-  /** @param maxEvents how many Events the controllers keep, and the size of the correlation caches */
+  /** @param maxEvents the size of the correlation caches */
   constructor(maxEvents = lruSize) {
     this.#max = maxEvents
   }
@@ -100,8 +91,7 @@ export class EventSink {
     const seen = this.#logged.get(key)
     if (seen) {
       seen.count++
-      seen.written = Date.now()
-      touch(this.#logged, key, seen, this.#max, (v) => this.#expire(v))
+      touch(this.#logged, key, seen, this.#max)
       try {
         await client.mergePatch(events, seen.namespace, seen.name, { count: seen.count, lastTimestamp: time, message })
         return
@@ -111,7 +101,7 @@ export class EventSink {
       }
     }
     const name = `${obj.metadata.name ?? ''}.${(BigInt(Date.now()) * 1_000_000n + BigInt(Math.floor(Math.random() * 1_000_000))).toString(16)}`
-    const entry: Written = { client, created: Promise.resolve(), namespace, name, count: 1, written: Date.now() }
+    const entry: Written = { namespace, name, count: 1 }
     const apiVersion = obj.apiVersion ?? 'v1'
     const ev = {
       apiVersion: 'v1',
@@ -129,33 +119,13 @@ export class EventSink {
       reportingComponent: component,
       reportingInstance: '',
     } as unknown as KubeObject
-    entry.created = client.create(events, namespace, ev)
-    touch(this.#logged, key, entry, this.#max, (v) => this.#expire(v))
-    await entry.created
-  }
-
-  /** Deletes an Event the LRU no longer remembers: the bound on how many Events the controllers keep. */
-  #expire(v: Written): void {
-    const work = v.created.then(() => v.client.delete(events, v.namespace, v.name)).catch(() => undefined)
-    const tracked = work.finally(() => this.#inflight.delete(tracked))
-    this.#inflight.add(tracked)
-  }
-
-  /** Deletes the Events written over an hour ago (periodic, as kube-apiserver's event TTL). */
-  sweep(): void {
-    const limit = Date.now() - ttlMs
-    // The LRU is in order of last write.
-    for (const [key, v] of this.#logged) {
-      if (v.written > limit) break
-      this.#logged.delete(key)
-      this.#expire(v)
-    }
+    touch(this.#logged, key, entry, this.#max)
+    await client.create(events, namespace, ev)
   }
 
   /** Stops recording and waits for the writes in flight. */
   async stop(): Promise<void> {
     this.#stopped = true
-    // Writes in flight may still expire older Events: wait for those deletions too.
     while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight])
   }
 }

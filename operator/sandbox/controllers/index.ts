@@ -157,11 +157,10 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
   }, opts.resyncMs ?? Math.round(MIN_RESYNC_MS * (1 + Math.random())))
   timer.unref()
   // Housekeeping on its own clock: the kubelet's look at its pods (its sync loop), the garbage
-  // collector's sweep of dependents whose owner it has not seen, the Events past their TTL.
+  // collector's sweep of dependents whose owner it has not seen.
   const housekeeping = setInterval(() => {
     kubelet.resync()
     gc.sweep()
-    eventSink.sweep()
   }, Math.min(opts.resyncMs ?? HOUSEKEEPING_MS, HOUSEKEEPING_MS))
   housekeeping.unref()
 
