@@ -76,9 +76,10 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   const items: { source: string; object: RenderedObject }[] = []
   const problems: string[] = []
   let kind: RenderError['kind'] = 'template'
+  const renderedFor = { name: input.name, namespace: input.namespace }
   for (const t of chart.templates) {
     try {
-      for (const object of parseManifests(t.file, t.render(locals))) items.push({ source: t.file, object: stamp(object, input.namespace, labels) })
+      for (const object of parseManifests(t.file, t.render(locals), renderedFor)) items.push({ source: t.file, object: stamp(object, input.namespace, labels) })
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       kind = err.kind

@@ -37,28 +37,148 @@ const PARSE = {
 const parsed = new Map<string, string>()
 const PARSE_CACHE_SIZE = 512
 
-/** Empties the parse cache (the start-up snapshot must not carry the renders it warmed up with). */
+/** The instance a text was rendered for: its name and namespace, the parts of a fleet's renders that differ. */
+export interface RenderedFor {
+  name: string
+  namespace: string
+}
+
+/**
+ * Parsed output by template text with the instance's name and namespace replaced by placeholders
+ * ({@link placeholders}): CRs of one spec render the same text but for their names, and one parse
+ * serves them all. An entry is made for a generic text seen a second time, when parsing the
+ * placeholder text gives, placeholders put back, exactly what parsing the real text gave, and no
+ * scalar holding a placeholder has an explicit tag, an escape sequence or a block header that
+ * holds one. Every plain scalar that holds one is kept, since another name could change its type
+ * (`3`, `true`, `1e3` are DNS names): each use checks, with the schema's own tests, that each
+ * still resolves as a string, and parses the real text when one does not. `null`: the text was
+ * found unfit, do not try it again.
+ */
+const generic = new Map<string, GenericEntry | null>()
+/** Generic texts seen once (an entry is made at the second): a single render pays no second parse. */
+const seenOnce = new Map<string, true>()
+
+interface GenericEntry {
+  /** The objects' JSON, placeholders in their strings. */
+  json: string
+  /** Plain scalars (keys or values) holding a placeholder, as parsed. */
+  plain: string[]
+}
+
+const NAME_MARK = 'qqzname0qq'
+const NAMESPACE_MARK = 'qqznamespace0qq'
+/** A DNS-1123 subdomain: what the API server lets a name and a namespace be; nothing in it needs escaping in JSON. */
+const DNS_NAME = /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/
+
+/** How the texts given to {@link parseManifests} were served since the caches were last emptied. */
+export const parseCounts = { exact: 0, generic: 0, parsed: 0 }
+
+/** Empties the parse caches (the start-up snapshot must not carry the renders it warmed up with). */
 export function clearParseCache(): void {
   parsed.clear()
+  generic.clear()
+  seenOnce.clear()
+  parseCounts.exact = parseCounts.generic = parseCounts.parsed = 0
+}
+
+function touch<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key)
+  map.set(key, value)
+  if (map.size > PARSE_CACHE_SIZE) map.delete(map.keys().next().value as string)
 }
 
 /** Parses one template's output; every problem names the template and the line of its output. */
-export function parseManifests(file: string, text: string): RenderedObject[] {
+export function parseManifests(file: string, text: string, renderedFor?: RenderedFor): RenderedObject[] {
   const key = `${file}\0${text}`
   const hit = parsed.get(key)
   if (hit !== undefined) {
-    parsed.delete(key)
-    parsed.set(key, hit)
+    touch(parsed, key, hit)
+    parseCounts.exact++
     return JSON.parse(hit) as RenderedObject[]
   }
+  const marks = renderedFor !== undefined ? placeholders(text, renderedFor) : undefined
+  const genericKey = marks !== undefined ? `${file}\0${marks.generic}` : undefined
+  if (marks !== undefined && genericKey !== undefined) {
+    const entry = generic.get(genericKey)
+    if (entry && entry.plain.every((p) => resolvesAsString(marks.toReal(p)))) {
+      touch(generic, genericKey, entry)
+      parseCounts.generic++
+      return JSON.parse(marks.toReal(entry.json)) as RenderedObject[]
+    }
+  }
+  parseCounts.parsed++
   const objects = parseUncached(file, text)
-  parsed.set(key, JSON.stringify(objects))
-  if (parsed.size > PARSE_CACHE_SIZE) parsed.delete(parsed.keys().next().value as string)
+  const json = JSON.stringify(objects)
+  touch(parsed, key, json)
+  if (marks !== undefined && genericKey !== undefined && !generic.has(genericKey)) {
+    if (seenOnce.delete(genericKey)) touch(generic, genericKey, genericEntry(marks.generic, json, marks))
+    else touch(seenOnce, genericKey, true)
+  }
   return objects
 }
 
+/**
+ * Replaces an instance's name and namespace by placeholders (the longer first, so that a name
+ * holding its namespace, `default-cache` in `default`, stays one placeholder) and back, in the
+ * reverse order. Each replacement is undone exactly when its placeholder is not in its input:
+ * undefined when that is not so for this text (nor for the names: a DNS name only).
+ */
+function placeholders(text: string, r: RenderedFor): { generic: string; toReal(t: string): string } | undefined {
+  if (!DNS_NAME.test(r.name) || !DNS_NAME.test(r.namespace)) return undefined
+  const steps: [string, string][] = r.name === r.namespace ? [[r.name, NAME_MARK]] : r.name.length >= r.namespace.length ? [[r.name, NAME_MARK], [r.namespace, NAMESPACE_MARK]] : [[r.namespace, NAMESPACE_MARK], [r.name, NAME_MARK]]
+  let generic = text
+  for (const [real, mark] of steps) {
+    if (generic.includes(mark)) return undefined
+    generic = generic.replaceAll(real, mark)
+  }
+  const back = steps.toReversed()
+  return { generic, toReal: (t) => back.reduce((acc, [real, mark]) => acc.replaceAll(mark, real), t) }
+}
+
+/** The schema's scalar tests, as the composer's findScalarTagByTest tries them (at a key too: the merge key's). */
+const scalarTests = new YAML.Document(null, PARSE).schema.tags.filter((t) => t.default !== false && t.default !== undefined && t.test !== undefined && t.tag !== 'tag:yaml.org,2002:str')
+
+function resolvesAsString(plain: string): boolean {
+  return !scalarTests.some((t) => t.test?.test(plain))
+}
+
+/** A generic entry for a text parsed as `json` (placeholders put back), or null when the text is unfit. */
+function genericEntry(genericText: string, json: string, marks: { toReal(t: string): string }): GenericEntry | null {
+  const docs = YAML.parseAllDocuments(genericText, PARSE)
+  const plain: string[] = []
+  const holds = (s: string | undefined | null): boolean => s !== undefined && s !== null && (s.includes(NAME_MARK) || s.includes(NAMESPACE_MARK))
+  let fit = true
+  for (const doc of docs) {
+    if (doc.errors.length > 0) return null
+    YAML.visit(doc, {
+      Scalar(_key, node) {
+        if (!holds(typeof node.value === 'string' ? node.value : undefined)) return
+        const [start, end] = node.range ?? [0, 0]
+        const source = genericText.slice(start, end)
+        if (node.tag !== undefined) fit = false
+        else if (node.type === 'PLAIN') plain.push(node.value as string)
+        else if (node.type === 'QUOTE_DOUBLE' && source.includes('\\')) fit = false
+        else if ((node.type === 'BLOCK_LITERAL' || node.type === 'BLOCK_FOLDED') && holds(source.slice(0, Math.max(0, source.indexOf('\n'))))) fit = false
+      },
+    })
+  }
+  if (!fit) return null
+  let objects: RenderedObject[]
+  try {
+    objects = objectsOf('', genericText, docs)
+  } catch {
+    return null
+  }
+  const genericJson = JSON.stringify(objects)
+  if (marks.toReal(genericJson) !== json || !plain.every(resolvesAsString)) return null
+  return { json: genericJson, plain }
+}
+
 function parseUncached(file: string, text: string): RenderedObject[] {
-  const docs = YAML.parseAllDocuments(text, PARSE)
+  return objectsOf(file, text, YAML.parseAllDocuments(text, PARSE))
+}
+
+function objectsOf(file: string, text: string, docs: YAML.Document.Parsed[] | YAML.EmptyStream): RenderedObject[] {
   const problems: string[] = []
   const objects: RenderedObject[] = []
   const lines = text.split('\n')
