@@ -28,7 +28,8 @@ export function isEmpty(s: FieldSet): boolean {
   return !s.member && (s.children === null || s.children.size === 0)
 }
 
-function make(member: boolean, children: Map<string, FieldSet> | null): FieldSet {
+/** A set node: `member` and `children` (none or empty: the shared {@link EMPTY} or {@link LEAF}). */
+export function make(member: boolean, children: Map<string, FieldSet> | null): FieldSet {
   if (children !== null && children.size === 0) children = null
   if (!member && children === null) return EMPTY
   if (member && children === null) return LEAF

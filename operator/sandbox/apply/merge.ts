@@ -4,7 +4,7 @@
  * (added / modified / removed paths) and removing a set of paths from an object.
  */
 import type { Json, JsonObject, Topology } from '../types.ts'
-import { builder, build, EMPTY as EMPTY_SET, insert, isEmpty as isEmptySet, LEAF, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
+import { builder, build, EMPTY as EMPTY_SET, isEmpty as isEmptySet, LEAF, make, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
 import { clone, cloneDropNull, deepEqual, isObject } from './json.ts'
 import { childTopology, isGoTyped, isImplicit, OPEN, ItemKeyError, itemElement, itemTopology, kindOf, LEAF_KIND, LIST_KIND, MAP_KIND, STRUCT_KIND } from './walk.ts'
 
@@ -263,16 +263,18 @@ export function skipTree(prefixes: readonly (readonly string[])[]): SkipTree {
  * `withoutPrefixes` of the sets would leave them out), without being walked.
  */
 export function compareObjects(lhs: JsonObject, rhs: JsonObject, topology: Topology, skip?: SkipTree): Comparison {
-  const acc = { added: builder(), modified: builder(), removed: builder() }
-  compare(lhs, rhs, topology, [], acc, skip)
-  return { added: build(acc.added), modified: build(acc.modified), removed: build(acc.removed) }
+  compare(lhs, rhs, topology, skip)
+  return { added: resAdded, modified: resModified, removed: resRemoved }
 }
 
-interface CompareAcc {
-  added: SetBuilder
-  modified: SetBuilder
-  removed: SetBuilder
-}
+/**
+ * What {@link compare} found below the node it compared, relative to it (a node that is itself
+ * added is a member): read by the caller at once, before comparing the next node. Built bottom-up,
+ * a map per node that holds a change, rather than inserted path by path from the root.
+ */
+let resAdded: FieldSet = EMPTY_SET
+let resModified: FieldSet = EMPTY_SET
+let resRemoved: FieldSet = EMPTY_SET
 
 function isEmptyContainer(v: unknown): boolean {
   if (v === undefined) return true
@@ -298,22 +300,40 @@ function member(o: JsonObject | undefined, k: string, t: Topology): Json | undef
   return t.type === 'list' ? EMPTY_ARRAY : EMPTY_OBJECT
 }
 
-function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[], acc: CompareAcc, skip?: SkipTree): void {
+/** The children a node's comparison collects, one map per set, made when the first change comes. */
+interface Below {
+  added: Map<string, FieldSet> | null
+  modified: Map<string, FieldSet> | null
+  removed: Map<string, FieldSet> | null
+}
+
+/** Files the last comparison's results under path element `pe`. */
+function collect(below: Below, pe: string): void {
+  if (!isEmptySet(resAdded)) (below.added ??= new Map()).set(pe, resAdded)
+  if (!isEmptySet(resModified)) (below.modified ??= new Map()).set(pe, resModified)
+  if (!isEmptySet(resRemoved)) (below.removed ??= new Map()).set(pe, resRemoved)
+}
+
+function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: SkipTree): void {
   if (l === null) l = undefined
   if (r === null) r = undefined
   // The same value on both sides (a write that shares the stored object's unchanged members, or
   // both absent) holds no change at any depth.
-  if (l === r) return
+  if (l === r) {
+    resAdded = resModified = resRemoved = EMPTY_SET
+    return
+  }
   let kind = kindOf(t, r ?? l)
   if (kind !== LEAF_KIND && l !== undefined && r !== undefined && kindOf(t, l) !== kind) kind = LEAF_KIND
   if (kind !== LEAF_KIND && isEmptyContainer(l) && isEmptyContainer(r)) kind = LEAF_KIND
   if (kind === LEAF_KIND) {
-    if (l === undefined) insert(acc.added, trail)
-    else if (r === undefined) insert(acc.removed, trail)
-    else if (!deepEqual(l, r)) insert(acc.modified, trail)
+    resAdded = l === undefined ? LEAF : EMPTY_SET
+    resRemoved = l !== undefined && r === undefined ? LEAF : EMPTY_SET
+    resModified = l !== undefined && r !== undefined && !deepEqual(l, r) ? LEAF : EMPTY_SET
     return
   }
-  if (kind === LIST_KIND) compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t, trail, acc)
+  const below: Below = { added: null, modified: null, removed: null }
+  if (kind === LIST_KIND) compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t, below)
   else {
     const lo = l as JsonObject | undefined
     const ro = r as JsonObject | undefined
@@ -322,29 +342,28 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
         const lv = lo[k]
         if (lv === undefined || lv === null) continue
         const pe = 'f:' + k
-        const below = skip?.get(pe)
-        if (below === null) continue
+        const next = skip?.get(pe)
+        if (next === null) continue
         const ct = childTopology(t, k)
-        trail.push(pe)
-        compare(lv, member(ro, k, ct), ct, trail, acc, below)
-        trail.pop()
+        compare(lv, member(ro, k, ct), ct, next)
+        collect(below, pe)
       }
     }
     if (ro !== undefined) {
       for (const k of Object.keys(ro)) {
         if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
         const pe = 'f:' + k
-        const below = skip?.get(pe)
-        if (below === null) continue
+        const next = skip?.get(pe)
+        if (next === null) continue
         const ct = childTopology(t, k)
-        trail.push(pe)
-        compare(member(lo, k, ct), ro[k], ct, trail, acc, below)
-        trail.pop()
+        compare(member(lo, k, ct), ro[k], ct, next)
+        collect(below, pe)
       }
     }
   }
-  if (l === undefined) insert(acc.added, trail)
-  else if (r === undefined) insert(acc.removed, trail)
+  resAdded = make(l === undefined, below.added)
+  resModified = make(false, below.modified)
+  resRemoved = make(l !== undefined && r === undefined, below.removed)
 }
 
 /**
@@ -353,12 +372,12 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, trail: s
  * key is removed (its surviving item added below it); newly repeated → its old item is removed
  * and the key added, with nothing below it.
  */
-function compareItems(la: Json[], ra: Json[], t: Topology, trail: string[], acc: CompareAcc): void {
+function compareItems(la: Json[], ra: Json[], t: Topology, below: Below): void {
   const it = itemTopology(t)
   const l = indexItems(la, t)
   const r = indexItems(ra, t)
-  for (const [pe, lv] of l.first) pairItems(pe, lv, l.repeats?.get(pe), r.first.get(pe), r.repeats?.get(pe), it, trail, acc)
-  for (const [pe, rv] of r.first) if (!l.first.has(pe)) pairItems(pe, undefined, undefined, rv, r.repeats?.get(pe), it, trail, acc)
+  for (const [pe, lv] of l.first) pairItems(pe, lv, l.repeats?.get(pe), r.first.get(pe), r.repeats?.get(pe), it, below)
+  for (const [pe, rv] of r.first) if (!l.first.has(pe)) pairItems(pe, undefined, undefined, rv, r.repeats?.get(pe), it, below)
 }
 
 interface ItemIndex {
@@ -386,19 +405,29 @@ function indexItems(a: Json[], t: Topology): ItemIndex {
   return { first, repeats }
 }
 
-function pairItems(pe: string, lv: Json | undefined, lRep: Json[] | undefined, rv: Json | undefined, rRep: Json[] | undefined, it: Topology, trail: string[], acc: CompareAcc): void {
-  trail.push(pe)
-  if (lRep === undefined && rRep === undefined) compare(lv, rv, it, trail, acc)
-  else if (lRep !== undefined && rRep !== undefined) {
-    if (!deepEqual(lRep, rRep)) insert(acc.modified, trail)
+/** A node that is a member, with what a comparison found below it. */
+function asMember(s: FieldSet): FieldSet {
+  return s.member ? s : make(true, s.children as Map<string, FieldSet> | null)
+}
+
+function pairItems(pe: string, lv: Json | undefined, lRep: Json[] | undefined, rv: Json | undefined, rRep: Json[] | undefined, it: Topology, below: Below): void {
+  if (lRep === undefined && rRep === undefined) {
+    compare(lv, rv, it)
+  } else if (lRep !== undefined && rRep !== undefined) {
+    resAdded = resRemoved = EMPTY_SET
+    resModified = deepEqual(lRep, rRep) ? EMPTY_SET : LEAF
   } else if (lRep !== undefined) {
-    if (rv !== undefined) compare(undefined, rv, it, trail, acc)
-    insert(acc.removed, trail)
+    // No longer repeated: the key is removed, its surviving item added below it.
+    if (rv !== undefined) compare(undefined, rv, it)
+    else resAdded = resModified = resRemoved = EMPTY_SET
+    resRemoved = asMember(resRemoved)
   } else {
-    if (lv !== undefined) compare(lv, undefined, it, trail, acc)
-    insert(acc.added, trail)
+    // Newly repeated: the old item removed, the key added with nothing below it.
+    if (lv !== undefined) compare(lv, undefined, it)
+    else resAdded = resModified = resRemoved = EMPTY_SET
+    resAdded = asMember(resAdded)
   }
-  trail.pop()
+  collect(below, pe)
 }
 
 // ---------------------------------------------------------------------------------------------
