@@ -1454,7 +1454,7 @@ export class Cluster implements ClusterAccess {
     // writes while receiving the replay must still see its own write's event, after the replay.
     let replaying = true
     const held: StoreEvent[] = []
-    unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)))
+    unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)), { freezes: sink.object !== undefined })
     if (initial) {
       for (const o of this.store.list(table, filter.namespace)) if (storedMatches(filter, o)) send('ADDED', o)
       if (sendInitial && bookmarks) bookmark({ 'k8s.io/initial-events-end': 'true' })

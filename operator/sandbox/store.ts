@@ -177,6 +177,20 @@ function deepFreeze(v: unknown): void {
   Object.freeze(v)
 }
 
+/** Tells each subscriber of an event; one that throws does not stop the others, and its error still surfaces. */
+function tell(subs: Set<Subscriber> | undefined, e: StoreEvent): void {
+  if (subs === undefined || subs.size === 0) return
+  for (const fn of [...subs]) {
+    try {
+      fn(e)
+    } catch (err) {
+      queueMicrotask(() => {
+        throw err
+      })
+    }
+  }
+}
+
 /** A change recorded in the history window and delivered to subscribers. */
 export interface StoreEvent {
   rv: number
@@ -216,6 +230,8 @@ export class Store {
   #window: number
   #compacted: number
   #subscribers = new Map<string, Set<Subscriber>>()
+  /** Subscribers that freeze the objects they are told of ({@link StoredObject.shared}): told last. */
+  #freezers = new Map<string, Set<Subscriber>>()
   #pending: StoreEvent[] = []
   #delivering = false
 
@@ -243,6 +259,7 @@ export class Store {
   get subscribers(): number {
     let n = 0
     for (const s of this.#subscribers.values()) n += s.size
+    for (const s of this.#freezers.values()) n += s.size
     return n
   }
 
@@ -348,19 +365,10 @@ export class Store {
     try {
       for (let i = 0; i < this.#pending.length; i++) {
         const e = this.#pending[i] as StoreEvent
-        const subs = this.#subscribers.get(e.table)
-        if (subs) {
-          for (const fn of [...subs]) {
-            try {
-              fn(e)
-            } catch (err) {
-              // A failing subscriber must not stop delivery to the others; its error still surfaces.
-              queueMicrotask(() => {
-                throw err
-              })
-            }
-          }
-        }
+        // Those who read the bytes first: an object is serialised before it is frozen (V8 serialises
+        // frozen objects, arrays above all, markedly slower).
+        tell(this.#subscribers.get(e.table), e)
+        tell(this.#freezers.get(e.table), e)
         e.current.settle()
       }
     } finally {
@@ -391,12 +399,17 @@ export class Store {
     return out
   }
 
-  /** Subscribes to future events of a table; returns the unsubscribe function. */
-  subscribe(table: string, fn: Subscriber): () => void {
-    let subs = this.#subscribers.get(table)
+  /**
+   * Subscribes to future events of a table; returns the unsubscribe function. `freezes`: the
+   * subscriber takes the stored objects themselves, frozen ({@link StoredObject.shared}); it is told
+   * of each event after the others.
+   */
+  subscribe(table: string, fn: Subscriber, opts: { freezes?: boolean } = {}): () => void {
+    const all = opts.freezes === true ? this.#freezers : this.#subscribers
+    let subs = all.get(table)
     if (!subs) {
       subs = new Set()
-      this.#subscribers.set(table, subs)
+      all.set(table, subs)
     }
     subs.add(fn)
     return () => {
