@@ -1,10 +1,11 @@
 /**
  * The sandbox's controllers stand for kube-controller-manager, the scheduler and the kubelet,
  * which send protobuf: their bodies are decoded into the kinds' Go types and cannot hold a field a
- * type lacks, so the server does not walk them for unknown fields (types.ts `typed`). This holds
- * them to it: through a Deployment's and a StatefulSet's lives (creation, pods scheduled, started
- * and ready, endpoints, a disruption budget, a scale, a rollout, a deletion), no version of any
- * built-in object the server stored has a field upstream's schema of its kind lacks.
+ * type lacks nor a quantity that does not parse, so the server does not walk them for either
+ * (types.ts `typed`). This holds them to it: through a Deployment's and a StatefulSet's lives
+ * (creation, pods scheduled, started and ready, endpoints, a disruption budget, a scale, a rollout,
+ * a deletion), no version of any built-in object the server stored has a field upstream's schema
+ * of its kind lacks, nor a quantity apimachinery's parser refuses.
  */
 import t from 'tap'
 import { tableOf } from '../operator/sandbox/registry.ts'
@@ -14,7 +15,7 @@ import { controllersBed, until, type Obj } from './support/controllers-bed.ts'
 const labels = (app: string) => ({ app })
 const podTemplate = (app: string, image: string) => ({ metadata: { labels: labels(app) }, spec: { containers: [{ name: 'memcached', image, ports: [{ name: 'memcache', containerPort: 11211 }], resources: { requests: { cpu: '50m', memory: '64Mi' } } }] } })
 
-t.test('no version of an object the controllers wrote has a field its kind lacks', async (t) => {
+t.test('no version of an object the controllers wrote has a field its kind lacks or a quantity that does not parse', async (t) => {
   const { sb, call, get } = await controllersBed(t, { podReadyDelayMs: 20, resyncMs: 200 })
   const start = sb.cluster.store.resourceVersion
   const ok = async (r: Parameters<typeof call>[0]) => {
@@ -41,13 +42,17 @@ t.test('no version of an object the controllers wrote has a field its kind lacks
 
   const checked = new Map<string, number>()
   const unknown: string[] = []
+  const badQuantities: string[] = []
   for (const type of sb.cluster.registry.all().filter((ty) => !ty.custom && ty.undeclared)) {
     for (const e of sb.cluster.store.since(tableOf(type), start) ?? []) {
       const o = e.current.obj as KubeObject
       checked.set(type.kind, (checked.get(type.kind) ?? 0) + 1)
       for (const path of type.undeclared!(structuredClone(o))) unknown.push(`${type.kind} ${o.metadata.name} (resourceVersion ${o.metadata.resourceVersion}): ${path}`)
+      const bad = type.badQuantity?.(structuredClone(o))
+      if (bad !== undefined) badQuantities.push(`${type.kind} ${o.metadata.name} (resourceVersion ${o.metadata.resourceVersion}): ${bad}`)
     }
   }
   t.same(unknown, [], 'no unknown field in any version')
+  t.same(badQuantities, [], 'no quantity that does not parse in any version')
   for (const kind of ['Pod', 'ReplicaSet', 'Deployment', 'StatefulSet', 'ControllerRevision', 'Endpoints', 'EndpointSlice', 'PodDisruptionBudget', 'Event']) t.ok((checked.get(kind) ?? 0) > 0, `${kind}: ${checked.get(kind) ?? 0} versions checked`)
 })

@@ -690,13 +690,15 @@ export class Cluster implements ClusterAccess {
     // hold a bad quantity or an unknown field, and they come last in document order.
     const decoded = !type.custom && req.subresource === 'status' ? ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata, status: obj.status } as KubeObject) : obj
     // Decoding into the kind's Go type fails on a quantity that does not parse, before anything
-    // else is looked at.
-    const badQuantity = type.badQuantity?.(decoded)
+    // else is looked at. A body decoded from protobuf into a built-in kind's type (the sandbox's
+    // controllers') holds resource.Quantity values made by parsing: none can fail.
+    const typedBuiltin = req.typed === true && !type.custom
+    const badQuantity = typedBuiltin ? undefined : type.badQuantity?.(decoded)
     if (badQuantity) throw decodingError(type, req, obj, badQuantity)
     // An apply's configuration was checked for undeclared fields before it was merged (a 500
     // otherwise), and the live object holds none: the merged object has nothing to prune. Nor has
     // a body decoded from protobuf into a built-in kind's type (the sandbox's controllers').
-    if (type.prune && patchTypeOf(req.contentType) !== 'apply' && !(req.typed === true && !type.custom)) {
+    if (type.prune && patchTypeOf(req.contentType) !== 'apply' && !typedBuiltin) {
       const mode = req.query.get('fieldValidation') ?? 'Warn'
       if (mode === 'Strict') {
         const pruned = type.prune(structuredClone(decoded))
