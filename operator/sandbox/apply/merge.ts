@@ -300,7 +300,7 @@ function member(o: JsonObject | undefined, k: string, t: Topology): Json | undef
   return t.type === 'list' ? EMPTY_ARRAY : EMPTY_OBJECT
 }
 
-/** The children a node's comparison collects, one map per set, made when the first change comes. */
+/** The children a list's comparison collects, one map per set, made when the first change comes. */
 interface Below {
   added: Map<string, FieldSet> | null
   modified: Map<string, FieldSet> | null
@@ -309,9 +309,9 @@ interface Below {
 
 /** Files the last comparison's results under path element `pe`. */
 function collect(below: Below, pe: string): void {
-  if (!isEmptySet(resAdded)) (below.added ??= new Map()).set(pe, resAdded)
-  if (!isEmptySet(resModified)) (below.modified ??= new Map()).set(pe, resModified)
-  if (!isEmptySet(resRemoved)) (below.removed ??= new Map()).set(pe, resRemoved)
+  if (resAdded !== EMPTY_SET) (below.added ??= new Map()).set(pe, resAdded)
+  if (resModified !== EMPTY_SET) (below.modified ??= new Map()).set(pe, resModified)
+  if (resRemoved !== EMPTY_SET) (below.removed ??= new Map()).set(pe, resRemoved)
 }
 
 function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: SkipTree): void {
@@ -332,38 +332,51 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: S
     resModified = l !== undefined && r !== undefined && !deepEqual(l, r) ? LEAF : EMPTY_SET
     return
   }
-  const below: Below = { added: null, modified: null, removed: null }
-  if (kind === LIST_KIND) compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t, below)
-  else {
-    const lo = l as JsonObject | undefined
-    const ro = r as JsonObject | undefined
-    if (lo !== undefined) {
-      for (const k of Object.keys(lo)) {
-        const lv = lo[k]
-        if (lv === undefined || lv === null) continue
-        const pe = 'f:' + k
-        const next = skip?.get(pe)
-        if (next === null) continue
-        const ct = childTopology(t, k)
-        compare(lv, member(ro, k, ct), ct, next)
-        collect(below, pe)
-      }
-    }
-    if (ro !== undefined) {
-      for (const k of Object.keys(ro)) {
-        if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
-        const pe = 'f:' + k
-        const next = skip?.get(pe)
-        if (next === null) continue
-        const ct = childTopology(t, k)
-        compare(member(lo, k, ct), ro[k], ct, next)
-        collect(below, pe)
-      }
+  if (kind === LIST_KIND) {
+    const below: Below = { added: null, modified: null, removed: null }
+    compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t, below)
+    resAdded = make(l === undefined, below.added)
+    resModified = make(false, below.modified)
+    resRemoved = make(l !== undefined && r === undefined, below.removed)
+    return
+  }
+  // A struct or a map: the children's results in local maps, made when the first change comes (a
+  // subtree without changes allocates nothing).
+  let added: Map<string, FieldSet> | null = null
+  let modified: Map<string, FieldSet> | null = null
+  let removed: Map<string, FieldSet> | null = null
+  const lo = l as JsonObject | undefined
+  const ro = r as JsonObject | undefined
+  if (lo !== undefined) {
+    for (const k of Object.keys(lo)) {
+      const lv = lo[k]
+      if (lv === undefined || lv === null) continue
+      const pe = 'f:' + k
+      const next = skip?.get(pe)
+      if (next === null) continue
+      const ct = childTopology(t, k)
+      compare(lv, member(ro, k, ct), ct, next)
+      if (resAdded !== EMPTY_SET) (added ??= new Map()).set(pe, resAdded)
+      if (resModified !== EMPTY_SET) (modified ??= new Map()).set(pe, resModified)
+      if (resRemoved !== EMPTY_SET) (removed ??= new Map()).set(pe, resRemoved)
     }
   }
-  resAdded = make(l === undefined, below.added)
-  resModified = make(false, below.modified)
-  resRemoved = make(l !== undefined && r === undefined, below.removed)
+  if (ro !== undefined) {
+    for (const k of Object.keys(ro)) {
+      if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
+      const pe = 'f:' + k
+      const next = skip?.get(pe)
+      if (next === null) continue
+      const ct = childTopology(t, k)
+      compare(member(lo, k, ct), ro[k], ct, next)
+      if (resAdded !== EMPTY_SET) (added ??= new Map()).set(pe, resAdded)
+      if (resModified !== EMPTY_SET) (modified ??= new Map()).set(pe, resModified)
+      if (resRemoved !== EMPTY_SET) (removed ??= new Map()).set(pe, resRemoved)
+    }
+  }
+  resAdded = make(l === undefined, added)
+  resModified = make(false, modified)
+  resRemoved = make(l !== undefined && r === undefined, removed)
 }
 
 /**
