@@ -9,7 +9,7 @@ import { renderInstance } from '../operator/render/engine.ts'
 import { RenderError } from '../operator/render/errors.ts'
 import { clearParseCache, parseCounts, parseManifests } from '../operator/render/manifest.ts'
 
-const NAMES = ['mc-1', 'cache', '3', '07', '0x1f', '0b1', '1e3', '1.5', '12-30', 'y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null', 'a', 'e', 'q', 'qq', 'z', 'inf', 'nan', 'mc.example.com', 'default', 'name', 'space', 'qqzname0qq', 'qqznamespace0qq', 'x-default-y']
+const NAMES = ['foo', 'int', 'b', 'c'.repeat(90), 'a'.repeat(250), 'mc-1', 'cache', '3', '07', '0x1f', '0b1', '1e3', '1.5', '12-30', 'y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null', 'a', 'e', 'q', 'qq', 'z', 'inf', 'nan', 'mc.example.com', 'default', 'name', 'space', 'qqzname0qq', 'qqznamespace0qq', 'x-default-y']
 const NAMESPACES = ['default', 'team-a', '1', 'on', 'name', 'qq', 'e']
 
 /** Template outputs as functions of the name and namespace, each putting them somewhere YAML reads differently. */
@@ -24,10 +24,17 @@ const TEMPLATES: Record<string, (n: string, ns: string) => string> = {
   'two documents, one empty': (n, ns) => `---\n# only a comment ${n}\n---\napiVersion: v1\nkind: Thing\nmetadata:\n  name: ${n}\n  namespace: ${ns}\n`,
   'duplicate keys for some names': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\nspec:\n  ${n}: 1\n  mc-1: 2\n`,
   'a document that is not a map (an error, never cached)': (n) => `${n}\n`,
+  // Found in review: each gave another answer from the cache than from the parse for some name.
+  'an escaped key that spells a name': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  ${n}: a\n  "\\x66oo": b\n`,
+  'a tag that holds the name': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  v: !!${n} 12\n`,
+  'a key that holds the name five times': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  ${n}-${n}-${n}-${n}-${n}: v\n`,
+  'a collection as a key': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  ? [${n}, b]\n  : v\n`,
+  // For `b` the text is `qqzname0b`, whose placeholder text is that of `xzname0qq` for `x`.
+  'a placeholder\'s beginning next to the name': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  v: ${n === 'b' ? 'qqzname0b' : `${n}zname0qq`}\n`,
 }
 
 /** Templates the cache must never serve: a placeholder would stand in a tagged scalar, an escaped string, a header; or the text is an error. */
-const NEVER_SERVED = new Set(['tags', 'escaped double quotes', 'block header', 'a document that is not a map (an error, never cached)'])
+const NEVER_SERVED = new Set(['an escaped key that spells a name', 'a tag that holds the name', 'a collection as a key', 'tags', 'escaped double quotes', 'block header', 'a document that is not a map (an error, never cached)'])
 
 /** What parsing gives, or the error it throws, without the caches. */
 function uncached(file: string, text: string): unknown {

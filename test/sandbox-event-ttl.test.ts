@@ -91,3 +91,31 @@ t.test('events_cache.go: an Event the correlator\'s LRU forgot stays stored, and
   t.same(after.filter((e) => e.reason === 'Reason4').map((e) => e.count), [2], 'a repeat it remembers is a count on its Event')
   t.equal(after.length, 6)
 })
+
+t.test('an expired Event leaves the namespace\'s quota usage as a deletion does: the next Event is admitted', async (t) => {
+  const cluster = createCluster({ eventTtlMs: 150 })
+  t.teardown(() => cluster.close())
+  const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'default' }, spec: { hard: { 'count/events': '1' } } }
+  t.equal((await cluster.handle(req({ verb: 'create', resource: 'resourcequotas', body: quota }))).status, 201)
+  t.equal((await cluster.handle(req({ verb: 'create', body: event('first') }))).status, 201)
+  t.equal((await cluster.handle(req({ verb: 'create', body: event('refused') }))).status, 403, 'the quota is used up')
+  await until('the first Event gone', async () => (await cluster.handle(req({ verb: 'get', name: 'first' }))).status === 404, 15_000)
+  const used = ((await cluster.handle(req({ verb: 'get', resource: 'resourcequotas', name: 'q' }))).body as Obj).status.used
+  t.same(used, { 'count/events': '0' })
+  t.equal((await cluster.handle(req({ verb: 'create', body: event('second') }))).status, 201)
+})
+
+t.test('a TTL that is not a positive finite number grants no lease: Events stay', async (t) => {
+  const warnings: string[] = []
+  const onWarning = (w: Error) => warnings.push(w.name)
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  for (const eventTtlMs of [Number.POSITIVE_INFINITY, 0]) {
+    const cluster = createCluster({ eventTtlMs })
+    t.teardown(() => cluster.close())
+    t.equal((await cluster.handle(req({ verb: 'create', body: event('stays') }))).status, 201)
+    await new Promise((r) => setTimeout(r, 100))
+    t.equal((await cluster.handle(req({ verb: 'get', name: 'stays' }))).status, 200, `eventTtlMs ${eventTtlMs}`)
+  }
+  t.same(warnings, [], 'no timer overflow')
+})

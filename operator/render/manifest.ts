@@ -47,12 +47,14 @@ export interface RenderedFor {
  * Parsed output by template text with the instance's name and namespace replaced by placeholders
  * ({@link placeholders}): CRs of one spec render the same text but for their names, and one parse
  * serves them all. An entry is made for a generic text seen a second time, when parsing the
- * placeholder text gives, placeholders put back, exactly what parsing the real text gave, and no
- * scalar holding a placeholder has an explicit tag, an escape sequence or a block header that
- * holds one. Every plain scalar that holds one is kept, since another name could change its type
- * (`3`, `true`, `1e3` are DNS names): each use checks, with the schema's own tests, that each
- * still resolves as a string, and parses the real text when one does not. `null`: the text was
- * found unfit, do not try it again.
+ * placeholder text gives, placeholders put back, exactly what parsing the real text gave, and the
+ * text has no escaped double-quoted scalar, no collection as a key, no tag holding a placeholder,
+ * and no scalar holding one with an explicit tag or a block header that holds one. Every plain
+ * scalar that holds one is kept, since another name could change its type (`3`, `true`, `1e3`
+ * are DNS names), and every key, whose length could pass YAML's 1,024: each use checks, with the
+ * schema's own tests, that each still resolves as a string and each key stays under 1,000
+ * characters, and parses the real text when one does not. `null`: the text was found unfit, do
+ * not try it again.
  */
 const generic = new Map<string, GenericEntry | null>()
 /** Generic texts seen once (an entry is made at the second): a single render pays no second parse. */
@@ -63,7 +65,12 @@ interface GenericEntry {
   json: string
   /** Plain scalars (keys or values) holding a placeholder, as parsed. */
   plain: string[]
+  /** Keys holding a placeholder, as parsed: an implicit key longer than 1,024 characters is an error. */
+  keys: string[]
 }
+
+/** Implicit keys up to this long are read the same whatever their length (YAML allows 1,024). */
+const KEY_LENGTH_LIMIT = 1000
 
 const NAME_MARK = 'qqzname0qq'
 const NAMESPACE_MARK = 'qqznamespace0qq'
@@ -100,21 +107,21 @@ export function parseManifests(file: string, text: string, renderedFor?: Rendere
   const genericKey = marks !== undefined ? `${file}\0${marks.generic}` : undefined
   if (marks !== undefined && genericKey !== undefined) {
     const entry = generic.get(genericKey)
-    if (entry && entry.plain.every((p) => resolvesAsString(marks.toReal(p)))) {
+    if (entry && entry.plain.every((p) => resolvesAsString(marks.toReal(p))) && entry.keys.every((k) => marks.toReal(k).length <= KEY_LENGTH_LIMIT)) {
       touch(generic, genericKey, entry)
       parseCounts.generic++
       return JSON.parse(marks.toReal(entry.json)) as RenderedObject[]
     }
   }
   parseCounts.parsed++
-  const objects = parseUncached(file, text)
-  const json = JSON.stringify(objects)
+  const json = JSON.stringify(parseUncached(file, text))
   touch(parsed, key, json)
   if (marks !== undefined && genericKey !== undefined && !generic.has(genericKey)) {
     if (seenOnce.delete(genericKey)) touch(generic, genericKey, genericEntry(marks.generic, json, marks))
     else touch(seenOnce, genericKey, true)
   }
-  return objects
+  // The objects as JSON carries them, as every cached answer gives them (what the API server gets).
+  return JSON.parse(json) as RenderedObject[]
 }
 
 /**
@@ -132,7 +139,11 @@ function placeholders(text: string, r: RenderedFor): { generic: string; toReal(t
     generic = generic.replaceAll(real, mark)
   }
   const back = steps.toReversed()
-  return { generic, toReal: (t) => back.reduce((acc, [real, mark]) => acc.replaceAll(mark, real), t) }
+  const toReal = (t: string): string => back.reduce((acc, [real, mark]) => acc.replaceAll(mark, real), t)
+  // A placeholder can also be formed across what was replaced and what was not (`qqzname0` before a
+  // name `b`): then putting them back does not give the text, and the text is not cached.
+  if (toReal(generic) !== text) return undefined
+  return { generic, toReal }
 }
 
 /** The schema's scalar tests, as the composer's findScalarTagByTest tries them (at a key too: the merge key's). */
@@ -146,18 +157,31 @@ function resolvesAsString(plain: string): boolean {
 function genericEntry(genericText: string, json: string, marks: { toReal(t: string): string }): GenericEntry | null {
   const docs = YAML.parseAllDocuments(genericText, PARSE)
   const plain: string[] = []
+  const keys: string[] = []
   const holds = (s: string | undefined | null): boolean => s !== undefined && s !== null && (s.includes(NAME_MARK) || s.includes(NAMESPACE_MARK))
   let fit = true
   for (const doc of docs) {
     if (doc.errors.length > 0) return null
     YAML.visit(doc, {
-      Scalar(_key, node) {
-        if (!holds(typeof node.value === 'string' ? node.value : undefined)) return
+      Pair(_key, pair) {
+        // A collection as a key is written out as text to be a key, wrapped by its length.
+        if (pair.key !== null && !YAML.isScalar(pair.key)) fit = false
+      },
+      // Maps and sequences (the visitor's Scalar takes scalars).
+      Node(_key, node) {
+        if (holds(node.tag)) fit = false
+      },
+      Scalar(key, node) {
+        // A tag holding a placeholder could name another type for another name (`!!int`).
+        if (holds(node.tag)) fit = false
         const [start, end] = node.range ?? [0, 0]
         const source = genericText.slice(start, end)
+        // An escape can spell a name where the text does not (a key equal to it, a duplicate).
+        if (node.type === 'QUOTE_DOUBLE' && source.includes('\\')) fit = false
+        if (!holds(typeof node.value === 'string' ? node.value : undefined)) return
+        if (key === 'key') keys.push(node.value as string)
         if (node.tag !== undefined) fit = false
         else if (node.type === 'PLAIN') plain.push(node.value as string)
-        else if (node.type === 'QUOTE_DOUBLE' && source.includes('\\')) fit = false
         else if ((node.type === 'BLOCK_LITERAL' || node.type === 'BLOCK_FOLDED') && holds(source.slice(0, Math.max(0, source.indexOf('\n'))))) fit = false
       },
     })
@@ -171,7 +195,7 @@ function genericEntry(genericText: string, json: string, marks: { toReal(t: stri
   }
   const genericJson = JSON.stringify(objects)
   if (marks.toReal(genericJson) !== json || !plain.every(resolvesAsString)) return null
-  return { json: genericJson, plain }
+  return { json: genericJson, plain, keys }
 }
 
 function parseUncached(file: string, text: string): RenderedObject[] {

@@ -304,8 +304,11 @@ export class Cluster implements ClusterAccess {
     this.#bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000
     this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
-    this.#eventTtl = new EventTtl(this.store, opts.eventTtlMs ?? 60 * 60_000)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
+    // An expired Event goes as a removal goes: the namespace's quota usage follows.
+    this.#eventTtl = new EventTtl(this.store, opts.eventTtlMs ?? 60 * 60_000, (table, namespace, name) => {
+      if (this.store.remove(table, namespace, name)) this.#syncQuotas(namespace)
+    })
     this.faults = opts.faults ?? new Faults()
     this.accounting = opts.accounting ?? new Accounting()
     const crdType = this.registry.lookup('apiextensions.k8s.io', 'v1', 'customresourcedefinitions')

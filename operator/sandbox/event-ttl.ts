@@ -18,19 +18,28 @@ interface Lease {
   expires: number
 }
 
-/** Deletes Events from a store `ttlMs` after their last write. */
+/** The longest delay a timer takes (a longer one fires at once). */
+const MAX_DELAY_MS = 2 ** 31 - 1
+
+/**
+ * Deletes Events from a store `ttlMs` after their last write, through `remove` (which keeps what
+ * the server derives from storage, such as quota usage, as a removal does). A TTL that is not a
+ * positive finite number grants no lease: Events stay, as with a TTL of 0 in the apiserver's store.
+ */
 export class EventTtl {
   readonly #store: Store
   readonly #ttlMs: number
+  readonly #remove: (table: string, namespace: string, name: string) => void
   /** By table, namespace and name; in order of last write, so the first lease is the next to run out. */
   readonly #leases = new Map<string, Lease>()
   #timer: NodeJS.Timeout | undefined
   #unsubscribe: (() => void)[]
 
-  constructor(store: Store, ttlMs: number) {
+  constructor(store: Store, ttlMs: number, remove: (table: string, namespace: string, name: string) => void) {
     this.#store = store
     this.#ttlMs = ttlMs
-    this.#unsubscribe = EVENT_TABLES.map((t) => store.subscribe(t, (e) => this.#onEvent(e)))
+    this.#remove = remove
+    this.#unsubscribe = ttlMs > 0 && Number.isFinite(ttlMs) ? EVENT_TABLES.map((t) => store.subscribe(t, (e) => this.#onEvent(e))) : []
   }
 
   #onEvent(e: StoreEvent): void {
@@ -45,18 +54,25 @@ export class EventTtl {
     if (this.#timer !== undefined) return
     const first = this.#leases.values().next().value
     if (first === undefined) return
-    this.#timer = setTimeout(() => this.#expire(), Math.max(0, first.expires - Date.now()))
+    this.#timer = setTimeout(() => this.#expire(), Math.min(MAX_DELAY_MS, Math.max(0, first.expires - Date.now())))
     this.#timer.unref()
   }
 
   #expire(): void {
     this.#timer = undefined
     const now = Date.now()
+    // The leases due now, taken first: a write made while they are removed (a subscriber that
+    // writes an Event again) takes a new lease, due a TTL later, and is not met in this pass.
+    const due: Lease[] = []
     for (const lease of this.#leases.values()) {
       if (lease.expires > now) break
-      // The removal's DELETED event takes the lease out of the map.
-      if (this.#store.get(lease.table, lease.namespace, lease.name)?.rv === lease.rv) this.#store.remove(lease.table, lease.namespace, lease.name)
-      else this.#leases.delete(`${lease.table}\u0000${lease.namespace}\u0000${lease.name}`)
+      due.push(lease)
+    }
+    for (const lease of due) {
+      const key = `${lease.table}\u0000${lease.namespace}\u0000${lease.name}`
+      if (this.#leases.get(key) !== lease) continue
+      this.#leases.delete(key)
+      if (this.#store.get(lease.table, lease.namespace, lease.name)?.rv === lease.rv) this.#remove(lease.table, lease.namespace, lease.name)
     }
     this.#arm()
   }
