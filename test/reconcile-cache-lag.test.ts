@@ -76,6 +76,9 @@ async function laggingBed(t: Test) {
     /** The image the server's Deployment runs. */
     image: async () => ((await deployment()).spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]!.image,
     metrics,
+    user,
+    /** The CR's conditions on the server, as [type, status, reason]. */
+    conditions: async () => (((await user.get({ ...MC, namespace: 'default', name: NAME })).status as { conditions?: { type: string; status: string; reason: string }[] } | undefined)?.conditions ?? []).map((c) => [c.type, c.status, c.reason]),
   }
 }
 
@@ -134,4 +137,26 @@ t.test('an apply whose answer was lost (applied all the same) is not taken for t
   await bed.catchUp()
   await bed.reconcile()
   t.match(await bed.image(), /:1\.6\.38-alpine$/, 'the Deployment runs the image the CR names now')
+})
+
+t.test('an apply that created an object but whose answer was lost: the next apply, answered 200 while the cache still shows nothing, is taken for the CR\'s own, not for an ownership conflict', async (t) => {
+  const bed = await laggingBed(t)
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/, 'the first apply times out')
+  t.ok(await bed.user.get({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: NAME }), 'though the server created the Service')
+  // The cache has not delivered it yet.
+  await bed.reconcile()
+  t.notOk((await bed.conditions()).some(([, , reason]) => reason === 'OwnershipConflict'), 'no ownership conflict')
+  t.match(await bed.image(), /:1\.6\.38-alpine$/, 'and the reconcile went on to the Deployment')
+})
+
+t.test('an apply whose answer was lost, on an object somebody else created before it was sent, is still an ownership conflict', async (t) => {
+  const bed = await laggingBed(t)
+  await bed.user.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: NAME, namespace: 'default' }, spec: { clusterIP: 'None', ports: [{ name: 'memcache', port: 11211 }] } })
+  // creationTimestamp has whole seconds: the Service is older than the apply by more than the second allowed for clocks.
+  await new Promise((r) => setTimeout(r, 2100))
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/)
+  await t.rejects(bed.reconcile(), /existed before this Memcached first applied it/)
+  t.ok((await bed.conditions()).some(([type, status, reason]) => type === 'Degraded' && status === 'True' && reason === 'OwnershipConflict'), 'Degraded OwnershipConflict')
 })

@@ -167,6 +167,12 @@ export class Reconciler {
   #settled = new Map<string, Settled>()
   /** By CR uid, then {@link objectKey}: objects somebody else created that an apply landed on (#raceLost). */
   #raced = new Map<string, Map<string, { uid: string; message: string }>>()
+  /**
+   * By CR uid, then {@link objectKey}: when an apply of an object the caches did not show was sent
+   * and failed without a definite answer (a timeout, a 5xx, a dropped connection), so that it may
+   * have created the object: a later apply answered 200 for an object created since is this CR's own.
+   */
+  #uncertain = new Map<string, Map<string, number>>()
   /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
   #unsyncedSince = new Map<string, number>()
 
@@ -355,6 +361,7 @@ export class Reconciler {
     this.#recreations.delete(uid)
     this.#settled.delete(uid)
     this.#raced.delete(uid)
+    this.#uncertain.delete(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -405,6 +412,11 @@ export class Reconciler {
     const uid = applied.metadata.uid
     const ours = uid !== undefined && this.#d.memory.get(uid)?.ownerUid === cr.metadata.uid && cr.metadata.uid !== undefined
     if (ours && isControlledBy(applied, cr)) return undefined
+    // Created by this CR's own apply that failed without an answer: created no earlier than that
+    // apply was sent (creationTimestamp has whole seconds; a second more for the clocks).
+    const sent = this.#uncertain.get(cr.metadata.uid ?? '')?.get(objectKey(d))
+    const createdAt = Date.parse(applied.metadata.creationTimestamp ?? '')
+    if (sent !== undefined && isControlledBy(applied, cr) && createdAt >= Math.floor(sent / 1000) * 1000 - 1000) return undefined
     return `${describeObject(d)} existed before this ${KIND} first applied it, though the operator's caches did not show it yet: it was not created by this ${KIND}, and the apply changed it (see docs/operator.md)`
   }
 
@@ -436,11 +448,14 @@ export class Reconciler {
     }
     let applied: KubeObject
     let created: boolean
+    const sent = Date.now()
     try {
       ;({ object: applied, created } = await this.#d.client.applyObject(d, { fieldManager: FIELD_MANAGER, force: true }))
     } catch (err) {
       const refused = immutableRefusal(err, d.kind)
       if (current && refused) return this.#recreate(cr, d, current, refused, done, log)
+      // Without a definite refusal (a 4xx) the apply may have created the object.
+      if (!current && !(err instanceof ApiError && err.status < 500)) this.#markUncertain(cr, d, sent)
       // A failed apply may have been applied all the same (a timeout, an answer lost): what the
       // memory holds of the object is no longer known to be our last write.
       if (current?.metadata.uid !== undefined) memory.forget(current.metadata.uid)
@@ -450,6 +465,7 @@ export class Reconciler {
     }
     const landed = !current && !created ? this.#landedOnExisting(cr, d, applied) : undefined
     if (landed !== undefined) return this.#raceLost(cr, d, applied, landed, log)
+    this.#clearUncertain(cr, d)
     memory.remember(applied, d)
     metrics.applied(d.kind)
     const what = describeObject(d)
@@ -461,6 +477,19 @@ export class Reconciler {
       done.created.push(what)
     }
     return applied
+  }
+
+  #markUncertain(cr: MemcachedObject, d: RenderedObject, sent: number): void {
+    const owner = cr.metadata.uid ?? ''
+    const byObject = this.#uncertain.get(owner) ?? new Map<string, number>()
+    // The first such apply: the object may have been created by it.
+    if (!byObject.has(objectKey(d))) byObject.set(objectKey(d), sent)
+    this.#uncertain.set(owner, byObject)
+  }
+
+  #clearUncertain(cr: MemcachedObject, d: RenderedObject): void {
+    const byObject = this.#uncertain.get(cr.metadata.uid ?? '')
+    if (byObject?.delete(objectKey(d)) && byObject.size === 0) this.#uncertain.delete(cr.metadata.uid ?? '')
   }
 
   /**
