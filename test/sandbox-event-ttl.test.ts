@@ -105,7 +105,7 @@ t.test('an expired Event leaves the namespace\'s quota usage as a deletion does:
   t.equal((await cluster.handle(req({ verb: 'create', body: event('second') }))).status, 201)
 })
 
-t.test('a TTL that is not a positive finite number grants no lease: Events stay', async (t) => {
+t.test('a TTL of 0 grants no lease and an infinite one never runs out: Events stay, and no timer overflows', async (t) => {
   const warnings: string[] = []
   const onWarning = (w: Error) => warnings.push(w.name)
   process.on('warning', onWarning)

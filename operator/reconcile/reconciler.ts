@@ -404,20 +404,20 @@ export class Reconciler {
    * After an apply of an object the caches said did not exist, answered 200 (it existed; 201 is a
    * creation, apiserver endpoints/handlers/patch.go): an ownership conflict unless it is one this
    * CR's own earlier apply created, which its kind's cache has not delivered yet (the applied
-   * memory holds its uid). Otherwise somebody else created it between the watch's last event and
+   * memory holds its uid, or the apply failed without an answer before it was created). Otherwise somebody else created it between the watch's last event and
    * the apply: the apply has already landed on it, and it is reported as the guard reports an
    * object it refuses (Degraded OwnershipConflict, Warning event, log line, metric).
    */
   #landedOnExisting(cr: MemcachedObject, d: RenderedObject, applied: KubeObject): string | undefined {
+    const message = `${describeObject(d)} existed before this ${KIND} first applied it, though the operator's caches did not show it yet: it was not created by this ${KIND}, and the apply changed it (see docs/operator.md)`
+    if (!isControlledBy(applied, cr)) return message
     const uid = applied.metadata.uid
     const ours = uid !== undefined && this.#d.memory.get(uid)?.ownerUid === cr.metadata.uid && cr.metadata.uid !== undefined
-    if (ours && isControlledBy(applied, cr)) return undefined
-    // Created by this CR's own apply that failed without an answer: created no earlier than that
-    // apply was sent (creationTimestamp has whole seconds; a second more for the clocks).
+    // Or created by this CR's own apply that failed without an answer: no earlier than that apply
+    // was sent (creationTimestamp has whole seconds; a second more for the clocks).
     const sent = this.#uncertain.get(cr.metadata.uid ?? '')?.get(objectKey(d))
-    const createdAt = Date.parse(applied.metadata.creationTimestamp ?? '')
-    if (sent !== undefined && isControlledBy(applied, cr) && createdAt >= Math.floor(sent / 1000) * 1000 - 1000) return undefined
-    return `${describeObject(d)} existed before this ${KIND} first applied it, though the operator's caches did not show it yet: it was not created by this ${KIND}, and the apply changed it (see docs/operator.md)`
+    const sinceSent = sent !== undefined && Date.parse(applied.metadata.creationTimestamp ?? '') >= Math.floor(sent / 1000) * 1000 - 1000
+    return ours || sinceSent ? undefined : message
   }
 
   /**

@@ -38,7 +38,7 @@ import { contentTypeOf, convertBody, negotiateOutput, type OutputTarget } from '
 import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
-import { EventTtl } from './event-ttl.ts'
+import { EVENT_TABLES, EventTtl } from './event-ttl.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
 import { admitOwnerReferences } from './admission/ownerreferences.ts'
 import type { Attributes, Decision } from './auth/rbac.ts'
@@ -305,9 +305,11 @@ export class Cluster implements ClusterAccess {
     this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
-    // An expired Event goes as a removal goes: the namespace's quota usage follows.
+    // An expired Event goes as any removal goes (the namespace's quota usage follows).
+    const eventTypes = new Map(EVENT_TABLES.map((table) => [table, this.registry.all().find((t) => tableOf(t) === table)]))
     this.#eventTtl = new EventTtl(this.store, opts.eventTtlMs ?? 60 * 60_000, (table, namespace, name) => {
-      if (this.store.remove(table, namespace, name)) this.#syncQuotas(namespace)
+      const type = eventTypes.get(table)
+      if (type !== undefined) this.#removeNow(type, namespace, name)
     })
     this.faults = opts.faults ?? new Faults()
     this.accounting = opts.accounting ?? new Accounting()

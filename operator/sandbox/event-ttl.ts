@@ -23,8 +23,8 @@ const MAX_DELAY_MS = 2 ** 31 - 1
 
 /**
  * Deletes Events from a store `ttlMs` after their last write, through `remove` (which keeps what
- * the server derives from storage, such as quota usage, as a removal does). A TTL that is not a
- * positive finite number grants no lease: Events stay, as with a TTL of 0 in the apiserver's store.
+ * the server derives from storage, such as quota usage, as a removal does). A TTL of 0 or less
+ * grants no lease: Events stay, as with a TTL of 0 in the apiserver's store.
  */
 export class EventTtl {
   readonly #store: Store
@@ -39,7 +39,7 @@ export class EventTtl {
     this.#store = store
     this.#ttlMs = ttlMs
     this.#remove = remove
-    this.#unsubscribe = ttlMs > 0 && Number.isFinite(ttlMs) ? EVENT_TABLES.map((t) => store.subscribe(t, (e) => this.#onEvent(e))) : []
+    this.#unsubscribe = ttlMs > 0 ? EVENT_TABLES.map((t) => store.subscribe(t, (e) => this.#onEvent(e))) : []
   }
 
   #onEvent(e: StoreEvent): void {

@@ -1,12 +1,12 @@
 /**
  * `npm run bench:operator`: N Memcached CRs (default 1,000, size 3) created 100 at a time in the
  * sandbox by a client in a thread of its own, with the operator in its own process. Prints the
- * time until every CR's status.nodes is complete, the operator's requests and reconciles per CR, its memory per CR (heap and RSS grown
- * from the synced empty cache), the CPU time each process used (on a shared machine a steadier
- * figure than the wall clock), and then an idle resync: its writes and reads (should be 0) and
- * duration. Prints figures; asserts nothing. BENCH_NODE_FLAGS passes node's flags to the operator
- * process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--heapsnapshot-signal=SIGUSR2`). Run with
- * `node --expose-gc` to have the sandbox's heap printed after a full collection;
+ * time until every CR's status.nodes is complete, the operator's requests and reconciles per CR,
+ * its memory per CR (heap and RSS grown from the synced empty cache), the CPU time each process
+ * used (on a shared machine a steadier figure than the wall clock), and then an idle resync: its
+ * writes and reads (should be 0) and duration. Prints figures; asserts nothing. BENCH_NODE_FLAGS
+ * passes node's flags to the operator process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or
+ * `--heapsnapshot-signal=SIGUSR2`). Run with `node --expose-gc` to have the sandbox's heap printed after a full collection;
  * BENCH_SANDBOX_HEAPSNAPSHOT=<file> writes a heap snapshot of the sandbox's process at convergence.
  * BENCH_ACCOUNT_CONTROLLERS=1 records the simulated controllers' requests too and prints every
  * client's writes by resource (the recording costs the sandbox a few percent of its CPU).
@@ -18,8 +18,9 @@ import { join, resolve } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { memcachedCRD } from '../../operator/api/crd.ts'
 import { loadChart } from '../../operator/render/chart.ts'
-import { startSandbox } from '../../operator/sandbox/index.ts'
+import { startSandbox, type RequestRecord } from '../../operator/sandbox/index.ts'
 import type { KubeObject } from '../../operator/sandbox/types.ts'
+import { WRITE_VERBS } from '../support/operator.ts'
 
 const root = resolve(import.meta.dirname, '..', '..')
 const N = Number(process.env.BENCH_CRS ?? 1000)
@@ -99,7 +100,7 @@ const reconcilesStart = await reconciles()
 // The CRs are created by a client in a thread of its own (as kubectl runs in a process of its
 // own), 100 creates in flight at a time: ten thousand at once would be ten thousand connections.
 await new Promise<void>((resolve, reject) => {
-  const creator = new Worker(new URL('./create-crs.ts', import.meta.url), { workerData: { kubeconfigPath: sandbox.kubeconfigPath, from: 0, to: N, size: SIZE, inFlight: 100 } })
+  const creator = new Worker(new URL('./create-crs.ts', import.meta.url), { workerData: { kubeconfigPath: sandbox.kubeconfigPath, count: N, size: SIZE, inFlight: 100 } })
   creator.once('message', (m: { done?: true; error?: string }) => (m.error !== undefined ? reject(new Error(`creating the CRs: ${m.error}`)) : resolve()))
   creator.once('error', reject)
 })
@@ -126,24 +127,24 @@ const cpuUsed = { sandbox: (() => { const u = process.cpuUsage(cpuStart.sandbox)
 const allWrites = sandbox.cluster.store.resourceVersion - rvStart
 const reconcilesDone = (await reconciles()) - reconcilesStart
 const log = sandbox.requests.log().filter((r) => opUA(r.userAgent))
-const byVerb: Record<string, number> = {}
-for (const r of log) {
-  const k = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}`
-  byVerb[k] = (byVerb[k] ?? 0) + 1
+/** Requests by verb and resource (`patch deployments`, `update pods/status`). */
+const countByRequest = (records: readonly RequestRecord[]): Record<string, number> => {
+  const out: Record<string, number> = {}
+  for (const r of records) {
+    const k = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}`
+    out[k] = (out[k] ?? 0) + 1
+  }
+  return out
 }
-const writes = log.filter((r) => ['create', 'update', 'patch', 'delete'].includes(r.verb))
+const byVerb = countByRequest(log)
+const writes = log.filter((r) => WRITE_VERBS.has(r.verb))
 console.log(`created ${N} CRs in ${((created - start) / 1000).toFixed(1)} s; every status.nodes complete after ${((converged - start) / 1000).toFixed(1)} s`)
 console.log(`CPU time until then: sandbox (and this script) ${cpuUsed.sandbox.toFixed(1)} s, operator ${cpuUsed.operator.toFixed(1)} s (${((1000 * cpuUsed.operator) / N).toFixed(1)} ms per CR); ${reconcilesDone} reconciles (${(reconcilesDone / N).toFixed(2)} per CR)`)
 console.log(`writes stored, all clients: ${allWrites} (${(allWrites / N).toFixed(2)} per CR)`)
 console.log(`operator requests: ${log.length} (${(log.length / N).toFixed(2)} per CR); writes ${writes.length} (${(writes.length / N).toFixed(2)} per CR)`)
 for (const [k, v] of Object.entries(byVerb).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
 if (accountControllers) {
-  const all: Record<string, number> = {}
-  for (const r of sandbox.requests.log()) {
-    if (!['create', 'update', 'patch', 'delete'].includes(r.verb)) continue
-    const k = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}`
-    all[k] = (all[k] ?? 0) + 1
-  }
+  const all = countByRequest(sandbox.requests.log().filter((r) => WRITE_VERBS.has(r.verb)))
   console.log('writes of every client (BENCH_ACCOUNT_CONTROLLERS):')
   for (const [k, v] of Object.entries(all).sort()) console.log(`  ${k.padEnd(36)} ${String(v).padStart(6)}  ${(v / N).toFixed(2)} per CR`)
 }

@@ -141,7 +141,8 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
   }
 }
 
-const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection'])
+/** The verbs that write. */
+export const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete', 'deletecollection'])
 
 /** The operator's write requests in the sandbox's request log (by its user agent). */
 export function operatorWrites(sandbox: Sandbox, userAgent = 'memcached-operator/test'): { verb: string; resource: string; subresource?: string; name?: string }[] {

@@ -29,7 +29,7 @@ export function isEmpty(s: FieldSet): boolean {
 }
 
 /** A set node: `member` and `children` (none or empty: the shared {@link EMPTY} or {@link LEAF}). */
-export function make(member: boolean, children: Map<string, FieldSet> | null): FieldSet {
+export function make(member: boolean, children: ReadonlyMap<string, FieldSet> | null): FieldSet {
   if (children !== null && children.size === 0) children = null
   if (!member && children === null) return EMPTY
   if (member && children === null) return LEAF
@@ -154,21 +154,6 @@ export function builder(): SetBuilder {
   return { member: false, children: null }
 }
 
-/** Inserts `path` (path elements) as a member under `root`. */
-export function insert(root: SetBuilder, path: readonly string[]): void {
-  let n = root
-  for (const k of path) {
-    const ch = (n.children ??= new Map())
-    let c = ch.get(k)
-    if (c === undefined) {
-      c = builder()
-      ch.set(k, c)
-    }
-    n = c
-  }
-  n.member = true
-}
-
 /** Freezes a builder (dropping empty branches). */
 export function build(b: SetBuilder): FieldSet {
   let out: Map<string, FieldSet> | null = null
@@ -190,6 +175,9 @@ export function fromFieldsV1(json: unknown): FieldSet {
   if (hit !== undefined) return hit
   const s = decodeNode(json, false)
   decoded.set(json, s)
+  // The stored encoding of the set (as toFieldsV1 records its own): a manager whose set a write
+  // left as it was keeps its fieldsV1. Not for the shared EMPTY and LEAF, which other texts decode to.
+  if (s.children !== null) encoded.set(s, json)
   return s
 }
 

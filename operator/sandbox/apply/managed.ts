@@ -154,8 +154,7 @@ function encodeManagers(managers: Map<string, Manager>): ManagedFieldsEntry[] {
     const e: Record<string, unknown> = { manager: m.manager, operation: m.operation, apiVersion: m.apiVersion }
     if (m.time !== undefined) e.time = m.time
     e.fieldsType = 'FieldsV1'
-    // A manager whose fields are those it had (a write that changed only values moves its time): its fieldsV1 as stored.
-    e.fieldsV1 = m.entry !== undefined && m.set === m.decodedSet ? m.entry.fieldsV1 : toFieldsV1(m.set)
+    e.fieldsV1 = toFieldsV1(m.set)
     if (m.subresource !== undefined) e.subresource = m.subresource
     out.push(e as unknown as ManagedFieldsEntry)
   }

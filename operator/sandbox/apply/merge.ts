@@ -264,7 +264,9 @@ export function skipTree(prefixes: readonly (readonly string[])[]): SkipTree {
  */
 export function compareObjects(lhs: JsonObject, rhs: JsonObject, topology: Topology, skip?: SkipTree): Comparison {
   compare(lhs, rhs, topology, skip)
-  return { added: resAdded, modified: resModified, removed: resRemoved }
+  const out = { added: resAdded, modified: resModified, removed: resRemoved }
+  resAdded = resModified = resRemoved = EMPTY_SET
+  return out
 }
 
 /**
@@ -300,18 +302,24 @@ function member(o: JsonObject | undefined, k: string, t: Topology): Json | undef
   return t.type === 'list' ? EMPTY_ARRAY : EMPTY_OBJECT
 }
 
-/** The children a list's comparison collects, one map per set, made when the first change comes. */
+/** The children a node's comparison collects, one map per set, each made when its first change comes. */
 interface Below {
   added: Map<string, FieldSet> | null
   modified: Map<string, FieldSet> | null
   removed: Map<string, FieldSet> | null
 }
 
-/** Files the last comparison's results under path element `pe`. */
-function collect(below: Below, pe: string): void {
+/**
+ * Files the last comparison's results under path element `pe`; `below` is made at the first
+ * change (a subtree without changes allocates nothing) and returned.
+ */
+function collect(below: Below | null, pe: string): Below | null {
+  if (resAdded === EMPTY_SET && resModified === EMPTY_SET && resRemoved === EMPTY_SET) return below
+  below ??= { added: null, modified: null, removed: null }
   if (resAdded !== EMPTY_SET) (below.added ??= new Map()).set(pe, resAdded)
   if (resModified !== EMPTY_SET) (below.modified ??= new Map()).set(pe, resModified)
   if (resRemoved !== EMPTY_SET) (below.removed ??= new Map()).set(pe, resRemoved)
+  return below
 }
 
 function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: SkipTree): void {
@@ -332,51 +340,38 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: S
     resModified = l !== undefined && r !== undefined && !deepEqual(l, r) ? LEAF : EMPTY_SET
     return
   }
-  if (kind === LIST_KIND) {
-    const below: Below = { added: null, modified: null, removed: null }
-    compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t, below)
-    resAdded = make(l === undefined, below.added)
-    resModified = make(false, below.modified)
-    resRemoved = make(l !== undefined && r === undefined, below.removed)
-    return
-  }
-  // A struct or a map: the children's results in local maps, made when the first change comes (a
-  // subtree without changes allocates nothing).
-  let added: Map<string, FieldSet> | null = null
-  let modified: Map<string, FieldSet> | null = null
-  let removed: Map<string, FieldSet> | null = null
-  const lo = l as JsonObject | undefined
-  const ro = r as JsonObject | undefined
-  if (lo !== undefined) {
-    for (const k of Object.keys(lo)) {
-      const lv = lo[k]
-      if (lv === undefined || lv === null) continue
-      const pe = 'f:' + k
-      const next = skip?.get(pe)
-      if (next === null) continue
-      const ct = childTopology(t, k)
-      compare(lv, member(ro, k, ct), ct, next)
-      if (resAdded !== EMPTY_SET) (added ??= new Map()).set(pe, resAdded)
-      if (resModified !== EMPTY_SET) (modified ??= new Map()).set(pe, resModified)
-      if (resRemoved !== EMPTY_SET) (removed ??= new Map()).set(pe, resRemoved)
+  let below: Below | null = null
+  if (kind === LIST_KIND) below = compareItems((l ?? EMPTY_ARRAY) as Json[], (r ?? EMPTY_ARRAY) as Json[], t)
+  else {
+    const lo = l as JsonObject | undefined
+    const ro = r as JsonObject | undefined
+    if (lo !== undefined) {
+      for (const k of Object.keys(lo)) {
+        const lv = lo[k]
+        if (lv === undefined || lv === null) continue
+        const pe = 'f:' + k
+        const next = skip?.get(pe)
+        if (next === null) continue
+        const ct = childTopology(t, k)
+        compare(lv, member(ro, k, ct), ct, next)
+        below = collect(below, pe)
+      }
+    }
+    if (ro !== undefined) {
+      for (const k of Object.keys(ro)) {
+        if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
+        const pe = 'f:' + k
+        const next = skip?.get(pe)
+        if (next === null) continue
+        const ct = childTopology(t, k)
+        compare(member(lo, k, ct), ro[k], ct, next)
+        below = collect(below, pe)
+      }
     }
   }
-  if (ro !== undefined) {
-    for (const k of Object.keys(ro)) {
-      if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
-      const pe = 'f:' + k
-      const next = skip?.get(pe)
-      if (next === null) continue
-      const ct = childTopology(t, k)
-      compare(member(lo, k, ct), ro[k], ct, next)
-      if (resAdded !== EMPTY_SET) (added ??= new Map()).set(pe, resAdded)
-      if (resModified !== EMPTY_SET) (modified ??= new Map()).set(pe, resModified)
-      if (resRemoved !== EMPTY_SET) (removed ??= new Map()).set(pe, resRemoved)
-    }
-  }
-  resAdded = make(l === undefined, added)
-  resModified = make(false, modified)
-  resRemoved = make(l !== undefined && r === undefined, removed)
+  resAdded = make(l === undefined, below?.added ?? null)
+  resModified = make(false, below?.modified ?? null)
+  resRemoved = make(l !== undefined && r === undefined, below?.removed ?? null)
 }
 
 /**
@@ -385,12 +380,21 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: S
  * key is removed (its surviving item added below it); newly repeated → its old item is removed
  * and the key added, with nothing below it.
  */
-function compareItems(la: Json[], ra: Json[], t: Topology, below: Below): void {
+function compareItems(la: Json[], ra: Json[], t: Topology): Below | null {
   const it = itemTopology(t)
   const l = indexItems(la, t)
   const r = indexItems(ra, t)
-  for (const [pe, lv] of l.first) pairItems(pe, lv, l.repeats?.get(pe), r.first.get(pe), r.repeats?.get(pe), it, below)
-  for (const [pe, rv] of r.first) if (!l.first.has(pe)) pairItems(pe, undefined, undefined, rv, r.repeats?.get(pe), it, below)
+  let below: Below | null = null
+  for (const [pe, lv] of l.first) {
+    pairItems(lv, l.repeats?.get(pe), r.first.get(pe), r.repeats?.get(pe), it)
+    below = collect(below, pe)
+  }
+  for (const [pe, rv] of r.first) {
+    if (l.first.has(pe)) continue
+    pairItems(undefined, undefined, rv, r.repeats?.get(pe), it)
+    below = collect(below, pe)
+  }
+  return below
 }
 
 interface ItemIndex {
@@ -420,10 +424,10 @@ function indexItems(a: Json[], t: Topology): ItemIndex {
 
 /** A node that is a member, with what a comparison found below it. */
 function asMember(s: FieldSet): FieldSet {
-  return s.member ? s : make(true, s.children as Map<string, FieldSet> | null)
+  return s.member ? s : make(true, s.children)
 }
 
-function pairItems(pe: string, lv: Json | undefined, lRep: Json[] | undefined, rv: Json | undefined, rRep: Json[] | undefined, it: Topology, below: Below): void {
+function pairItems(lv: Json | undefined, lRep: Json[] | undefined, rv: Json | undefined, rRep: Json[] | undefined, it: Topology): void {
   if (lRep === undefined && rRep === undefined) {
     compare(lv, rv, it)
   } else if (lRep !== undefined && rRep !== undefined) {
@@ -440,7 +444,6 @@ function pairItems(pe: string, lv: Json | undefined, lRep: Json[] | undefined, r
     else resAdded = resModified = resRemoved = EMPTY_SET
     resAdded = asMember(resAdded)
   }
-  collect(below, pe)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -46,9 +46,9 @@ export class EventSink {
   #chains = new Map<string, Promise<void>>()
   #stopped = false
 
-  /** @param maxEvents the size of the correlation caches */
-  constructor(maxEvents = lruSize) {
-    this.#max = maxEvents
+  /** @param cacheSize the size of the correlation caches */
+  constructor(cacheSize = lruSize) {
+    this.#max = cacheSize
   }
 
   /** A recorder for one controller (`deployment-controller`, …) writing with that controller's client. */
