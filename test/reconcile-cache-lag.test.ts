@@ -30,13 +30,15 @@ async function laggingBed(t: Test) {
   const client = clientFor(sb)
   // An apply whose answer is lost: the server applied it, the operator hears a timeout.
   let loseNextAnswer = false
-  const applyObject = client.applyObject.bind(client)
-  client.applyObject = (async (...args: Parameters<KubeClient['applyObject']>) => {
-    const result = await applyObject(...args)
+  const lost = <R>(result: R): R => {
     if (!loseNextAnswer) return result
     loseNextAnswer = false
     throw new ApiError(504, 'Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded')
-  }) as KubeClient['applyObject']
+  }
+  const applyObject = client.applyObject.bind(client)
+  client.applyObject = (async (...args: Parameters<KubeClient['applyObject']>) => lost(await applyObject(...args))) as KubeClient['applyObject']
+  const apply = client.apply.bind(client)
+  client.apply = (async (...args: Parameters<KubeClient['apply']>) => lost(await apply(...args))) as KubeClient['apply']
   const user = clientFor(sb, 'test-user/1', 'test-user')
   t.teardown(() => (client.close(), user.close()))
   let cr = (await user.create({ ...MC, metadata: { name: NAME, namespace: 'default' }, spec: { size: 1, image: { tag: '1.6.38-alpine' } } })) as MemcachedObject
@@ -62,8 +64,14 @@ async function laggingBed(t: Test) {
     loseNextAnswer: () => void (loseNextAnswer = true),
     /** Changes the CR's spec on the server and in the CR cache. */
     async setTag(tag: string) {
-      cr = (await user.patch({ ...MC, namespace: 'default', name: NAME }, { spec: { image: { tag } } }, { type: 'merge' })) as MemcachedObject
+      await this.setSpec({ image: { tag } })
     },
+    /** Merges `spec` into the CR's spec on the server and in the CR cache. */
+    async setSpec(spec: Record<string, unknown>) {
+      cr = (await user.patch({ ...MC, namespace: 'default', name: NAME }, { spec }, { type: 'merge' })) as MemcachedObject
+    },
+    /** The cache has delivered the deletion of the kind's object, and nothing since. */
+    hide: (kind: string) => void shown.delete(kind),
     /** The cache catches up with the server: every child as it is now. */
     async catchUp() {
       // The optional kinds (CRDs such as ServiceMonitor) are not served by this sandbox.
@@ -159,4 +167,39 @@ t.test('an apply whose answer was lost, on an object somebody else created befor
   await t.rejects(bed.reconcile(), /Timeout/)
   await t.rejects(bed.reconcile(), /existed before this Memcached first applied it/)
   t.ok((await bed.conditions()).some(([type, status, reason]) => type === 'Degraded' && status === 'True' && reason === 'OwnershipConflict'), 'Degraded OwnershipConflict')
+})
+
+t.test('an apply of an object the cache still shows after its deletion, whose answer was lost, created it again: the next apply, answered 200 while the cache shows nothing, is the CR\'s own', async (t) => {
+  const bed = await laggingBed(t)
+  await bed.reconcile()
+  await bed.catchUp()
+  // Deleted (a user, a namespace cleanup); the cache has not delivered the deletion yet.
+  await bed.user.delete({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: NAME })
+  await bed.setTag('1.6.39')
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/, 'the apply times out')
+  t.match(await bed.image(), /:1\.6\.39$/, 'though the server created the Deployment again')
+  // The deletion arrives; the new Deployment's creation not yet.
+  bed.hide('Deployment')
+  await bed.reconcile()
+  t.notOk((await bed.conditions()).some(([, , reason]) => reason === 'OwnershipConflict'), 'no ownership conflict')
+  t.equal(bed.metrics.counts['applied:Deployment'], 2, 'the Deployment is applied and taken for the CR\'s own')
+})
+
+t.test('an object re-created for an immutable field, whose creating apply\'s answer was lost: the next apply, answered 200 while the cache shows nothing, is the CR\'s own', async (t) => {
+  const bed = await laggingBed(t)
+  await bed.reconcile()
+  await bed.catchUp()
+  const service = () => bed.user.get({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: NAME })
+  const before = await service()
+  // A Service with a cluster IP cannot become headless in place: it is deleted and created again.
+  await bed.setSpec({ service: { headless: false } })
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/, 'the creating apply times out')
+  const after = await service()
+  t.not(after.metadata.uid, before.metadata.uid, 'though the server created the Service again')
+  bed.hide('Service')
+  await bed.reconcile()
+  t.notOk((await bed.conditions()).some(([, , reason]) => reason === 'OwnershipConflict'), 'no ownership conflict')
+  t.equal((await service()).metadata.uid, after.metadata.uid, 'the re-created Service is kept')
 })

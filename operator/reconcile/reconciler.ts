@@ -168,9 +168,10 @@ export class Reconciler {
   /** By CR uid, then {@link objectKey}: objects somebody else created that an apply landed on (#raceLost). */
   #raced = new Map<string, Map<string, { uid: string; message: string }>>()
   /**
-   * By CR uid, then {@link objectKey}: when an apply of an object the caches did not show was sent
-   * and failed without a definite answer (a timeout, a 5xx, a dropped connection), so that it may
-   * have created the object: a later apply answered 200 for an object created since is this CR's own.
+   * By CR uid, then {@link objectKey}: when an apply was sent that failed without a definite answer
+   * (a timeout, a 5xx, a dropped connection), so that it may have created the object (one the caches
+   * did not show, or still showed after its deletion, or one being re-created): a later apply
+   * answered 200 for an object created since, while the caches show none, is this CR's own.
    */
   #uncertain = new Map<string, Map<string, number>>()
   /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
@@ -404,9 +405,10 @@ export class Reconciler {
    * After an apply of an object the caches said did not exist, answered 200 (it existed; 201 is a
    * creation, apiserver endpoints/handlers/patch.go): an ownership conflict unless it is one this
    * CR's own earlier apply created, which its kind's cache has not delivered yet (the applied
-   * memory holds its uid, or the apply failed without an answer before it was created). Otherwise somebody else created it between the watch's last event and
-   * the apply: the apply has already landed on it, and it is reported as the guard reports an
-   * object it refuses (Degraded OwnershipConflict, Warning event, log line, metric).
+   * memory holds its uid, or an apply failed without an answer before it was created). Otherwise
+   * somebody else created it between the watch's last event and the apply: the apply has already
+   * landed on it, and it is reported as the guard reports an object it refuses (Degraded
+   * OwnershipConflict, Warning event, log line, metric).
    */
   #landedOnExisting(cr: MemcachedObject, d: RenderedObject, applied: KubeObject): string | undefined {
     const message = `${describeObject(d)} existed before this ${KIND} first applied it, though the operator's caches did not show it yet: it was not created by this ${KIND}, and the apply changed it (see docs/operator.md)`
@@ -454,8 +456,9 @@ export class Reconciler {
     } catch (err) {
       const refused = immutableRefusal(err, d.kind)
       if (current && refused) return this.#recreate(cr, d, current, refused, done, log)
-      // Without a definite refusal (a 4xx) the apply may have created the object.
-      if (!current && !(err instanceof ApiError && err.status < 500)) this.#markUncertain(cr, d, sent)
+      // Without a definite refusal (a 4xx) the apply may have created the object: one the caches
+      // did not show, or one they still showed after it was deleted.
+      if (!isDefinite(err)) this.#markUncertain(cr, d, sent)
       // A failed apply may have been applied all the same (a timeout, an answer lost): what the
       // memory holds of the object is no longer known to be our last write.
       if (current?.metadata.uid !== undefined) memory.forget(current.metadata.uid)
@@ -573,11 +576,16 @@ export class Reconciler {
     // A finalizer holds it: it is re-created once it is gone (#applyOne waits for that uid).
     if (left?.kind === d.kind && left.metadata.uid === uid && left.metadata.deletionTimestamp) return undefined
     let applied: KubeObject
+    const sent = Date.now()
     try {
       applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
     } catch (err) {
+      // It may have created the object all the same: the next apply, answered 200 while the caches
+      // show nothing yet, would otherwise take it for somebody else's.
+      if (!isDefinite(err)) this.#markUncertain(cr, d, sent)
       return this.#applyFailed(cr, d, err, log)
     }
+    this.#clearUncertain(cr, d)
     this.#d.memory.remember(applied, d)
     this.#d.metrics.applied(d.kind)
     log.info({ object: what }, 're-created')
@@ -728,6 +736,14 @@ export class Reconciler {
     }
     if (cr.metadata.uid) this.#written.set(cr.metadata.uid, { baseVersion: cr.metadata.resourceVersion, status })
   }
+}
+
+/**
+ * A definite refusal: the server answered with a 4xx, so the request changed nothing. Anything else
+ * (a timeout, a 5xx, a dropped connection) may have been carried out before its answer was lost.
+ */
+function isDefinite(err: unknown): boolean {
+  return err instanceof ApiError && err.status < 500
 }
 
 /** `namespace/name` split at its first slash (a namespace has none). */
