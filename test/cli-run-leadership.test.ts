@@ -78,7 +78,7 @@ t.test('/healthz fails when the informers are wedged (no list, event, bookmark o
   t.teardown(() => sandbox.close())
   const proxy = await stallingProxy(sandbox.url, 'op')
   t.teardown(() => proxy.close())
-  const op = await startOperator({ ...base(kubeconfigFor(sandbox.kubeconfigPath, proxy.url)), informerStallMs: 1_000 }, captureIO(), pino({ level: 'silent' }))
+  const op = await startOperator({ ...base(kubeconfigFor(sandbox.kubeconfigPath, proxy.url)), informerStallMs: 3_000 }, captureIO(), pino({ level: 'silent' }))
   t.teardown(async () => {
     proxy.freeze(false)
     await op.stop()
@@ -87,7 +87,9 @@ t.test('/healthz fails when the informers are wedged (no list, event, bookmark o
     const res = await fetch(`http://${op.endpoints.healthProbeAddress}${path}`)
     return { status: res.status, body: await res.text() }
   }
-  await new Promise((r) => setTimeout(r, 1_500))
+  // Longer than the threshold, which is 15 bookmarks long: a test process starved of CPU for a
+  // moment does not pass for wedged informers.
+  await new Promise((r) => setTimeout(r, 3_500))
   t.equal((await probe('/healthz')).status, 200, 'alive in a quiet cluster: bookmarks arrive')
   // The connection goes dead: open watches deliver nothing more, and nothing new gets through.
   proxy.freeze(true)
