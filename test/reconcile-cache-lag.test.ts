@@ -23,20 +23,28 @@ const NAME = 'lag'
 const empty: Cache = { get: () => undefined, byIndex: () => [] }
 
 /** A sandbox, a CR, a reconciler whose CR cache is the CR as the test last read it and whose children's cache shows what the test put in it. */
-async function laggingBed(t: Test) {
+async function laggingBed(t: Test, opts: { now?: () => Date } = {}) {
   const chart = loadChart()
   const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
   t.teardown(() => sb.close())
   const client = clientFor(sb)
   // An apply whose answer is lost: the server applied it, the operator hears a timeout.
   let loseNextAnswer = false
+  // An apply refused with a 503 before it reached storage: the operator cannot tell it from a lost answer.
+  let failNextApply = false
   const lost = <R>(result: R): R => {
     if (!loseNextAnswer) return result
     loseNextAnswer = false
     throw new ApiError(504, 'Timeout', 'Timeout: request did not complete within requested timeout - context deadline exceeded')
   }
   const applyObject = client.applyObject.bind(client)
-  client.applyObject = (async (...args: Parameters<KubeClient['applyObject']>) => lost(await applyObject(...args))) as KubeClient['applyObject']
+  client.applyObject = (async (...args: Parameters<KubeClient['applyObject']>) => {
+    if (failNextApply) {
+      failNextApply = false
+      throw new ApiError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request')
+    }
+    return lost(await applyObject(...args))
+  }) as KubeClient['applyObject']
   const apply = client.apply.bind(client)
   client.apply = (async (...args: Parameters<KubeClient['apply']>) => lost(await apply(...args))) as KubeClient['apply']
   const user = clientFor(sb, 'test-user/1', 'test-user')
@@ -57,11 +65,13 @@ async function laggingBed(t: Test) {
     memory: new AppliedMemory(),
     events: new ApiEventRecorder(client, new EventAggregator(), log),
     metrics,
+    ...(opts.now ? { now: opts.now } : {}),
   })
   const deployment = () => user.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: NAME })
   return {
     reconcile: () => reconciler.reconcile('default', NAME, log),
     loseNextAnswer: () => void (loseNextAnswer = true),
+    failNextApply: () => void (failNextApply = true),
     /** Changes the CR's spec on the server and in the CR cache. */
     async setTag(tag: string) {
       await this.setSpec({ image: { tag } })
@@ -159,10 +169,10 @@ t.test('an apply that created an object but whose answer was lost: the next appl
 })
 
 t.test('an apply whose answer was lost, on an object somebody else created before it was sent, is still an ownership conflict', async (t) => {
-  const bed = await laggingBed(t)
+  // The operator's clock is two minutes ahead of the server's: for the server, the Service is older
+  // than the apply by far more than the second allowed for clocks and creationTimestamp's whole seconds.
+  const bed = await laggingBed(t, { now: () => new Date(Date.now() + 120_000) })
   await bed.user.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: NAME, namespace: 'default' }, spec: { clusterIP: 'None', ports: [{ name: 'memcache', port: 11211 }] } })
-  // creationTimestamp has whole seconds: the Service is older than the apply by more than the second allowed for clocks.
-  await new Promise((r) => setTimeout(r, 2100))
   bed.loseNextAnswer()
   await t.rejects(bed.reconcile(), /Timeout/)
   await t.rejects(bed.reconcile(), /existed before this Memcached first applied it/)
@@ -202,4 +212,28 @@ t.test('an object re-created for an immutable field, whose creating apply\'s ans
   await bed.reconcile()
   t.notOk((await bed.conditions()).some(([, , reason]) => reason === 'OwnershipConflict'), 'no ownership conflict')
   t.equal((await service()).metadata.uid, after.metadata.uid, 'the re-created Service is kept')
+})
+
+t.test('an object somebody else created more than the API server\'s request timeout (1 m) after the last failed apply was sent is not taken for its creation', async (t) => {
+  // The operator's clock is two minutes behind the server's: its failed apply was, for the server, sent two minutes before the Service was created.
+  const bed = await laggingBed(t, { now: () => new Date(Date.now() - 120_000) })
+  bed.failNextApply()
+  await t.rejects(bed.reconcile(), /unable to handle the request/, 'the first apply fails without a definite answer, having created nothing')
+  await t.rejects(bed.user.get({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: NAME }), /not found/, 'no Service')
+  await bed.user.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: NAME, namespace: 'default' }, spec: { clusterIP: 'None', ports: [{ name: 'memcache', port: 11211 }] } })
+  await t.rejects(bed.reconcile(), /existed before this Memcached first applied it/)
+  t.ok((await bed.conditions()).some(([type, status, reason]) => type === 'Degraded' && status === 'True' && reason === 'OwnershipConflict'), 'Degraded OwnershipConflict')
+})
+
+t.test('each failed apply keeps the window open: an object created by the last of them, minutes after the first, is the CR\'s own', async (t) => {
+  let behind = 120_000
+  const bed = await laggingBed(t, { now: () => new Date(Date.now() - behind) })
+  bed.failNextApply()
+  await t.rejects(bed.reconcile(), /unable to handle the request/, 'two minutes before: an apply fails, having created nothing')
+  behind = 0
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/, 'now: the retry creates the Service, its answer lost')
+  await bed.reconcile()
+  t.notOk((await bed.conditions()).some(([, , reason]) => reason === 'OwnershipConflict'), 'no ownership conflict')
+  t.match(await bed.image(), /:1\.6\.38-alpine$/, 'and the reconcile went on to the Deployment')
 })

@@ -143,6 +143,18 @@ const CACHE_SYNC_RETRY_MS = 1_000
  */
 const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
+/**
+ * How long after it was sent a request may still be carried out: kube-apiserver's
+ * `--request-timeout` (1 m by default), the deadline of a non-long-running request's context and so
+ * of its storage write (staging/src/k8s.io/apiserver/pkg/server/filters/timeout.go).
+ */
+const SERVER_REQUEST_TIMEOUT_MS = 60_000
+
+/** When the applies of an object that failed without a definite answer were sent (epoch ms). */
+interface Uncertain {
+  first: number
+  last: number
+}
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
 export { kindKey }
@@ -173,7 +185,7 @@ export class Reconciler {
    * did not show, or still showed after its deletion, or one being re-created): a later apply
    * answered 200 for an object created since, while the caches show none, is this CR's own.
    */
-  #uncertain = new Map<string, Map<string, number>>()
+  #uncertain = new Map<string, Map<string, Uncertain>>()
   /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
   #unsyncedSince = new Map<string, number>()
 
@@ -415,11 +427,13 @@ export class Reconciler {
     if (!isControlledBy(applied, cr)) return message
     const uid = applied.metadata.uid
     const ours = uid !== undefined && this.#d.memory.get(uid)?.ownerUid === cr.metadata.uid && cr.metadata.uid !== undefined
-    // Or created by this CR's own apply that failed without an answer: no earlier than that apply
-    // was sent (creationTimestamp has whole seconds; a second more for the clocks).
-    const sent = this.#uncertain.get(cr.metadata.uid ?? '')?.get(objectKey(d))
-    const sinceSent = sent !== undefined && Date.parse(applied.metadata.creationTimestamp ?? '') >= Math.floor(sent / 1000) * 1000 - 1000
-    return ours || sinceSent ? undefined : message
+    // Or created by one of this CR's own applies that failed without an answer: no earlier than the
+    // first was sent (creationTimestamp has whole seconds; a second more for the clocks), and no
+    // later than the last one could still be carried out.
+    const uncertain = this.#uncertain.get(cr.metadata.uid ?? '')?.get(objectKey(d))
+    const created = Date.parse(applied.metadata.creationTimestamp ?? '')
+    const byFailedApply = uncertain !== undefined && created >= Math.floor(uncertain.first / 1000) * 1000 - 1000 && created <= uncertain.last + SERVER_REQUEST_TIMEOUT_MS + 1000
+    return ours || byFailedApply ? undefined : message
   }
 
   /**
@@ -450,7 +464,7 @@ export class Reconciler {
     }
     let applied: KubeObject
     let created: boolean
-    const sent = Date.now()
+    const sent = this.#now().getTime()
     try {
       ;({ object: applied, created } = await this.#d.client.applyObject(d, { fieldManager: FIELD_MANAGER, force: true }))
     } catch (err) {
@@ -484,9 +498,9 @@ export class Reconciler {
 
   #markUncertain(cr: MemcachedObject, d: RenderedObject, sent: number): void {
     const owner = cr.metadata.uid ?? ''
-    const byObject = this.#uncertain.get(owner) ?? new Map<string, number>()
-    // The first such apply: the object may have been created by it.
-    if (!byObject.has(objectKey(d))) byObject.set(objectKey(d), sent)
+    const byObject = this.#uncertain.get(owner) ?? new Map<string, Uncertain>()
+    const key = objectKey(d)
+    byObject.set(key, { first: byObject.get(key)?.first ?? sent, last: sent })
     this.#uncertain.set(owner, byObject)
   }
 
@@ -576,7 +590,7 @@ export class Reconciler {
     // A finalizer holds it: it is re-created once it is gone (#applyOne waits for that uid).
     if (left?.kind === d.kind && left.metadata.uid === uid && left.metadata.deletionTimestamp) return undefined
     let applied: KubeObject
-    const sent = Date.now()
+    const sent = this.#now().getTime()
     try {
       applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
     } catch (err) {
