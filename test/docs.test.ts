@@ -2,8 +2,8 @@
  * The commands a user copies from the README and docs/ keep working: every ```sh block runs here,
  * in bash with `set -euo pipefail`, from a copy of the checkout, against a sandbox started as
  * `npm start` starts it (the operator running, the sample CR converged), with real kubectl on the
- * PATH and KUBECONFIG pointing at the sandbox. Each page gets a fresh sandbox; its blocks run in
- * order. `sh long-running` blocks are started and left running for the page's later blocks;
+ * PATH and KUBECONFIG pointing at the sandbox. Each page gets a fresh sandbox and kubectl cache; its
+ * blocks run in order. `sh long-running` blocks are started and left running for the page's later blocks;
  * `sh needs-docker` blocks are not run (no Docker engine here) and may hold only docker and kind
  * commands. The README's set-up block is checked against package.json and .ci/run, and `npm start`
  * is run as it is. Relative links and anchors must resolve.
@@ -178,7 +178,9 @@ for (const page of pages) {
       await stop(sandbox, 'SIGKILL')
     })
     await eventually(`${page}: the sandbox and the sample`, () => (converged.test(sandbox.output()) ? true : undefined), 60_000)
-    const env = environment({ KUBECONFIG: kubeconfig })
+    // And kubectl's own discovery cache, as on a machine that never saw this server: the cache is
+    // kept by host and port, and another test's sandbox may have had this port before.
+    const env = environment({ KUBECONFIG: kubeconfig, KUBECACHEDIR: tempDir('mc-docs-kubectl-cache-') })
     for (const b of toRun) {
       const where = `${page}:${b.line}`
       if (b.info[1] === 'long-running') {

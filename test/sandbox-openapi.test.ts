@@ -111,6 +111,23 @@ t.test('a CRD change gives its group-version a new document and hash; kubectl ex
   t.match(await kubectl(['explain', 'mc.spec.zone']), /The zone the cache serves\./)
 })
 
+t.test('a CRD installed after kubectl cached discovery: explain by the plural answers; by the short name it fails once, as against any API server (client-go restmapper/shortcut.go expands a short name again after a refresh only in KindFor; explain maps with ResourceFor)', async (t) => {
+  const { kubectl } = await sandbox(t)
+  const crd = memcachedCRD(loadChart()) as unknown as KubeObject
+  const name = crd.metadata.name as string
+  await kubectl(['delete', 'crd', name])
+  t.notMatch(await kubectl(['api-resources']), /memcacheds/, 'discovery cached without the CRD')
+  await kubectl(['create', '-f', '-'], JSON.stringify(crd))
+  const refused = await kubectl(['explain', 'mc.spec.size']).then(() => undefined, (err: { stderr?: string }) => err)
+  t.match(refused?.stderr, /the server doesn't have a resource type "mc"/, 'the short name, from the stale cache')
+  t.match(await kubectl(['explain', 'mc.spec.size']), /FIELD: size <integer>/, 'the failed call refreshed the cache')
+  // What docs/operator.md runs: the plural refreshes the cache when it is not found there.
+  await kubectl(['delete', 'crd', name])
+  await kubectl(['api-resources'])
+  await kubectl(['create', '-f', '-'], JSON.stringify(crd))
+  t.match(await kubectl(['explain', 'memcacheds.spec.size']), /FIELD: size <integer>/, 'the plural, from the same stale cache')
+})
+
 t.test('/openapi/v2: one Swagger 2.0 document of every served kind, custom resources as apiextensions writes them for v2; the protobuf form is not served', async (t) => {
   const { get } = await sandbox(t)
   const { status, doc } = await get('/openapi/v2')
