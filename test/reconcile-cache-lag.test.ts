@@ -225,7 +225,7 @@ t.test('an object somebody else created more than the API server\'s request time
   t.ok((await bed.conditions()).some(([type, status, reason]) => type === 'Degraded' && status === 'True' && reason === 'OwnershipConflict'), 'Degraded OwnershipConflict')
 })
 
-t.test('each failed apply keeps the window open: an object created by the last of them, minutes after the first, is the CR\'s own', async (t) => {
+t.test('each failed apply opens a window of its own: an object created by the last of them, minutes after the first, is the CR\'s own', async (t) => {
   let behind = 120_000
   const bed = await laggingBed(t, { now: () => new Date(Date.now() - behind) })
   bed.failNextApply()
@@ -236,4 +236,42 @@ t.test('each failed apply keeps the window open: an object created by the last o
   await bed.reconcile()
   t.notOk((await bed.conditions()).some(([, , reason]) => reason === 'OwnershipConflict'), 'no ownership conflict')
   t.match(await bed.image(), /:1\.6\.38-alpine$/, 'and the reconcile went on to the Deployment')
+})
+
+t.test('a later failed apply does not close the window of an earlier one: the object the earlier one created is still the CR\'s own', async (t) => {
+  let ahead = 0
+  const bed = await laggingBed(t, { now: () => new Date(Date.now() + ahead) })
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/, 'now: the apply creates the Service, its answer lost')
+  ahead = 120_000
+  bed.failNextApply()
+  await t.rejects(bed.reconcile(), /unable to handle the request/, 'two minutes later: the next apply fails, having done nothing')
+  await bed.reconcile()
+  t.notOk((await bed.conditions()).some(([, , reason]) => reason === 'OwnershipConflict'), 'no ownership conflict')
+})
+
+t.test('a failed update of an object the cache showed, long before, does not vouch for an object somebody else created since', async (t) => {
+  let offset = -120_000
+  const bed = await laggingBed(t, { now: () => new Date(Date.now() + offset) })
+  await bed.reconcile()
+  await bed.catchUp()
+  // Two minutes before: an update whose answer was lost, carried out all the same; the cache shows it.
+  await bed.setTag('1.6.39')
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/)
+  await bed.catchUp()
+  await bed.reconcile()
+  // Now: the Deployment is deleted, somebody else creates one of the name; the cache shows neither.
+  offset = 0
+  await bed.user.delete({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: NAME })
+  // With the selector the chart renders, so that the apply lands on it.
+  const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': NAME }
+  await bed.user.create({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: NAME, namespace: 'default' }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'theirs:1' }] } } } })
+  bed.hide('Deployment')
+  // Two minutes later: our apply's answer is lost again.
+  offset = 120_000
+  bed.loseNextAnswer()
+  await t.rejects(bed.reconcile(), /Timeout/)
+  await t.rejects(bed.reconcile(), /existed before this Memcached first applied it/)
+  t.ok((await bed.conditions()).some(([type, status, reason]) => type === 'Degraded' && status === 'True' && reason === 'OwnershipConflict'), 'Degraded OwnershipConflict')
 })

@@ -145,15 +145,18 @@ const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
 /**
  * How long after it was sent a request may still be carried out: kube-apiserver's
- * `--request-timeout` (1 m by default), the deadline of a non-long-running request's context and so
- * of its storage write (staging/src/k8s.io/apiserver/pkg/server/filters/timeout.go).
+ * `--request-timeout` (1 m by default), the deadline of a non-long-running request's context
+ * (staging/src/k8s.io/apiserver/pkg/server/filters/timeout.go). A create sets creationTimestamp as
+ * its handler runs (rest.BeforeCreate), before that deadline, even if storage commits later.
  */
 const SERVER_REQUEST_TIMEOUT_MS = 60_000
 
-/** When the applies of an object that failed without a definite answer were sent (epoch ms). */
-interface Uncertain {
-  first: number
-  last: number
+/**
+ * When an object created by an apply sent at `sent` (epoch ms) may say it was created:
+ * creationTimestamp has whole seconds, and a second more is allowed for the clocks.
+ */
+function creationWindow(sent: number): [number, number] {
+  return [Math.floor(sent / 1000) * 1000 - 1000, sent + SERVER_REQUEST_TIMEOUT_MS + 1000]
 }
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
@@ -180,12 +183,12 @@ export class Reconciler {
   /** By CR uid, then {@link objectKey}: objects somebody else created that an apply landed on (#raceLost). */
   #raced = new Map<string, Map<string, { uid: string; message: string }>>()
   /**
-   * By CR uid, then {@link objectKey}: when an apply was sent that failed without a definite answer
-   * (a timeout, a 5xx, a dropped connection), so that it may have created the object (one the caches
-   * did not show, or still showed after its deletion, or one being re-created): a later apply
-   * answered 200 for an object created since, while the caches show none, is this CR's own.
+   * By CR uid, then {@link objectKey}: the times at which an object may have been created by an
+   * apply that failed without a definite answer (a timeout, a 5xx, a dropped connection) — one the
+   * caches did not show, or still showed after its deletion, or one being re-created: a later apply
+   * answered 200, while the caches show none, for an object created then is this CR's own.
    */
-  #uncertain = new Map<string, Map<string, Uncertain>>()
+  #uncertain = new Map<string, Map<string, [number, number][]>>()
   /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
   #unsyncedSince = new Map<string, number>()
 
@@ -427,12 +430,11 @@ export class Reconciler {
     if (!isControlledBy(applied, cr)) return message
     const uid = applied.metadata.uid
     const ours = uid !== undefined && this.#d.memory.get(uid)?.ownerUid === cr.metadata.uid && cr.metadata.uid !== undefined
-    // Or created by one of this CR's own applies that failed without an answer: no earlier than the
-    // first was sent (creationTimestamp has whole seconds; a second more for the clocks), and no
-    // later than the last one could still be carried out.
-    const uncertain = this.#uncertain.get(cr.metadata.uid ?? '')?.get(objectKey(d))
+    // Or created by one of this CR's own applies that failed without an answer: between when it
+    // was sent and when the server could no longer carry it out.
     const created = Date.parse(applied.metadata.creationTimestamp ?? '')
-    const byFailedApply = uncertain !== undefined && created >= Math.floor(uncertain.first / 1000) * 1000 - 1000 && created <= uncertain.last + SERVER_REQUEST_TIMEOUT_MS + 1000
+    const windows = this.#uncertain.get(cr.metadata.uid ?? '')?.get(objectKey(d)) ?? []
+    const byFailedApply = windows.some(([from, to]) => created >= from && created <= to)
     return ours || byFailedApply ? undefined : message
   }
 
@@ -496,11 +498,21 @@ export class Reconciler {
     return applied
   }
 
+  /**
+   * Records that an apply of `d` sent at `sent` failed without a definite answer: the windows in
+   * which it may have created the object, one per such apply, overlapping ones merged (so an old
+   * failure does not stretch a later one's window back to it).
+   */
   #markUncertain(cr: MemcachedObject, d: RenderedObject, sent: number): void {
     const owner = cr.metadata.uid ?? ''
-    const byObject = this.#uncertain.get(owner) ?? new Map<string, Uncertain>()
-    const key = objectKey(d)
-    byObject.set(key, { first: byObject.get(key)?.first ?? sent, last: sent })
+    const byObject = this.#uncertain.get(owner) ?? new Map<string, [number, number][]>()
+    const windows: [number, number][] = []
+    for (const w of [...(byObject.get(objectKey(d)) ?? []), creationWindow(sent)].sort((a, b) => a[0] - b[0])) {
+      const last = windows.at(-1)
+      if (last !== undefined && w[0] <= last[1]) last[1] = Math.max(last[1], w[1])
+      else windows.push([...w])
+    }
+    byObject.set(objectKey(d), windows)
     this.#uncertain.set(owner, byObject)
   }
 
