@@ -73,7 +73,9 @@ t.test('diff: an unreadable kubeconfig is an error (2), not a difference (1)', a
 })
 
 t.test('diff --all reads the fleet with one list per kind, not a GET per object, and says the same as diff -f; an object those lists miss is read alone', async (t) => {
-  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  // No controllers: nothing changes the objects between the lists and the dry runs (an object that
+  // changed is read again, the test below).
+  const sandbox = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
   t.teardown(() => sandbox.close())
   const operator = await startOperatorOn(sandbox)
   t.teardown(() => operator.stop())
@@ -106,6 +108,44 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
   t.equal(await runCli(['diff', '--all', ...kc], foreign), 1, foreign.err())
   t.same(reads().filter((r) => r.verb === 'get').map((r) => `${r.resource}/${r.name}`), ['services/f-3'])
   t.match(foreign.out(), /--- live\/v1\.Service\.default\.f-3\n[\s\S]*\n-    app: other\n/, 'compared with what is really there')
+})
+
+t.test('diff: an object that changed between its read and its dry run (a status the controllers wrote) is read again: the diff is of the apply alone', async (t) => {
+  const sandbox = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const operator = await startOperatorOn(sandbox)
+  t.teardown(() => operator.stop())
+  const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => client.close())
+  await client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'memcached-sample', namespace: 'default' }, spec: { size: 3 } })
+  await eventually('applied', async () => ((await client.list({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' }, { namespace: 'default' })).items.length === 1 ? true : undefined))
+  await operator.stop()
+  // Just before the diff's first dry run of the Deployment arrives, the Deployment's status moves on.
+  const cluster = sandbox.cluster
+  const dispatch = cluster.dispatch.bind(cluster)
+  let moved = 0
+  let ready = 0
+  cluster.dispatch = async (req, mode) => {
+    if (moved === 0 && req.verb === 'patch' && req.resource === 'deployments' && req.query.getAll('dryRun').includes('All')) {
+      moved++
+      ready++
+      const status = { observedGeneration: 1, replicas: 3, updatedReplicas: 3, readyReplicas: ready, availableReplicas: ready }
+      const r = await cluster.handle({ verb: 'patch', group: 'apps', version: 'v1', resource: 'deployments', subresource: 'status', namespace: 'default', name: 'memcached-sample', query: new URLSearchParams(), contentType: 'application/merge-patch+json', body: { status } } as Parameters<typeof cluster.handle>[0])
+      t.equal(r.status, 200, 'the status moved on')
+    }
+    return dispatch(req, mode)
+  }
+  t.teardown(() => void (cluster.dispatch = dispatch))
+  for (const args of [['-f', sample], ['--all']]) {
+    moved = 0
+    sandbox.requests.reset()
+    const io = captureIO()
+    t.equal(await runCli(['diff', ...args, '--kubeconfig', sandbox.kubeconfigPath], io), 0, `${args[0]}: no difference (${io.out()})`)
+    t.equal(io.out(), '')
+    t.equal(moved, 1)
+    const gets = sandbox.requests.log().filter((r) => r.userAgent?.startsWith('memcached-operator-diff') && r.verb === 'get' && r.resource === 'deployments')
+    t.equal(gets.length, args[0] === '--all' ? 1 : 2, 'the Deployment read again once')
+  }
 })
 
 t.test('diff with an optional kind the cluster does not serve: left out as the operator leaves it, and said so', async (t) => {

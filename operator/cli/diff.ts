@@ -134,6 +134,11 @@ async function renderWithSecrets(chart: Chart, input: RenderInput, live: Live): 
   return renderInstance(chart, { ...input, secrets: secretsFrom(checksums) })
 }
 
+/** How often an object that keeps changing between its read and its dry run is read again. */
+const RACE_TRIES = 3
+
+const rv = (o: KubeObject | undefined): string => o?.metadata.resourceVersion ?? ''
+
 /** CRs compared at once: their dry-run applies are what takes the time. */
 const DIFF_CONCURRENCY = 8
 
@@ -197,6 +202,14 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
         try {
           current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
           merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+          // A dry run answers with the resourceVersion of the object it applied to (none for a
+          // create: apiserver registry/generic/registry/dryrun.go). Another one than the live
+          // object's means that object changed since it was read (a status the controllers wrote):
+          // read it again, so that the diff is of the apply alone.
+          for (let tries = 0; rv(merged) !== rv(current) && tries < RACE_TRIES; tries++) {
+            current = await getOrUndefined(() => client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace, name: d.metadata.name }))
+            if (rv(merged) !== rv(current)) merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+          }
         } catch (err) {
           // What the operator does with an optional kind the cluster does not serve: leave it out.
           if (!optional.has(kindKey(d)) || !isNotFound(err)) throw err
