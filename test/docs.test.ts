@@ -2,10 +2,10 @@
  * The commands a user copies from the README and docs/ keep working: every ```sh block runs here,
  * in bash with `set -euo pipefail`, from a copy of the checkout, against a sandbox started as
  * `npm start` starts it (the operator running, the sample CR converged), with real kubectl on the
- * PATH and KUBECONFIG pointing at the sandbox. Each page gets a fresh sandbox and kubectl cache; its
- * blocks run in order. `sh long-running` blocks are started and left running for the page's later blocks;
- * `sh needs-docker` blocks are not run (no Docker engine here) and may hold only docker and kind
- * commands. The README's set-up block is checked against package.json and .ci/run, and `npm start`
+ * PATH and KUBECONFIG pointing at the sandbox. Each page gets a fresh sandbox and kubectl cache;
+ * its blocks run in order. `sh long-running` blocks are started and left running for the page's
+ * later blocks; `sh needs-docker` blocks are not run (no Docker engine here) and may hold only
+ * docker and kind commands. The README's set-up block is checked against package.json and .ci/run, and `npm start`
  * is run as it is. Relative links and anchors must resolve.
  */
 import { spawn, type ChildProcess } from 'node:child_process'

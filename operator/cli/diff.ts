@@ -203,7 +203,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
           current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
           merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
           // A dry run answers with the resourceVersion of the object it applied to (none for a
-          // create: apiserver registry/generic/registry/dryrun.go). Another one than the live
+          // create: apiserver pkg/registry/generic/registry/dryrun.go). Another one than the live
           // object's means that object changed since it was read (a status the controllers wrote):
           // read it again, so that the diff is of the apply alone.
           for (let tries = 0; rv(merged) !== rv(current) && tries < RACE_TRIES; tries++) {
