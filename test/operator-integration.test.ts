@@ -125,10 +125,15 @@ t.test('deleting the CR garbage-collects its objects', async (t) => {
 })
 
 t.test('an object of the same name owned by someone else is never taken over', async (t) => {
-  const bed = await startBed()
+  // It exists before the operator starts, so that its caches hold it when the CR comes (one created
+  // just before the CR may still be on its way through the watch: test/reconcile-cache-lag.test.ts).
+  const before = async (sandbox: Bed['sandbox']) => {
+    const other = clientFor(sandbox, 'someone-else/v1', 'someone-else')
+    await other.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'taken', namespace: 'default', labels: { 'app.kubernetes.io/managed-by': 'memcached-operator' } }, spec: { ports: [{ port: 80 }] } }, { fieldManager: 'someone-else' })
+    other.close()
+  }
+  const bed = await startBed({ before })
   t.teardown(() => bed.stop())
-  const other = clientFor(bed.sandbox, 'someone-else/v1', 'someone-else')
-  await other.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'taken', namespace: 'default', labels: { 'app.kubernetes.io/managed-by': 'memcached-operator' } }, spec: { ports: [{ port: 80 }] } }, { fieldManager: 'someone-else' })
   await bed.client.create(sample('taken', { size: 2 }))
   const cr = await eventually('Degraded OwnershipConflict', async () => {
     const c = await getMc(bed.client, 'taken')
@@ -140,14 +145,16 @@ t.test('an object of the same name owned by someone else is never taken over', a
   t.notOk(((svc.metadata.managedFields ?? []) as { manager: string }[]).some((m) => m.manager === 'memcached-operator'), 'no write by our field manager')
   const events = await bed.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })
   t.ok(events.items.some((e) => (e as any).reason === 'OwnershipConflict' && (e as any).type === 'Warning' && (e as any).involvedObject.name === 'taken'), 'a Warning event')
-  other.close()
 })
 
-t.test('an unlabelled object of the same name (invisible to the caches) is not taken over either', async (t) => {
-  const bed = await startBed()
+t.test('an unlabelled object of the same name (known to the operator by name only) is not taken over either', async (t) => {
+  const before = async (sandbox: Bed['sandbox']) => {
+    const other = clientFor(sandbox, 'someone-else/v1', 'someone-else')
+    await other.create({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'theirs', namespace: 'default' }, spec: { replicas: 1, selector: { matchLabels: { app: 'theirs' } }, template: { metadata: { labels: { app: 'theirs' } }, spec: { containers: [{ name: 'app', image: 'their/app:1' }] } } } }, { fieldManager: 'someone-else' })
+    other.close()
+  }
+  const bed = await startBed({ before })
   t.teardown(() => bed.stop())
-  const other = clientFor(bed.sandbox, 'someone-else/v1', 'someone-else')
-  await other.create({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'theirs', namespace: 'default' }, spec: { replicas: 1, selector: { matchLabels: { app: 'theirs' } }, template: { metadata: { labels: { app: 'theirs' } }, spec: { containers: [{ name: 'app', image: 'their/app:1' }] } } } }, { fieldManager: 'someone-else' })
   await bed.client.create(sample('theirs', { size: 2 }))
   const cr = await eventually('Degraded OwnershipConflict', async () => {
     const c = await getMc(bed.client, 'theirs')
@@ -159,7 +166,6 @@ t.test('an unlabelled object of the same name (invisible to the caches) is not t
   t.equal(after.metadata.ownerReferences, undefined, 'no owner added')
   t.equal((after.spec as any).template.spec.containers[0].image, 'their/app:1')
   t.notOk(await exists(bed.client, 'v1', 'Service', 'theirs'), 'and nothing of the CR is applied')
-  other.close()
 })
 
 t.test('a CR the CRD schema rejects is refused by the API server with the field', async (t) => {

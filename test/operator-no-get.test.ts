@@ -55,11 +55,14 @@ t.test('a new Memcached is created with its applies, its status writes and an ev
 })
 
 t.test('an unlabelled object created before the CR is refused without a GET', async (t) => {
-  const bed = await startBed()
+  // Created before the operator starts, so that its caches hold it when the CR comes (one created
+  // just before the CR may still be on its way through the watch: the tests below).
+  const bed = await startBed({ before: async (sandbox) => {
+    const other = clientFor(sandbox, 'someone-else/v1', 'someone-else')
+    await other.create(theirDeployment('theirs'), { fieldManager: 'someone-else' })
+    other.close()
+  } })
   t.teardown(() => bed.stop())
-  const other = clientFor(bed.sandbox, 'someone-else/v1', 'someone-else')
-  t.teardown(() => other.close())
-  await other.create(theirDeployment('theirs'), { fieldManager: 'someone-else' })
   bed.sandbox.requests.reset()
   await bed.client.create({ ...MC, metadata: { name: 'theirs', namespace: 'default' }, spec: { size: 2 } })
   const cr = await degraded(bed.client, 'theirs', 'OwnershipConflict')

@@ -105,11 +105,16 @@ export async function watchesOpen(sandbox: Sandbox, userAgent = 'memcached-opera
   })
 }
 
-/** A sandbox with the CRD and a running operator. */
-export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number } = {}): Promise<Bed> {
+/**
+ * A sandbox with the CRD and a running operator. `before` runs before the operator starts: what it
+ * creates is in the operator's caches from their first list (an object created later reaches them
+ * through a watch, with its delay).
+ */
+export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
   const chart = opts.chart ?? loadChart()
   const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
   const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  await opts.before?.(sandbox)
   const operator = await startOperatorOn(sandbox, opts)
   return {
     sandbox,
