@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { runCli } from '../operator/cli/program.ts'
 import { captureIO } from './support/io.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
@@ -13,6 +13,17 @@ import { tempDir } from './support/tmp.ts'
 
 const root = resolve(import.meta.dirname, '..')
 const sample = join(root, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
+
+/** A sandbox without controllers (nothing writes the objects but the operator), the operator on it, and a user's client. */
+async function quietBed(t: Test) {
+  const sandbox = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const operator = await startOperatorOn(sandbox)
+  t.teardown(() => operator.stop())
+  const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => client.close())
+  return { sandbox, operator, client }
+}
 
 t.test('diff: nothing, then what a change would do, then what a chart change would do to every CR', async (t) => {
   const bed = await startBed()
@@ -75,12 +86,7 @@ t.test('diff: an unreadable kubeconfig is an error (2), not a difference (1)', a
 t.test('diff --all reads the fleet with one list per kind, not a GET per object, and says the same as diff -f; an object those lists miss is read alone', async (t) => {
   // No controllers: nothing changes the objects between the lists and the dry runs (an object that
   // changed is read again, the test below).
-  const sandbox = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
-  t.teardown(() => sandbox.close())
-  const operator = await startOperatorOn(sandbox)
-  t.teardown(() => operator.stop())
-  const client = clientFor(sandbox, 'test-user/1', 'test-user')
-  t.teardown(() => client.close())
+  const { sandbox, operator, client } = await quietBed(t)
   const bed = { sandbox, client }
   const names = ['f-1', 'f-2', 'f-3']
   for (const name of names) await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name, namespace: 'default' }, spec: { size: 2 } })
@@ -111,12 +117,7 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
 })
 
 t.test('diff: an object that changed between its read and its dry run (a status the controllers wrote) is read again: the diff is of the apply alone', async (t) => {
-  const sandbox = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
-  t.teardown(() => sandbox.close())
-  const operator = await startOperatorOn(sandbox)
-  t.teardown(() => operator.stop())
-  const client = clientFor(sandbox, 'test-user/1', 'test-user')
-  t.teardown(() => client.close())
+  const { sandbox, operator, client } = await quietBed(t)
   await client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'memcached-sample', namespace: 'default' }, spec: { size: 3 } })
   await eventually('applied', async () => ((await client.list({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' }, { namespace: 'default' })).items.length === 1 ? true : undefined))
   await operator.stop()
