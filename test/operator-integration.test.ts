@@ -126,7 +126,7 @@ t.test('deleting the CR garbage-collects its objects', async (t) => {
 
 t.test('an object of the same name owned by someone else is never taken over', async (t) => {
   // It exists before the operator starts, so that its caches hold it when the CR comes (one created
-  // just before the CR may still be on its way through the watch: test/reconcile-cache-lag.test.ts).
+  // just before the CR may still be on its way through the watch: test/operator-no-get.test.ts).
   const before = async (sandbox: Bed['sandbox']) => {
     const other = clientFor(sandbox, 'someone-else/v1', 'someone-else')
     await other.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'taken', namespace: 'default', labels: { 'app.kubernetes.io/managed-by': 'memcached-operator' } }, spec: { ports: [{ port: 80 }] } }, { fieldManager: 'someone-else' })
