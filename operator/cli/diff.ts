@@ -163,13 +163,15 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     const overrides = readOverrides(opts, io)
     let crs: Memcached[]
     let live: Live
+    // One object at a time, for an object read again.
+    const byRequest = liveByRequest(client)
     if (opts.all) {
       crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND })).items
       live = await liveByList(client, crs, chart.kinds)
     } else {
       crs = []
       for (const input of await readInputs(opts.filename, io)) crs.push(...parseMemcacheds(input.text, input.source))
-      live = liveByRequest(client)
+      live = byRequest
     }
     let differences = 0
     let failed = false
@@ -199,16 +201,17 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
         seen.add(fileName(d))
         let current: KubeObject | undefined
         let merged: KubeObject
+        const dryRun = () => client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
         try {
           current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
-          merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+          merged = await dryRun()
           // A dry run answers with the resourceVersion of the object it applied to (none for a
           // create: apiserver pkg/registry/generic/registry/dryrun.go). Another one than the live
           // object's means that object changed since it was read (a status the controllers wrote):
           // read it again, so that the diff is of the apply alone.
           for (let tries = 0; rv(merged) !== rv(current) && tries < RACE_TRIES; tries++) {
-            current = await getOrUndefined(() => client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace, name: d.metadata.name }))
-            if (rv(merged) !== rv(current)) merged = await client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+            current = await byRequest.object(d.apiVersion, d.kind, namespace, d.metadata.name)
+            if (rv(merged) !== rv(current)) merged = await dryRun()
           }
         } catch (err) {
           // What the operator does with an optional kind the cluster does not serve: leave it out.
