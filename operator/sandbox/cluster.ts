@@ -46,6 +46,7 @@ import { admitPodSecurity } from './admission/podsecurity.ts'
 import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
 import { prepareService } from './service.ts'
 import { goJson, goValue, invalid as invalidCause, validateBuiltin, validateMetadata } from './validation.ts'
+import { applyErrorText } from '../kube/openapi-validate.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
 
 /** One field that an apply could not take from its other owner. */
@@ -687,19 +688,26 @@ export class Cluster implements ClusterAccess {
     else this.#serviceIPs.delete(ip)
   }
 
+  /**
+   * Decoding into the kind's Go type, which fails on a value of the wrong JSON type or a quantity
+   * that does not parse before anything else (defaulting included) looks at the object. A body
+   * decoded from protobuf into a built-in kind's type (the sandbox's controllers') was made by
+   * that type: nothing in it can fail.
+   */
+  #decodes(type: ResourceType, req: ApiRequest, obj: KubeObject): void {
+    if (req.typed === true && !type.custom) return
+    const undecodable = type.decodeError?.(decodedPart(type, req, obj))
+    if (undecodable) throw decodingError(type, req, obj, undecodable)
+  }
+
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
   #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
-    // A /status write of a built-in kind takes all but the status and metadata from the stored
-    // object, which was checked when written against the kind's fixed schema: only those two can
-    // hold a bad quantity or an unknown field, and they come last in document order.
-    const decoded = !type.custom && req.subresource === 'status' ? ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata, status: obj.status } as KubeObject) : obj
-    // Decoding into the kind's Go type fails on a quantity that does not parse, before anything
-    // else is looked at. A body decoded from protobuf into a built-in kind's type (the sandbox's
-    // controllers') holds resource.Quantity values made by parsing: none can fail.
+    const decoded = decodedPart(type, req, obj)
     const typedBuiltin = req.typed === true && !type.custom
-    const badQuantity = typedBuiltin ? undefined : type.badQuantity?.(decoded)
-    if (badQuantity) throw decodingError(type, req, obj, badQuantity)
+    // A create or an update decoded its body before defaulting (#decodes); an apply's merged
+    // object is decoded here: its configuration's types were checked, but a quantity is any scalar to it.
+    if (patchTypeOf(req.contentType) === 'apply' && req.verb === 'patch') this.#decodes(type, req, obj)
     // An apply's configuration was checked for undeclared fields before it was merged (a 500
     // otherwise), and the live object holds none: the merged object has nothing to prune. Nor has
     // a body decoded from protobuf into a built-in kind's type (the sandbox's controllers').
@@ -822,6 +830,7 @@ export class Cluster implements ClusterAccess {
 
   #create(type: ResourceType, req: ApiRequest): Reply {
     const obj = this.#stamp(type, this.#bodyObject(req))
+    this.#decodes(type, req, obj)
     const ns = this.#checkNamespace(type, obj, req)
     admitNamespaceLifecycle(type, obj, ns, this.#namespace(ns))
     const name = this.#checkName(type, obj)
@@ -856,6 +865,7 @@ export class Cluster implements ClusterAccess {
    * subresource rules, finalizers, defaulting, validation, generation, managedFields, no-op skip.
    */
   #writeUpdate(type: ResourceType, req: ApiRequest, live: StoredObject, next: KubeObject, o: { patch: boolean; subresource: string | undefined }): Reply {
+    if (o.subresource !== 'scale') this.#decodes(type, req, next)
     const old = live.obj
     const name = live.name
     const m = next.metadata
@@ -1016,8 +1026,9 @@ export class Cluster implements ClusterAccess {
       // A field the CRD schema does not declare fails the typed conversion of the patch; the
       // server answers with that raw error (HTTP 500, no reason), whatever fieldValidation says
       // (kubernetes/kubernetes#139253).
-      const undeclared = type.undeclared ? type.undeclared(cfg) : type.prune(structuredClone(cfg))
-      if (undeclared.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${typedName}): .${undeclared[0] ?? ''}: field not declared in schema`)
+      // A built-in kind's configuration is also typed: a value of the wrong type fails the same way.
+      const errors = type.applyErrors ? type.applyErrors(cfg) : type.prune(structuredClone(cfg)).slice(0, 1).map((p) => `.${p}: field not declared in schema`)
+      if (errors.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${typedName}): ${applyErrorText(errors)}`)
     }
     let result: ReturnType<WriteEngine['apply']>
     try {
@@ -1641,6 +1652,16 @@ function applyConflict(conflicts: ApplyConflict[], message: string): StatusError
 
 function internalRequest(): ApiRequest {
   return { verb: 'delete', group: '', version: 'v1', resource: '', query: new URLSearchParams(), userAgent: 'kube-controller-manager' }
+}
+
+/**
+ * What of a write decoding judges: a /status write of a built-in kind takes all but the status
+ * and metadata from the stored object, which was checked when written against the kind's fixed
+ * schema; only those two can hold a bad value or an unknown field, and they come last in
+ * document order.
+ */
+function decodedPart(type: ResourceType, req: ApiRequest, obj: KubeObject): KubeObject {
+  return !type.custom && req.subresource === 'status' ? ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata, status: obj.status } as KubeObject) : obj
 }
 
 /**
