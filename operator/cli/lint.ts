@@ -1,7 +1,8 @@
 /**
  * `memcached-operator lint`: the chart's schema is valid and structural (it becomes the CRD), its
  * templates compile, its declared kinds (kinds.yaml) are namespaced, and minimal values and the
- * sample CRs render into valid objects of declared kinds.
+ * sample CRs render into objects of declared kinds that a 1.34 API server would accept
+ * (check-objects.ts: types, undeclared fields, validation).
  */
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -12,6 +13,7 @@ import { renderInstance, type RenderInput } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import type { ChartKind } from '../render/kinds.ts'
 import { builtinSpecs } from '../sandbox/registry.ts'
+import { renderedProblems } from './check-objects.ts'
 import type { CliIO } from './io.ts'
 import { readInputs } from './render.ts'
 
@@ -50,9 +52,20 @@ export async function runLint(opts: { chart?: string; filename: string[] }, io: 
     }
   }
   let objects = 0
+  // A template's object is judged once: every instance renders it, and its problem is the same.
+  const judged = new Set<string>()
   for (const { label, input } of inputs) {
     try {
-      objects += renderInstance(chart, input).objects.length
+      const result = renderInstance(chart, input)
+      objects += result.objects.length
+      result.objects.forEach((o, i) => {
+        const source = result.sources[i] ?? ''
+        for (const p of renderedProblems([o], [source])) {
+          const key = `${source} ${String(o.kind)} ${p.slice(p.indexOf(': ', source.length + 2) + 2)}`
+          if (!judged.has(key)) problems.push(`${label}: ${p}`)
+          judged.add(key)
+        }
+      })
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       problems.push(...err.problems.map((p) => `${label}: ${p}`))

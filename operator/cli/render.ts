@@ -9,6 +9,7 @@ import { resolve } from 'node:path'
 import { parseMemcacheds, type Memcached } from '../api/memcached.ts'
 import { loadChart, DEFAULT_CHART_DIR, parseYamlValue } from '../render/chart.ts'
 import { renderInstance } from '../render/engine.ts'
+import { renderedProblems } from './check-objects.ts'
 import { RenderError } from '../render/errors.ts'
 import { offlineSecrets } from '../render/secrets.ts'
 import { toJsonList, toYamlStream } from '../render/manifest.ts'
@@ -90,6 +91,8 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
       const namespace = namespaceOf(cr, opts.namespace)
       const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets })
       result.objects.forEach((object, i) => items.push({ source: `${chart.name}/${result.sources[i]}`, object }))
+      const who = `Memcached ${namespace}/${cr.metadata.name}`
+      problems.push(...renderedProblems(result.objects, result.sources).map((p) => `${who}: ${p}`))
       for (const s of result.secrets) secrets.add(s)
     } catch (err) {
       if (!(err instanceof RenderError)) throw err

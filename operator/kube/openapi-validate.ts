@@ -107,32 +107,41 @@ function goTypeOf(s: Schema): string {
   return 'interface {}'
 }
 
-/** A list's or map's element type, from its own Go type (`[]v1.Capability` → `v1.Capability`). */
-function elementGoType(container: string, element: Schema): string {
+/** A list's or map's element type when its own Go type names it (`[]v1.Capability` → `v1.Capability`); else the element's schema names it. */
+function elementGoType(container: string | undefined): string | undefined {
+  if (container === undefined) return undefined
   if (container.startsWith('[]')) return container.slice(2)
   if (container.startsWith('map[')) return container.slice(container.indexOf(']') + 1)
-  return goTypeOf(element)
+  return undefined
 }
 
 const isSchema = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v)
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-/** Where the decoder is: the struct it fills and the JSON field names from the root (decode.go errorContext). */
+/** Where the decoder is: the struct it fills and the JSON field names from the root (decode.go errorContext); stacks, pushed and popped. */
 interface Context {
   struct: string
   fields: string[]
+  /** Every key and index down to the value, for {@link decodeProblem}'s path. */
+  trail: (string | number)[]
+}
+
+/** A decoding error: the decoder's message and the path of the value (`data.size`, `spec.ports[0].protocol`). */
+export interface DecodeProblem {
+  path: string
+  message: string
 }
 
 class Fatal {
-  readonly message: string
-  constructor(message: string) {
-    this.message = message
+  readonly problem: DecodeProblem
+  constructor(problem: DecodeProblem) {
+    this.problem = problem
   }
 }
 
 /** What decoding found: the first type error, unless a custom unmarshaler failed first. */
 interface Decoding {
-  typeError?: string
+  typeError?: DecodeProblem
 }
 
 /**
@@ -141,37 +150,50 @@ interface Decoding {
  * out values known to be checked already.
  */
 export function decodeError(group: string, version: string, kind: string, obj: Record<string, unknown>, skip?: (v: object) => boolean): string | undefined {
+  return decodeProblem(group, version, kind, obj, skip)?.message
+}
+
+/** {@link decodeError} with the path of the value it is about. */
+export function decodeProblem(group: string, version: string, kind: string, obj: Record<string, unknown>, skip?: (v: object) => boolean): DecodeProblem | undefined {
   const name = definitionNameOf(group, version, kind)
   if (name === undefined) return undefined
   const state: Decoding = {}
   try {
-    decodeStruct(name, builtinDefinitions().definitions[name]!, obj, { struct: name.slice(name.lastIndexOf('.') + 1), fields: [] }, state, skip)
+    decodeStruct(name, builtinDefinitions().definitions[name]!, obj, { struct: name.slice(name.lastIndexOf('.') + 1), fields: [], trail: [] }, state, skip)
   } catch (e) {
-    if (e instanceof Fatal) return e.message
+    if (e instanceof Fatal) return e.problem
     throw e
   }
   return state.typeError
 }
 
-function typeError(state: Decoding, ctx: Context, value: string, goType: string): void {
+/** `named`: the Go type where go-types.json names it; otherwise the schema's. */
+function typeError(state: Decoding, ctx: Context, value: string, schema: Schema, named: string | undefined): void {
   if (state.typeError !== undefined) return
-  state.typeError = ctx.fields.length === 0 ? `json: cannot unmarshal ${value} into Go value of type ${goType}` : `json: cannot unmarshal ${value} into Go struct field ${ctx.struct}.${ctx.fields.join('.')} of type ${goType}`
+  const goType = named ?? goTypeOf(schema)
+  const message = ctx.fields.length === 0 ? `json: cannot unmarshal ${value} into Go value of type ${goType}` : `json: cannot unmarshal ${value} into Go struct field ${ctx.struct}.${ctx.fields.join('.')} of type ${goType}`
+  state.typeError = { path: pathOf(ctx.trail), message }
 }
 
 function decodeStruct(defName: string, def: Schema, obj: Record<string, unknown>, ctx: Context, state: Decoding, skip?: (v: object) => boolean): void {
   const props = (def.properties ?? {}) as Record<string, Schema>
   const goTypes = builtinDefinitions().goTypes[defName]
   const struct = defName.slice(defName.lastIndexOf('.') + 1)
+  const outer = ctx.struct
   for (const key of Object.keys(obj)) {
     if (!Object.hasOwn(props, key)) continue
-    const field = props[key]!
-    const inner: Context = { struct, fields: [...ctx.fields, key] }
-    decodeValue(field, goTypes?.[key] ?? goTypeOf(field), obj[key], inner, state, skip)
+    ctx.struct = struct
+    ctx.fields.push(key)
+    ctx.trail.push(key)
+    decodeValue(props[key]!, goTypes?.[key], obj[key], ctx, state, skip)
+    ctx.fields.pop()
+    ctx.trail.pop()
   }
+  ctx.struct = outer
 }
 
-/** One value into a field of Go type `goType` described by `schema` (decode.go `value`, `literalStore`, `array`, `object`). */
-function decodeValue(schema: Schema, goType: string, v: unknown, ctx: Context, state: Decoding, skip?: (v: object) => boolean): void {
+/** One value into a field described by `schema`, of Go type `named` where the schema does not name it (decode.go `value`, `literalStore`, `array`, `object`). */
+function decodeValue(schema: Schema, named: string | undefined, v: unknown, ctx: Context, state: Decoding, skip?: (v: object) => boolean): void {
   const kind = jsonKind(v)
   if (kind === 'null') return
   if (typeof v === 'object' && skip?.(v as object)) return
@@ -179,40 +201,51 @@ function decodeValue(schema: Schema, goType: string, v: unknown, ctx: Context, s
     const name = refName(schema.$ref)
     const def = resolve(schema)
     // A definition without a type is a Go type that decodes itself from any JSON (apiextensions' JSON, JSONSchemaPropsOrBool, …).
-    if (SELF_DECODING.has(name) || def.type === undefined) return selfDecoding(name, v)
-    if (kind !== 'object') return typeError(state, ctx, kind, goType)
+    if (SELF_DECODING.has(name) || def.type === undefined) return selfDecoding(name, v, ctx)
+    if (kind !== 'object') return typeError(state, ctx, kind, schema, named)
     return decodeStruct(name, def, v as Record<string, unknown>, ctx, state, skip)
   }
   switch (schema.type) {
     case 'string':
-      if (kind !== 'string') typeError(state, ctx, kind, goType)
-      else if (schema.format === 'byte' && !isBase64(v as string) && state.typeError === undefined) state.typeError = base64Error(v as string)
+      if (kind !== 'string') typeError(state, ctx, kind, schema, named)
+      else if (schema.format === 'byte' && !isBase64(v as string) && state.typeError === undefined) state.typeError = { path: pathOf(ctx.trail), message: base64Error(v as string) }
       return
     case 'boolean':
-      if (kind !== 'bool') typeError(state, ctx, kind, goType)
+      if (kind !== 'bool') typeError(state, ctx, kind, schema, named)
       return
     case 'integer': {
-      if (kind !== 'number') return typeError(state, ctx, kind, goType)
+      if (kind !== 'number') return typeError(state, ctx, kind, schema, named)
       const n = v as number
-      const [lo, hi] = goType === 'int64' ? [-(2 ** 63), 2 ** 63 - 1] : [-(2 ** 31), 2 ** 31 - 1]
-      if (!Number.isInteger(n) || n < lo || n > hi) typeError(state, ctx, `number ${JSON.stringify(n)}`, goType)
+      const bound = schema.format === 'int64' ? 2 ** 63 : 2 ** 31
+      if (!Number.isInteger(n) || n < -bound || n >= bound) typeError(state, ctx, `number ${JSON.stringify(n)}`, schema, named)
       return
     }
     case 'number':
-      if (kind !== 'number') typeError(state, ctx, kind, goType)
+      if (kind !== 'number') typeError(state, ctx, kind, schema, named)
       return
     case 'array': {
-      if (kind !== 'array') return typeError(state, ctx, kind, goType)
+      if (kind !== 'array') return typeError(state, ctx, kind, schema, named)
       const items = (schema.items ?? {}) as Schema
-      const elem = elementGoType(goType, items)
-      for (const x of v as unknown[]) decodeValue(items, elem, x, ctx, state, skip)
+      const elem = elementGoType(named)
+      const list = v as unknown[]
+      for (let i = 0; i < list.length; i++) {
+        ctx.trail.push(i)
+        decodeValue(items, elem, list[i], ctx, state, skip)
+        ctx.trail.pop()
+      }
       return
     }
     case 'object': {
-      if (kind !== 'object') return typeError(state, ctx, kind, goType)
-      if (!isSchema(schema.additionalProperties)) return
-      const elem = elementGoType(goType, schema.additionalProperties)
-      for (const x of Object.values(v as Record<string, unknown>)) decodeValue(schema.additionalProperties, elem, x, ctx, state, skip)
+      if (kind !== 'object') return typeError(state, ctx, kind, schema, named)
+      const additional = schema.additionalProperties
+      if (!isSchema(additional)) return
+      const elem = elementGoType(named)
+      const map = v as Record<string, unknown>
+      for (const k of Object.keys(map)) {
+        ctx.trail.push(k)
+        decodeValue(additional, elem, map[k], ctx, state, skip)
+        ctx.trail.pop()
+      }
       return
     }
   }
@@ -224,13 +257,14 @@ function decodeValue(schema: Schema, goType: string, v: unknown, ctx: Context, s
  * intstr.IntOrString (intstr.go: a string, else encoding/json into an int32), metav1.Time and
  * MicroTime (encoding/json into a string first). RawExtension and FieldsV1 keep any JSON.
  */
-function selfDecoding(name: string, v: unknown): void {
+function selfDecoding(name: string, v: unknown, ctx: Context): void {
   const kind = jsonKind(v)
+  const fail = (message: string) => new Fatal({ path: pathOf(ctx.trail), message })
   if (name === QUANTITY) {
     try {
       quantityOf(typeof v === 'string' || typeof v === 'number' ? v : JSON.stringify(v))
     } catch (e) {
-      throw new Fatal(e instanceof Error ? e.message : String(e))
+      throw fail(e instanceof Error ? e.message : String(e))
     }
     return
   }
@@ -239,12 +273,12 @@ function selfDecoding(name: string, v: unknown): void {
     if (kind === 'number') {
       const n = v as number
       if (Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31) return
-      throw new Fatal(`json: cannot unmarshal number ${JSON.stringify(n)} into Go value of type int32`)
+      throw fail(`json: cannot unmarshal number ${JSON.stringify(n)} into Go value of type int32`)
     }
-    throw new Fatal(`json: cannot unmarshal ${kind} into Go value of type int32`)
+    throw fail(`json: cannot unmarshal ${kind} into Go value of type int32`)
   }
   if (name.endsWith('.Time') || name.endsWith('.MicroTime')) {
-    if (kind !== 'string') throw new Fatal(`json: cannot unmarshal ${kind} into Go value of type string`)
+    if (kind !== 'string') throw fail(`json: cannot unmarshal ${kind} into Go value of type string`)
   }
 }
 
