@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { objectProblems } from '../operator/cli/check-objects.ts'
+import { objectProblems, renderedProblems } from '../operator/cli/check-objects.ts'
 import { SAMPLES_DIR } from '../operator/cli/lint.ts'
 import { runCli } from '../operator/cli/program.ts'
 import { chartWith } from './support/chart.ts'
@@ -64,4 +64,8 @@ t.test('objectProblems: decoding first (types, quantities), then undeclared fiel
   t.same(objectProblems({ apiVersion: 'v1', kind: 'Service', metadata: { name: 's' }, spec: { selector: { a: 'b' }, ports: [{ port: 80 }] } }), [], 'defaulted (protocol, targetPort) before validation')
   t.same(objectProblems({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, stringData: { a: 'x' } }), [])
   t.same(objectProblems({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: 'm' }, spec: { anything: 1 } }), [], 'no schema offline')
+  t.same(objectProblems({ kind: 'ConfigMap', data: { a: 1 } }), [], 'no apiVersion: no kind to judge by')
+  t.same(objectProblems({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'eA==' }, stringData: { username: 'u' }, type: 'kubernetes.io/basic-auth' }), [], 'stringData merged into data first, as the server does')
+  t.same(objectProblems({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'eA==' }, type: 'kubernetes.io/basic-auth' }), ['data[username]: Required value', 'data[password]: Required value'])
+  t.same(renderedProblems([null, { apiVersion: 'v1', kind: 'ConfigMap', data: { a: 1 } }], ['x.ejs', 'templates/cm.ejs']), ['templates/cm.ejs: ConfigMap/: data.a: json: cannot unmarshal number into Go struct field ConfigMap.data of type string'])
 })

@@ -134,8 +134,9 @@ function parameter(p: Json): Message {
     extensions(body, 6, p)
     return new Message().message(1, new Message().message(1, body))
   }
-  // QueryParameterSubSchema (3) has allow_empty_value at 5, which shifts its later fields by one from PathParameterSubSchema (4).
-  const query = p.in === 'query'
+  // The query (3) and formData (2) sub-schemas have allow_empty_value at 5, which shifts their later fields by one from the header (1) and path (4) ones.
+  const which = SUB_SCHEMAS[String(p.in)] ?? 4
+  const query = which === 3 || which === 2
   const at = (n: number) => (query && n >= 5 ? n + 1 : n)
   const sub = new Message().bool(1, p.required).string(2, p.in).string(3, p.description).string(4, p.name)
   if (query) sub.bool(5, p.allowEmptyValue)
@@ -146,8 +147,11 @@ function parameter(p: Json): Message {
   if (Array.isArray(p.enum)) for (const e of p.enum) sub.message(at(20), any(e))
   sub.double(at(21), p.multipleOf)
   extensions(sub, at(22), p)
-  return new Message().message(1, new Message().message(2, new Message().message(query ? 3 : 4, sub)))
+  return new Message().message(1, new Message().message(2, new Message().message(which, sub)))
 }
+
+/** NonBodyParameter's oneof, by `in`. */
+const SUB_SCHEMAS: Record<string, number> = { header: 1, formData: 2, query: 3, path: 4 }
 
 function operation(o: Json): Message {
   const m = new Message().strings(1, o.tags).string(2, o.summary).string(3, o.description).string(5, o.operationId).strings(6, o.produces).strings(7, o.consumes)
