@@ -175,10 +175,35 @@ function typeError(state: Decoding, ctx: Context, value: string, schema: Schema,
   state.typeError = { path: pathOf(ctx.trail), message }
 }
 
-function decodeStruct(defName: string, def: Schema, obj: Record<string, unknown>, ctx: Context, state: Decoding, skip?: (v: object) => boolean): void {
-  const props = (def.properties ?? {}) as Record<string, Schema>
-  const goTypes = builtinDefinitions().goTypes[defName]
-  const struct = defName.slice(defName.lastIndexOf('.') + 1)
+/** A `$ref`'s target as decoding needs it, worked out once per referring schema. */
+interface RefTarget {
+  name: string
+  def: Schema
+  /** A Go type that decodes itself (Quantity, IntOrString, Time, …, or a definition without a type). */
+  self: boolean
+  struct: string
+  props: Record<string, Schema>
+  goTypes: Record<string, string> | undefined
+}
+
+const refTargets = new WeakMap<Schema, RefTarget>()
+
+function refTarget(schema: Schema): RefTarget {
+  let t = refTargets.get(schema)
+  if (t === undefined) {
+    const name = refName(schema.$ref as string)
+    const def = resolve(schema)
+    // A definition without a type is a Go type that decodes itself from any JSON (apiextensions' JSON, JSONSchemaPropsOrBool, …).
+    t = { name, def, self: SELF_DECODING.has(name) || def.type === undefined, struct: name.slice(name.lastIndexOf('.') + 1), props: (def.properties ?? {}) as Record<string, Schema>, goTypes: builtinDefinitions().goTypes[name] }
+    refTargets.set(schema, t)
+  }
+  return t
+}
+
+function decodeStruct(defName: string, def: Schema, obj: Record<string, unknown>, ctx: Context, state: Decoding, skip?: (v: object) => boolean, target?: RefTarget): void {
+  const props = target?.props ?? ((def.properties ?? {}) as Record<string, Schema>)
+  const goTypes = target ? target.goTypes : builtinDefinitions().goTypes[defName]
+  const struct = target?.struct ?? defName.slice(defName.lastIndexOf('.') + 1)
   const outer = ctx.struct
   for (const key of Object.keys(obj)) {
     if (!Object.hasOwn(props, key)) continue
@@ -198,12 +223,10 @@ function decodeValue(schema: Schema, named: string | undefined, v: unknown, ctx:
   if (kind === 'null') return
   if (typeof v === 'object' && skip?.(v as object)) return
   if (typeof schema.$ref === 'string') {
-    const name = refName(schema.$ref)
-    const def = resolve(schema)
-    // A definition without a type is a Go type that decodes itself from any JSON (apiextensions' JSON, JSONSchemaPropsOrBool, …).
-    if (SELF_DECODING.has(name) || def.type === undefined) return selfDecoding(name, v, ctx)
+    const target = refTarget(schema)
+    if (target.self) return selfDecoding(target.name, v, ctx)
     if (kind !== 'object') return typeError(state, ctx, kind, schema, named)
-    return decodeStruct(name, def, v as Record<string, unknown>, ctx, state, skip)
+    return decodeStruct(target.name, target.def, v as Record<string, unknown>, ctx, state, skip, target)
   }
   switch (schema.type) {
     case 'string':
@@ -251,6 +274,9 @@ function decodeValue(schema: Schema, named: string | undefined, v: unknown, ctx:
   }
 }
 
+/** Quantity strings that parsed (`100m`, `64Mi` recur in every pod): bounded, cleared when full. */
+const goodQuantities = new Set<string>()
+
 /**
  * The UnmarshalJSON of a type that decodes itself; its error ends decoding, and is not given the
  * field's context (it is not the fork's UnmarshalTypeError): resource.Quantity (quantity.go),
@@ -261,10 +287,15 @@ function selfDecoding(name: string, v: unknown, ctx: Context): void {
   const kind = jsonKind(v)
   const fail = (message: string) => new Fatal({ path: pathOf(ctx.trail), message })
   if (name === QUANTITY) {
+    if (typeof v === 'string' && goodQuantities.has(v)) return
     try {
       quantityOf(typeof v === 'string' || typeof v === 'number' ? v : JSON.stringify(v))
     } catch (e) {
       throw fail(e instanceof Error ? e.message : String(e))
+    }
+    if (typeof v === 'string') {
+      if (goodQuantities.size >= 10_000) goodQuantities.clear()
+      goodQuantities.add(v)
     }
     return
   }
@@ -382,7 +413,7 @@ export function applyErrors(group: string, version: string, kind: string, cfg: R
   const schema = definitionOf(group, version, kind)
   if (!schema) return undefined
   const out: string[] = []
-  smdValue(schema, cfg, '', out)
+  smdValue(schema, cfg, [], out)
   return out
 }
 
@@ -391,40 +422,94 @@ export function applyErrorText(errors: readonly string[]): string {
   return errors.length === 1 ? errors[0]! : ['errors:', ...errors.map((e) => `  ${e}`)].join('\n')
 }
 
-/** The SMD atom of a schema (kube-openapi schemaconv `convertPrimitive`, `parseSchema`). */
-function smdAtom(schema: Schema): { scalar?: 'string' | 'numeric' | 'boolean' | 'untyped'; list?: boolean; map?: boolean } {
+/** What structured-merge-diff makes of a schema (kube-openapi schemaconv `convertPrimitive`, `parseSchema`), once per schema. */
+interface SmdNode {
+  scalar?: 'string' | 'numeric' | 'boolean' | 'untyped'
+  list?: boolean
+  map?: boolean
+  /** A free-form map (RawExtension, FieldsV1): anything below. */
+  free?: boolean
+  props?: Record<string, Schema>
+  additional?: Schema
+  items?: Schema
+  /** A list's keys, sorted: undefined for an atomic list (items named by index), [] for a set. */
+  keys?: string[]
+}
+
+const smdNodes = new WeakMap<Schema, SmdNode>()
+
+function smdNode(schema: Schema): SmdNode {
+  const hit = smdNodes.get(schema)
+  if (hit) return hit
+  let node: SmdNode
   if (typeof schema.$ref === 'string' && SELF_DECODING.has(refName(schema.$ref))) {
     // Quantity is oneOf string/number (no type: untyped); IntOrString and Time have formats SMD leaves untyped; RawExtension and FieldsV1 are free-form maps.
     const name = refName(schema.$ref)
-    return name.endsWith('RawExtension') || name.endsWith('FieldsV1') ? { map: true } : name === QUANTITY ? { scalar: 'untyped', list: true, map: true } : { scalar: 'untyped' }
+    node = name.endsWith('RawExtension') || name.endsWith('FieldsV1') ? { map: true, free: true } : name === QUANTITY ? { scalar: 'untyped', list: true, map: true, free: true } : { scalar: 'untyped' }
+  } else {
+    const s = resolve(schema)
+    const props = s.properties as Record<string, Schema> | undefined
+    const additional = isSchema(s.additionalProperties) ? s.additionalProperties : undefined
+    switch (s.type) {
+      case 'object':
+        node = { map: true, ...(props ? { props } : {}), ...(additional ? { additional } : {}), free: !props && !additional }
+        break
+      case 'array': {
+        node = { list: true, ...(s.items ? { items: s.items as Schema } : {}) }
+        const keys = listKeys(s)
+        if (keys) node.keys = [...keys].sort()
+        break
+      }
+      case 'integer':
+      case 'number':
+        node = { scalar: 'numeric' }
+        break
+      case 'boolean':
+        node = { scalar: 'boolean' }
+        break
+      case 'string':
+        node = { scalar: s.format === undefined || s.format === '' || s.format === 'byte' ? 'string' : 'untyped' }
+        break
+      default:
+        node = { scalar: 'untyped', list: true, map: true, free: true }
+    }
   }
-  const s = resolve(schema)
-  switch (s.type) {
-    case 'object':
-      return { map: true }
-    case 'array':
-      return { list: true }
-    case 'integer':
-    case 'number':
-      return { scalar: 'numeric' }
-    case 'boolean':
-      return { scalar: 'boolean' }
-    case 'string':
-      return { scalar: s.format === undefined || s.format === '' || s.format === 'byte' ? 'string' : 'untyped' }
-  }
-  return { scalar: 'untyped', list: true, map: true }
+  smdNodes.set(schema, node)
+  return node
 }
 
-function smdValue(schema: Schema, v: unknown, path: string, out: string[]): void {
+/** A path element: a field name, an index, or a list item named by its keys or (a set's) value, spelt only for an error. */
+type Segment = string | number | { item: unknown; keys: string[] }
+
+function smdPath(trail: readonly Segment[]): string {
+  let out = ''
+  for (const seg of trail) {
+    if (typeof seg === 'string') out += `.${seg}`
+    else if (typeof seg === 'number') out += `[${seg}]`
+    else if (seg.keys.length === 0) out += `[=${smdString(seg.item)}]`
+    else {
+      const x = seg.item as Record<string, unknown>
+      const fields: string[] = []
+      for (const k of seg.keys) {
+        const kv = Object.hasOwn(x, k) ? x[k] : k === 'protocol' ? 'TCP' : undefined
+        if (kv !== undefined) fields.push(`${k}=${smdString(kv)}`)
+      }
+      out += `[${fields.join(',')}]`
+    }
+  }
+  return out
+}
+
+function smdValue(schema: Schema, v: unknown, trail: Segment[], out: string[]): void {
   if (v === null || v === undefined) return
-  const atom = smdAtom(schema)
+  const node = smdNode(schema)
   const kind = jsonKind(v)
   const scalar = kind !== 'array' && kind !== 'object'
   // deduceAtom: the value's own kind when the atom allows it, else the atom's (first of map, scalar, list) to fail on.
-  const use = scalar && atom.scalar ? 'scalar' : kind === 'array' && atom.list ? 'list' : kind === 'object' && atom.map ? 'map' : atom.map ? 'map' : atom.scalar ? 'scalar' : 'list'
-  const at = (msg: string) => out.push(`${path}: ${msg}`)
+  const use = scalar && node.scalar ? 'scalar' : kind === 'array' && node.list ? 'list' : kind === 'object' && node.map ? 'map' : node.map ? 'map' : node.scalar ? 'scalar' : 'list'
+  const at = (msg: string) => out.push(`${smdPath(trail)}: ${msg}`)
   if (use === 'scalar') {
-    const t = atom.scalar!
+    const t = node.scalar!
     if (t === 'numeric' && kind !== 'number') at(`expected numeric (int or float), got ${goTypeName(v)}`)
     else if (t === 'string' && kind !== 'string') at(`expected string, got &value.valueUnstructured{Value:${goSharpV(v)}}`)
     else if (t === 'boolean' && kind !== 'bool') at(`expected boolean, got &{${goV(v)}}`)
@@ -433,46 +518,52 @@ function smdValue(schema: Schema, v: unknown, path: string, out: string[]): void
   }
   if (use === 'list') {
     if (kind !== 'array') return void at(`expected list, got &{${goV(v)}}`)
-    const s = resolve(schema)
-    const items = s.items as Schema | undefined
+    const items = node.items
     if (!items) return
-    const keys = listKeys(s)
-    ;(v as unknown[]).forEach((x, i) => {
-      let pe: string
-      if (keys === undefined) pe = `[${i}]`
-      else if (keys.length === 0) {
-        if (isMap(x)) return void out.push(`${path}: element ${i}: associative list without keys has an element that's a map type`)
-        if (Array.isArray(x)) return void out.push(`${path}: element ${i}: not supported: associative list with lists as elements`)
-        if (x === null) return void out.push(`${path}: element ${i}: associative list without keys has an element that's an explicit null`)
-        pe = `[=${smdString(x)}]`
-      } else {
-        if (x === null || x === undefined) return void out.push(`${path}: element ${i}: associative list with keys may not have a null element`)
-        if (!isMap(x)) return void out.push(`${path}: element ${i}: associative list with keys may not have non-map elements`)
-        const fields: string[] = []
-        for (const k of [...keys].sort()) {
-          const kv = Object.hasOwn(x, k) ? x[k] : k === 'protocol' ? 'TCP' : undefined
-          if (kv !== undefined) fields.push(`${k}=${smdString(kv)}`)
+    const keys = node.keys
+    const list = v as unknown[]
+    for (let i = 0; i < list.length; i++) {
+      const x = list[i]
+      if (keys !== undefined && keys.length === 0) {
+        if (isMap(x)) at(`element ${i}: associative list without keys has an element that's a map type`)
+        else if (Array.isArray(x)) at(`element ${i}: not supported: associative list with lists as elements`)
+        else if (x === null) at(`element ${i}: associative list without keys has an element that's an explicit null`)
+        if (isMap(x) || Array.isArray(x) || x === null) continue
+      } else if (keys !== undefined) {
+        if (x === null || x === undefined) {
+          at(`element ${i}: associative list with keys may not have a null element`)
+          continue
         }
-        if (fields.length === 0) return void out.push(`${path}: element ${i}: associative list with keys has an element that omits all key fields ${goQuoteList(keys)} (and doesn't have default values for any key fields)`)
-        pe = `[${fields.join(',')}]`
+        if (!isMap(x)) {
+          at(`element ${i}: associative list with keys may not have non-map elements`)
+          continue
+        }
+        if (!keys.some((k) => Object.hasOwn(x, k) || k === 'protocol')) {
+          at(`element ${i}: associative list with keys has an element that omits all key fields ${goQuoteList(keys)} (and doesn't have default values for any key fields)`)
+          continue
+        }
       }
-      smdValue(items, x, `${path}${pe}`, out)
-    })
+      trail.push(keys === undefined ? i : { item: x, keys })
+      smdValue(items, x, trail, out)
+      trail.pop()
+    }
     return
   }
   if (kind !== 'object') return void at(`expected map, got &{${goV(v)}}`)
-  const s = resolve(schema)
-  if (typeof schema.$ref === 'string' && SELF_DECODING.has(refName(schema.$ref))) return
-  const props = s.properties as Record<string, Schema> | undefined
-  const additional = isSchema(s.additionalProperties) ? s.additionalProperties : undefined
-  if (!props && !additional) return
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+  if (node.free) return
+  const props = node.props
+  const additional = node.additional
+  const map = v as Record<string, unknown>
+  for (const k of Object.keys(map)) {
     const sub = props && Object.hasOwn(props, k) ? props[k] : additional
+    trail.push(k)
     if (!sub) {
-      out.push(`${path}.${k}: field not declared in schema`)
+      out.push(`${smdPath(trail)}: field not declared in schema`)
+      trail.pop()
       return
     }
-    smdValue(sub, x, `${path}.${k}`, out)
+    smdValue(sub, map[k], trail, out)
+    trail.pop()
   }
 }
 
