@@ -488,6 +488,10 @@ export class Reconciler {
     memory.remember(applied, d)
     metrics.applied(d.kind)
     const what = describeObject(d)
+    if (current && unchangedByApply(current, applied)) {
+      log.debug({ object: what, fields }, 'apply changed nothing')
+      return applied
+    }
     if (current || !created) {
       log.info({ object: what, fields }, 'updated')
       done.updated.push(`${what}${fields.length > 0 ? ` (${fields.slice(0, 3).join(', ')}${fields.length > 3 ? ', …' : ''})` : ''}`)
@@ -800,4 +804,15 @@ function settledIdentity(d: RenderedObject): RenderedObject {
       ...(containers ? { template: { spec: { containers } } } : {}),
     },
   }
+}
+
+/**
+ * Whether the server answered an apply with the object as the cache showed it: the same
+ * resourceVersion, which every stored change moves (kube-apiserver skips the write of an update
+ * that changes nothing, e.g. when a mutating webhook rewrites the field the apply set back to what
+ * was stored). Nothing was updated: no event, no `updated` log line.
+ */
+export function unchangedByApply(current: KubeObject, applied: KubeObject): boolean {
+  const rv = current.metadata.resourceVersion
+  return rv !== undefined && rv !== '' && applied.metadata.resourceVersion === rv && applied.metadata.uid === current.metadata.uid
 }
