@@ -16,6 +16,7 @@ import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } fr
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
+import { createRuntimeMetrics } from '../controller/metrics-runtime.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
@@ -165,6 +166,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     }
   }
   const metrics = createMetrics()
+  const runtimeMetrics = createRuntimeMetrics(metrics.registry)
+  if (opts.leaderElect) runtimeMetrics.setLeading(opts.leaderElectionId, false)
   const controller = new MemcachedController({
     client,
     chart,
@@ -173,9 +176,10 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     concurrency,
     resyncPeriodMs,
     log,
-    metrics: controllerMetrics(metrics),
+    metrics: controllerMetrics(metrics, runtimeMetrics),
   })
   const informerStallMs = opts.informerStallMs ?? 15 * 60_000
+  let leaseRefusal: () => string | undefined = () => undefined
   const endpoints = await startEndpoints({
     metricsBindAddress: opts.metricsBindAddress,
     healthProbeBindAddress: opts.healthProbeBindAddress,
@@ -183,8 +187,9 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
     // wedged cache is only cured by a restart.
     healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
-    // Ready once the caches are synced, whatever the leader-election role.
-    readyz: { informers: () => controller.hasSynced() },
+    // Ready once the caches are synced, whatever the leader-election role, unless the Lease is
+    // refused (403/401): a replica that can never lead is no standby (docs/install.md).
+    readyz: { informers: () => controller.hasSynced(), leaderElection: () => leaseRefusal() === undefined },
   })
   log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
@@ -218,22 +223,39 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   // release on shutdown must pass after the controller's requests were aborted.
   const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}` }) : undefined
   if (leaseClient) {
+    let refused: string | undefined
+    const leaseNamespace = opts.leaderElectionNamespace ?? ownNamespace()
     elector = new LeaderElector({
       client: leaseClient,
-      namespace: opts.leaderElectionNamespace ?? ownNamespace(),
+      namespace: leaseNamespace,
       name: opts.leaderElectionId,
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
       onStartedLeading: () => {
         log.info('became the leader')
+        runtimeMetrics.setLeading(opts.leaderElectionId, true)
         led = true
         controller.runWorkers()
       },
-      onStoppedLeading: lose,
+      onStoppedLeading: () => {
+        runtimeMetrics.setLeading(opts.leaderElectionId, false)
+        lose()
+      },
       onNewLeader: (identity) => log.info({ leader: identity }, 'leader observed'),
-      onError: (err) => log.warn({ err: err.message }, 'leader election request failed'),
+      onError: (err) => {
+        const denied = leaseDenied(err)
+        if (denied === undefined) return log.warn({ err: err.message }, 'leader election request failed')
+        // Said once per refusal, not at every retry; readiness fails meanwhile.
+        if (refused !== denied) log.error({ err: err.message, lease: `${leaseNamespace}/${opts.leaderElectionId}` }, `cannot take the leader Lease: ${denied}; this replica will never lead until its RBAC allows get, create and update on this Lease (see docs/install.md, "Sharding a large fleet")`)
+        refused = denied
+      },
     })
+    const e = elector
+    leaseRefusal = () => {
+      if (e.lastError === undefined) refused = undefined
+      return leaseDenied(e.lastError)
+    }
     elector.start()
   } else controller.runWorkers()
 
@@ -257,6 +279,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
       if (elector) {
         if (await elector.release()) log.info('released the leader lease')
         await elector.stop()
+        runtimeMetrics.setLeading(opts.leaderElectionId, false)
       }
       await endpoints.close()
       client.close()
@@ -287,4 +310,9 @@ export async function runOperator(opts: RunOptions, io: CliIO, signal: AbortSign
   ])
   await operator.stop()
   return code
+}
+
+/** The refusal in a failed Lease request that retrying cannot cure (403 Forbidden, 401 Unauthorized), if it is one. */
+function leaseDenied(err: Error | undefined): string | undefined {
+  return err instanceof ApiError && (err.status === 403 || err.status === 401) ? err.message : undefined
 }

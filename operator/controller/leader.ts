@@ -92,6 +92,7 @@ export class LeaderElector {
   #deadlineTimer: TimerHandle | undefined
   #attempt: AbortController | undefined
   #running: Promise<void> | undefined
+  #lastError: Error | undefined
   /** Elapsed time: deadlines, the step-down and a record's validity never follow a stepped wall clock (client-go measures them with Go's monotonic reading). */
   #elapsed: () => number
 
@@ -240,7 +241,9 @@ export class LeaderElector {
     let ok = false
     try {
       ok = await this.#tryAcquireOrRenew(attempt.signal)
+      this.#lastError = undefined
     } catch (e) {
+      this.#lastError = e instanceof Error ? e : new Error(String(e))
       this.#report(e)
     } finally {
       this.#clock.clearTimeout(bound)
@@ -347,6 +350,11 @@ export class LeaderElector {
     }
     this.#observe(spec)
     return true
+  }
+
+  /** Why the last try to acquire or renew failed; undefined when it got an answer it could act on. */
+  get lastError(): Error | undefined {
+    return this.#lastError
   }
 
   /** The Lease as last seen or written by this candidate (for diagnostics). */

@@ -14,6 +14,7 @@ import { byControllerUid, Informer, objectKey, splitKey } from '../controller/in
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
+import type { RuntimeMetrics, UnfinishedWorkSource } from '../controller/metrics-runtime.ts'
 import type { Chart } from '../render/chart.ts'
 import type { ChartKind } from '../render/kinds.ts'
 import { labelValue } from '../render/names.ts'
@@ -69,12 +70,26 @@ export interface ControllerMetrics extends ReconcileMetrics {
   /** What discovery found of a declared kind (`apiVersion/Kind`). */
   kindServed?(kind: string, served: boolean): void
   queueHooks: QueueHooks
+  /** The work queue, whose unfinished work is reported at each scrape. */
+  watchQueue?(queue: UnfinishedWorkSource): void
+  /** How many workers may reconcile at once. */
+  maxConcurrent?(n: number): void
+  /** A worker started (+1) or finished (-1) a reconcile. */
+  activeWorkers?(delta: 1 | -1): void
 }
 
 /** The controller's metrics in the operator's prom-client registry. */
-export function controllerMetrics(m: OperatorMetrics): ControllerMetrics {
+export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics): ControllerMetrics {
   m.initController(CONTROLLER_NAME)
+  runtime?.activeWorkers.set({ controller: CONTROLLER_NAME }, 0)
   return {
+    ...(runtime
+      ? {
+          watchQueue: (queue: UnfinishedWorkSource) => runtime.watchQueue(CONTROLLER_NAME, queue),
+          maxConcurrent: (n: number) => runtime.maxConcurrentReconciles.set({ controller: CONTROLLER_NAME }, n),
+          activeWorkers: (delta: 1 | -1) => runtime.activeWorkers.inc({ controller: CONTROLLER_NAME }, delta),
+        }
+      : {}),
     applied: (kind) => m.applies.inc({ kind }),
     skipped: (kind) => m.skippedApplies.inc({ kind }),
     pruned: (kind) => m.prunes.inc({ kind }),
@@ -251,6 +266,8 @@ export class MemcachedController {
   constructor(opts: MemcachedControllerOptions) {
     this.#o = opts
     this.#queue = new WorkQueue({ name: CONTROLLER_NAME, hooks: opts.metrics.queueHooks })
+    opts.metrics.watchQueue?.(this.#queue)
+    opts.metrics.maxConcurrent?.(opts.concurrency)
     const onError = (what: string) => (err: Error, phase: string) => opts.log.warn({ informer: what, phase, err: err.message }, 'informer retrying')
     const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>, metadataOnly = false): InformerSet<T> =>
       new InformerSet(
@@ -561,6 +578,7 @@ export class MemcachedController {
       const { namespace, name } = splitKey(key)
       const log = reconcileLogger(this.#o.log, { controller: CONTROLLER_NAME, key })
       const started = performance.now()
+      this.#o.metrics.activeWorkers?.(1)
       try {
         const result = await this.#reconciler.reconcile(namespace ?? '', name, log)
         this.#queue.forget(key)
@@ -577,6 +595,7 @@ export class MemcachedController {
         }
         log.debug({ retryInMs: delay }, 'requeued with backoff')
       } finally {
+        this.#o.metrics.activeWorkers?.(-1)
         this.#queue.done(key)
       }
     }
