@@ -17,6 +17,8 @@ import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
 import { createRuntimeMetrics } from '../controller/metrics-runtime.ts'
+import { kubeMetricsAuthorizer } from '../controller/metrics-auth.ts'
+import { certDirVersion, readCertDir, selfSignedCertificate, type KeyPair } from '../controller/metrics-tls.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
@@ -42,6 +44,10 @@ export interface RunOptions {
   /** /healthz fails when an informer made no progress for this long (default 15 min; for tests). */
   informerStallMs?: number
   metricsBindAddress: string
+  /** /metrics over HTTPS with authentication and authorization (controller-runtime's secure metrics). */
+  metricsSecure?: boolean
+  /** tls.crt and tls.key for the HTTPS metrics server (default: self-signed). */
+  metricsCertDir?: string
   healthProbeBindAddress: string
   logLevel?: string
 }
@@ -178,12 +184,15 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     log,
     metrics: controllerMetrics(metrics, runtimeMetrics),
   })
+  const metricsTls = opts.metricsSecure ? await metricsCertificate(opts.metricsCertDir ? resolve(io.cwd, opts.metricsCertDir) : undefined) : undefined
+  if (!opts.metricsSecure && opts.metricsCertDir !== undefined) throw new UsageError('--metrics-cert-dir needs --metrics-secure')
   const informerStallMs = opts.informerStallMs ?? 15 * 60_000
   let leaseRefusal: () => string | undefined = () => undefined
   const endpoints = await startEndpoints({
     metricsBindAddress: opts.metricsBindAddress,
     healthProbeBindAddress: opts.healthProbeBindAddress,
     registry: metrics.registry,
+    ...(metricsTls ? { metricsTls, metricsAuth: kubeMetricsAuthorizer(client, { onError: (message, err) => log.error({ err: err.message }, message) }) } : {}),
     // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
     // wedged cache is only cured by a restart.
     healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
@@ -191,7 +200,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     // refused (403/401): a replica that can never lead is no standby (docs/install.md).
     readyz: { informers: () => controller.hasSynced(), leaderElection: () => leaseRefusal() === undefined },
   })
-  log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
+  log.info({ metrics: endpoints.metricsAddress, metricsScheme: endpoints.metricsSecure ? 'https' : 'http', probes: endpoints.healthProbeAddress }, 'serving endpoints')
+  const stopCertWatch = opts.metricsSecure && opts.metricsCertDir ? watchCertDir(resolve(io.cwd, opts.metricsCertDir), endpoints, log) : () => {}
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
   let aborting: Promise<void> | undefined
   const abort = (): void => {
@@ -281,6 +291,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
         await elector.stop()
         runtimeMetrics.setLeading(opts.leaderElectionId, false)
       }
+      stopCertWatch()
       await endpoints.close()
       client.close()
       leaseClient?.close()
@@ -315,4 +326,32 @@ export async function runOperator(opts: RunOptions, io: CliIO, signal: AbortSign
 /** The refusal in a failed Lease request that retrying cannot cure (403 Forbidden, 401 Unauthorized), if it is one. */
 function leaseDenied(err: Error | undefined): string | undefined {
   return err instanceof ApiError && (err.status === 403 || err.status === 401) ? err.message : undefined
+}
+
+/** The metrics server's certificate: from `dir`, or self-signed. */
+async function metricsCertificate(dir: string | undefined): Promise<KeyPair> {
+  if (dir === undefined) return selfSignedCertificate()
+  try {
+    return readCertDir(dir)
+  } catch (err) {
+    throw new InputError(err instanceof Error ? err.message : String(err))
+  }
+}
+
+/** Re-reads a rotated certificate (a Secret's volume is updated in place), as controller-runtime's certwatcher does. */
+function watchCertDir(dir: string, endpoints: Endpoints, log: Logger): () => void {
+  let version = certDirVersion(dir)
+  const timer = setInterval(() => {
+    const now = certDirVersion(dir)
+    if (now === version || now === '') return
+    try {
+      endpoints.setMetricsCertificate(readCertDir(dir))
+      version = now
+      log.info({ dir }, 'reloaded the metrics certificate')
+    } catch (err) {
+      log.error({ err: err instanceof Error ? err.message : String(err) }, 'cannot reload the metrics certificate; serving the previous one')
+    }
+  }, 10_000)
+  timer.unref()
+  return () => clearInterval(timer)
 }
