@@ -15,6 +15,7 @@ import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
 import type { RuntimeMetrics, UnfinishedWorkSource } from '../controller/metrics-runtime.ts'
+import { FAILED_CREATE_SELECTOR, failedCreateSummary, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import type { Chart } from '../render/chart.ts'
 import type { ChartKind } from '../render/kinds.ts'
 import { labelValue } from '../render/names.ts'
@@ -253,6 +254,8 @@ export class MemcachedController {
   #discovering: Promise<void> | undefined
   #discoveryTimer: NodeJS.Timeout | undefined
   #pods: InformerSet
+  /** StatefulSets' FailedCreate Events (workload-events.ts). */
+  #workloadEvents: InformerSet<FailedCreateEvent>
   /** Secrets labelled as render inputs, without their content (see reconcile/secrets.ts). */
   #secrets: InformerSet<SecretSummary>
   #references = new SecretReferences()
@@ -303,6 +306,13 @@ export class MemcachedController {
       },
     })
     this.#secrets = make<SecretSummary>('v1', 'Secret', INPUT_SELECTOR, {})
+    this.#workloadEvents = new InformerSet(
+      (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
+        const informer = new Informer<FailedCreateEvent>(opts.client, { apiVersion: 'v1', kind: 'Event', ...(namespace ? { namespace } : {}), fieldSelector: FAILED_CREATE_SELECTOR, transform: failedCreateSummary, onError: onError('Event (FailedCreate)') })
+        informer.addIndex(INVOLVED_UID_INDEX, (e) => (e.involvedObject.uid ? [e.involvedObject.uid] : []))
+        return informer
+      }),
+    )
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
     this.#reconciler = new Reconciler({
@@ -313,6 +323,7 @@ export class MemcachedController {
       foreign: this.#foreign,
       unserved: this.#unserved,
       pods: this.#pods,
+      workloadEvents: this.#workloadEvents,
       secrets: this.#secrets,
       references: this.#references,
       memory: this.#memory,
@@ -487,6 +498,17 @@ export class MemcachedController {
         if (before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp || podStatusKey(before) !== podStatusKey(after)) byInstance(after)
       })
     }
+    // A StatefulSet that cannot create a pod says so only in an Event: its CR's Degraded says why.
+    const byStatefulSet = (e: FailedCreateEvent): void => {
+      const set = this.#children.get('apps/v1/StatefulSet')?.get(e.metadata.namespace, e.involvedObject.name)
+      if (set && set.metadata.uid === e.involvedObject.uid) this.#byOwner(set)
+    }
+    for (const i of this.#workloadEvents.informers) {
+      i.onAdd(byStatefulSet)
+      i.onUpdate((before, after) => {
+        if (before.message !== after.message || before.lastSeen !== after.lastSeen) byStatefulSet(after)
+      })
+    }
     // A Secret that appears (created, or labelled), changes content or goes (deleted, or its label
     // removed) re-renders exactly the CRs whose last render referred to it.
     const byReference = (secret: KubeObject): void => {
@@ -503,7 +525,7 @@ export class MemcachedController {
   }
 
   #all(): InformerSet[] {
-    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), ...this.#foreign.values(), this.#pods, this.#secrets as unknown as InformerSet]
+    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), ...this.#foreign.values(), this.#pods, this.#secrets as unknown as InformerSet, this.#workloadEvents as unknown as InformerSet]
   }
 
   /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */

@@ -23,6 +23,7 @@ import { controllerOf, describeObject, isControlledBy, objectKey, ownershipConfl
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
+import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -69,6 +70,8 @@ export interface ReconcilerDeps {
   unserved?: ReadonlyMap<string, string>
   /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
   pods: Cache
+  /** StatefulSets' FailedCreate Events, indexed by {@link INVOLVED_UID_INDEX} (workload-events.ts). */
+  workloadEvents?: Cache<FailedCreateEvent>
   memory: AppliedMemory
   /** Secrets labelled cache.example.com/memcached-input=true, as {@link SecretSummary}s: what `secretChecksum()` reads (none when absent). */
   secrets?: Cache<SecretSummary>
@@ -749,7 +752,9 @@ export class Reconciler {
     const desiredWorkload = desired?.find(isWorkload) as (WorkloadLike & { kind: string }) | undefined
     const liveWorkload = this.#ownWorkload(cr, desiredWorkload, applied) as WorkloadLike | undefined
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
-    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, now: this.#now() })
+    const events = this.#d.workloadEvents
+    const workloadFailure = events ? failedCreateCause(liveWorkload, (uid) => events.byIndex(INVOLVED_UID_INDEX, uid)) : undefined
+    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
     if (statusEqual(status, cr.status)) return
     try {
       await this.#d.client.apply(

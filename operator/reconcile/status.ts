@@ -115,6 +115,8 @@ export interface StatusInput {
   /** Pods from the cache; filtered again here by namespace and selector, so a wider list is fine. */
   pods: readonly PodLike[]
   outcome: ReconcileOutcome
+  /** Why the workload's controller cannot create pods, when it says so only in Events (a StatefulSet's FailedCreate: workload-events.ts). */
+  workloadFailure?: string
   /** Conditions decided elsewhere (OptionalKindsServed), set alongside; they do not count towards Ready. */
   also?: readonly ConditionInput[]
   /** The time of a condition transition. */
@@ -252,7 +254,9 @@ function validSelector(d: WorkloadLike | undefined): LabelSelector | undefined {
  *   Deployment says so; False `NotApplied` when there is no Deployment and the reconcile failed;
  * - Degraded: True with the outcome's reason and message when the reconcile failed, True
  *   `ProgressDeadlineExceeded` when the rollout is stuck, True `ReplicaFailure` (with the
- *   controller's message) when the Deployment cannot create pods, otherwise False `AsExpected`;
+ *   controller's message) when the Deployment cannot create pods — for a StatefulSet, whose
+ *   controller only records FailedCreate Events, the latest one's message — otherwise False
+ *   `AsExpected`;
  * - Ready: True `Reconciled` when Available is True, Progressing False and Degraded False;
  *   otherwise False with the reason and message of the first of Degraded, Available, Progressing
  *   that stands in the way.
@@ -317,6 +321,7 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   if (outcome.kind !== 'ok') conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: DEGRADED_REASON[outcome.kind], message: outcome.message })
   else if (stuck) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ProgressDeadlineExceeded, message: stuck.message ?? 'the Deployment exceeded its progress deadline' })
   else if (replicaFailure) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ReplicaFailure, message: `pods cannot be created: ${replicaFailure.message ?? replicaFailure.reason ?? 'ReplicaFailure'}` })
+  else if (dep && input.workloadFailure !== undefined) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ReplicaFailure, message: `pods cannot be created: ${input.workloadFailure}` })
   else conditions.push({ type: CONDITION_TYPES.Degraded, status: 'False', reason: REASONS.AsExpected, message: 'the cluster matches the spec' })
   conditions.push(readyOf(conditions, want))
 
