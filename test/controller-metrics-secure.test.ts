@@ -161,6 +161,36 @@ t.test('--metrics-cert-dir serves its tls.crt/tls.key; plain HTTP without --metr
   await t.rejects(startOperator(options(asOperator, { metricsBindAddress: '127.0.0.1:18443', healthProbeBindAddress: '127.0.0.1:18443' }), captureIO(), pino({ level: 'silent' }), () => chart), /an address of their own/)
 })
 
+t.test('a rotated certificate in --metrics-cert-dir is served to new connections; a broken one is logged and the previous one kept', async (t) => {
+  const { sandbox, asOperator } = await installed(t)
+  const dir = join(tempDir('mc-metrics-rotate-'), 'certs')
+  mkdirSync(dir)
+  const write = (pair: { cert: string; key: string }) => {
+    writeFileSync(join(dir, 'tls.crt'), pair.cert)
+    writeFileSync(join(dir, 'tls.key'), pair.key)
+  }
+  const first = await selfSignedCertificate()
+  write(first)
+  const lines: string[] = []
+  const op = await startOperator(options(asOperator, { metricsCertDir: dir, metricsCertCheckMs: 20 }), captureIO(), pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }), () => chart)
+  t.teardown(() => op.stop())
+  const token = sandbox.issueToken({ user: 'system:serviceaccount:monitoring:prometheus' })
+  const served = async () => (await scrape(op.endpoints.metricsAddress!, token)).cert?.fingerprint256
+  t.equal(await served(), new X509Certificate(first.cert).fingerprint256)
+  const second = await selfSignedCertificate()
+  write(second)
+  const want = new X509Certificate(second.cert).fingerprint256
+  const until = Date.now() + 10_000
+  while ((await served()) !== want && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+  t.equal(await served(), want, 'the new certificate, without a restart')
+  t.ok(lines.some((l) => /reloaded the metrics certificate/.test(l)))
+  writeFileSync(join(dir, 'tls.crt'), 'not a certificate\n')
+  const end = Date.now() + 10_000
+  while (!lines.some((l) => /cannot reload the metrics certificate/.test(l)) && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
+  t.ok(lines.some((l) => /cannot reload the metrics certificate; serving the previous one/.test(l)))
+  t.equal(await served(), want, 'still the last good certificate')
+})
+
 t.test('bearerToken reads the Authorization header as RFC 6750 spells it', async (t) => {
   t.equal(bearerToken('Bearer abc'), 'abc')
   t.equal(bearerToken('bearer  abc '), 'abc')

@@ -48,6 +48,8 @@ export interface RunOptions {
   metricsSecure?: boolean
   /** tls.crt and tls.key for the HTTPS metrics server (default: self-signed). */
   metricsCertDir?: string
+  /** How often --metrics-cert-dir is checked for a rotated certificate (default 10 s; for tests). */
+  metricsCertCheckMs?: number
   healthProbeBindAddress: string
   logLevel?: string
 }
@@ -201,7 +203,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     readyz: { informers: () => controller.hasSynced(), leaderElection: () => leaseRefusal() === undefined },
   })
   log.info({ metrics: endpoints.metricsAddress, metricsScheme: endpoints.metricsSecure ? 'https' : 'http', probes: endpoints.healthProbeAddress }, 'serving endpoints')
-  const stopCertWatch = opts.metricsSecure && opts.metricsCertDir ? watchCertDir(resolve(io.cwd, opts.metricsCertDir), endpoints, log) : () => {}
+  const stopCertWatch = opts.metricsSecure && opts.metricsCertDir ? watchCertDir(resolve(io.cwd, opts.metricsCertDir), endpoints, log, opts.metricsCertCheckMs ?? 10_000) : () => {}
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
   let aborting: Promise<void> | undefined
   const abort = (): void => {
@@ -339,7 +341,7 @@ async function metricsCertificate(dir: string | undefined): Promise<KeyPair> {
 }
 
 /** Re-reads a rotated certificate (a Secret's volume is updated in place), as controller-runtime's certwatcher does. */
-function watchCertDir(dir: string, endpoints: Endpoints, log: Logger): () => void {
+function watchCertDir(dir: string, endpoints: Endpoints, log: Logger, everyMs: number): () => void {
   let version = certDirVersion(dir)
   const timer = setInterval(() => {
     const now = certDirVersion(dir)
@@ -349,9 +351,10 @@ function watchCertDir(dir: string, endpoints: Endpoints, log: Logger): () => voi
       version = now
       log.info({ dir }, 'reloaded the metrics certificate')
     } catch (err) {
+      version = now
       log.error({ err: err instanceof Error ? err.message : String(err) }, 'cannot reload the metrics certificate; serving the previous one')
     }
-  }, 10_000)
+  }, everyMs)
   timer.unref()
   return () => clearInterval(timer)
 }
