@@ -42,7 +42,7 @@ t.test('kustomize/default: the namespace, the CRD, RBAC, the manager and a metri
 })
 
 t.test('no wildcard anywhere in the RBAC, and the bindings name the Deployment\'s ServiceAccount', async (t) => {
-  for (const dir of ['default', 'rbac']) {
+  for (const dir of ['default', 'rbac', 'sharded', 'namespaced']) {
     for (const role of kustomize(dir).filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')) {
       for (const rule of (role as { rules?: Record<string, string[]>[] }).rules ?? []) {
         for (const [field, values] of Object.entries(rule)) t.notOk(values.some((v) => v.includes('*')), `${dir}: ${role.kind} ${role.metadata.name} ${field}: ${values.join(',')}`)
