@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import http from 'node:http'
+import http, { type IncomingMessage } from 'node:http'
 import https from 'node:https'
 import { join } from 'node:path'
 import { X509Certificate } from 'node:crypto'
@@ -16,7 +16,7 @@ import pino from 'pino'
 import t, { type Test } from 'tap'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
-import { bearerToken } from '../operator/controller/metrics-auth.ts'
+import { bearerToken, kubeMetricsAuthorizer } from '../operator/controller/metrics-auth.ts'
 import { selfSignedCertificate } from '../operator/controller/metrics-tls.ts'
 import { startOperator, type RunOptions } from '../operator/cli/run.ts'
 import { packageVersion } from '../operator/cli/io.ts'
@@ -197,4 +197,31 @@ t.test('bearerToken reads the Authorization header as RFC 6750 spells it', async
   t.equal(bearerToken('Basic abc'), undefined)
   t.equal(bearerToken('Bearer'), undefined)
   t.equal(bearerToken(undefined), undefined)
+})
+
+t.test('the authorizer: HEAD is get, the path is the request\'s, cached answers expire (1 min a token, 5 min an allow, 30 s a denial)', async (t) => {
+  const { sandbox } = await installed(t)
+  const admin = clientFor(sandbox, 'auth-test/1')
+  t.teardown(() => admin.close())
+  let now = 0
+  const authorize = kubeMetricsAuthorizer(admin, { now: () => now })
+  const req = (token: string, method = 'GET', url = '/metrics') => ({ method, url, headers: { authorization: `Bearer ${token}` } }) as unknown as IncomingMessage
+  const prometheus = sandbox.issueToken({ user: 'system:serviceaccount:monitoring:prometheus' })
+  const other = sandbox.issueToken({ user: 'system:serviceaccount:monitoring:other' })
+  const count = (resource: string) => sandbox.requests.log().filter((r) => r.userAgent === 'auth-test/1' && r.resource === resource).length
+  t.equal(await authorize(req(prometheus, 'HEAD')), undefined, 'HEAD asks for get')
+  t.same(await authorize(req(prometheus, 'GET', '/metrics?x=1')), undefined, 'the query is not part of the path')
+  t.same(await authorize(req(prometheus, 'GET', '/other')), { status: 403, body: 'Authorization denied for user system:serviceaccount:monitoring:prometheus\n' }, 'the reader role names /metrics only')
+  t.same(await authorize(req(other)), { status: 403, body: 'Authorization denied for user system:serviceaccount:monitoring:other\n' })
+  t.same([count('tokenreviews'), count('subjectaccessreviews')], [2, 3])
+  now += 31_000
+  await authorize(req(prometheus))
+  await authorize(req(other))
+  t.same([count('tokenreviews'), count('subjectaccessreviews')], [2, 4], 'after 31 s only the denial is asked again')
+  now += 30_000
+  await authorize(req(prometheus))
+  t.same([count('tokenreviews'), count('subjectaccessreviews')], [3, 4], 'after a minute the token is reviewed again, the allow still cached')
+  now += 5 * 60_000
+  await authorize(req(prometheus))
+  t.same([count('tokenreviews'), count('subjectaccessreviews')], [4, 5], 'after five minutes the allow is asked again')
 })
