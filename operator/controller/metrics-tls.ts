@@ -8,7 +8,6 @@
 import { readFileSync, statSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
-import { generate } from 'selfsigned'
 
 /** A PEM certificate chain and its key. */
 export interface KeyPair {
@@ -19,6 +18,8 @@ export interface KeyPair {
 /** A certificate made here, valid for a year from now (the process restarts well before). */
 export async function selfSignedCertificate(): Promise<KeyPair> {
   const host = hostname()
+  // Loaded only when needed: it brings an X.509 toolkit that a plain-HTTP run never uses.
+  const { generate } = await import('selfsigned')
   const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
     keyType: 'ec',
     curve: 'P-256',
