@@ -57,5 +57,7 @@ t.test('active workers and the concurrency through controllerMetrics; the leader
   runtime.setLeading('memcached-operator-leader', true)
   text = await lines(m)
   t.ok(text.includes('leader_election_master_status{name="memcached-operator-leader"} 1'))
+  cm.unchanged?.('Deployment')
+  t.ok((await lines(m)).includes('memcached_operator_unchanged_applies_total{kind="Deployment"} 1'))
   t.same(controllerMetrics(createMetrics({ defaultMetrics: false })).activeWorkers, undefined, 'without the runtime metrics, none of theirs')
 })

@@ -69,6 +69,8 @@ t.test('a process that re-applies an object a webhook rewrote reports no update'
   t.same(second.logs.filter((l) => /"msg":"updated"/.test(l)), [], 'no "updated" log line')
   t.ok(second.logs.some((l) => /"msg":"apply changed nothing"/.test(l) && /Deployment default\/cache/.test(l)), 'a debug line says the apply changed nothing')
   t.same(await events(), before, 'no new or repeated Updated event')
+  t.equal(second.metrics.counts['applied:Deployment'], undefined, 'not counted as an apply that changed something')
+  t.equal(second.metrics.counts['unchanged:Deployment'], 1, 'counted as an unchanged apply')
   t.equal(await ready(), true, 'still Ready')
 })
 

@@ -8,9 +8,12 @@
  *   `controller_runtime_max_concurrent_reconciles{controller}` (controller-runtime
  *   `pkg/internal/controller/metrics`): workers in a reconcile now, and how many may be;
  * - `leader_election_master_status{name}` (client-go `tools/leaderelection/metrics.go`): 1 while
- *   this process holds the Lease `name`, 0 otherwise.
+ *   this process holds the Lease `name`, 0 otherwise;
+ * - `memcached_operator_unchanged_applies_total{kind}`: applies the server answered with the object
+ *   as it was (a mutating webhook rewrote the field back), which `memcached_operator_applies_total`
+ *   does not count.
  */
-import { Gauge, type Registry } from 'prom-client'
+import { Counter, Gauge, type Registry } from 'prom-client'
 
 /** What a work queue tells about the keys it has handed out and not yet got back. */
 export interface UnfinishedWorkSource {
@@ -25,6 +28,8 @@ export interface RuntimeMetrics {
   readonly maxConcurrentReconciles: Gauge<'controller'>
   /** `leader_election_master_status{name}` */
   readonly leaderElectionMasterStatus: Gauge<'name'>
+  /** `memcached_operator_unchanged_applies_total{kind}` */
+  readonly unchangedApplies: Counter<'kind'>
   /** Reports a queue's unfinished work under `name` at every scrape. */
   watchQueue(name: string, queue: UnfinishedWorkSource): void
   /** Sets `leader_election_master_status{name}`. */
@@ -56,7 +61,9 @@ export function createRuntimeMetrics(registry: Registry): RuntimeMetrics {
   const activeWorkers = new Gauge({ name: 'controller_runtime_active_workers', help: 'Number of currently used workers per controller', labelNames: ['controller'] as const, registers })
   const maxConcurrentReconciles = new Gauge({ name: 'controller_runtime_max_concurrent_reconciles', help: 'Maximum number of concurrent reconciles per controller', labelNames: ['controller'] as const, registers })
   const leaderElectionMasterStatus = new Gauge({ name: 'leader_election_master_status', help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. \'name\' is the string used to identify the lease. Please make sure to group by name.', labelNames: ['name'] as const, registers })
+  const unchangedApplies = new Counter({ name: 'memcached_operator_unchanged_applies_total', help: 'Server-side applies the server answered with the object unchanged, by kind', labelNames: ['kind'] as const, registers })
   return {
+    unchangedApplies,
     activeWorkers,
     maxConcurrentReconciles,
     leaderElectionMasterStatus,

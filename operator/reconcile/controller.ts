@@ -89,6 +89,7 @@ export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics):
           watchQueue: (queue: UnfinishedWorkSource) => runtime.watchQueue(CONTROLLER_NAME, queue),
           maxConcurrent: (n: number) => runtime.maxConcurrentReconciles.set({ controller: CONTROLLER_NAME }, n),
           activeWorkers: (delta: 1 | -1) => runtime.activeWorkers.inc({ controller: CONTROLLER_NAME }, delta),
+          unchanged: (kind: string) => runtime.unchangedApplies.inc({ kind }),
         }
       : {}),
     applied: (kind) => m.applies.inc({ kind }),

@@ -47,6 +47,8 @@ export const INSTANCE_LABEL = 'app.kubernetes.io/instance'
 /** Counters the reconciler reports (metrics.ts implements them with prom-client). */
 export interface ReconcileMetrics {
   applied(kind: string): void
+  /** An apply the server answered with the object unchanged (counted apart from `applied`). */
+  unchanged?(kind: string): void
   skipped(kind: string): void
   pruned(kind: string): void
   failed(reason: string): void
@@ -489,12 +491,13 @@ export class Reconciler {
     if (landed !== undefined) return this.#raceLost(cr, d, applied, landed, log)
     this.#clearUncertain(cr, d)
     memory.remember(applied, d)
-    metrics.applied(d.kind)
     const what = describeObject(d)
     if (current && unchangedByApply(current, applied)) {
+      metrics.unchanged?.(d.kind)
       log.debug({ object: what, fields }, 'apply changed nothing')
       return applied
     }
+    metrics.applied(d.kind)
     if (current || !created) {
       log.info({ object: what, fields }, 'updated')
       done.updated.push(`${what}${fields.length > 0 ? ` (${fields.slice(0, 3).join(', ')}${fields.length > 3 ? ', …' : ''})` : ''}`)
