@@ -141,3 +141,22 @@ t.test('a shard refused its Lease (kustomize/default\'s RBAC) says so: an error 
   t.equal((await get(op.endpoints.healthProbeAddress!, '/healthz')).status, 200, 'alive: a restart would not help')
   t.notOk(op.elector?.isLeader())
 })
+
+t.test('kustomize/sharded: neither Deployment\'s selector matches the other\'s pods, and each shard has a metrics Service the ServiceMonitor selects', async (t) => {
+  const objects = kustomize('sharded')
+  type Dep = KubeObject & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> } } } }
+  type Svc = KubeObject & { spec: { selector: Record<string, string> } }
+  const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v)
+  const deployments = objects.filter((o): o is Dep => o.kind === 'Deployment')
+  t.same(deployments.map((d) => d.metadata.name).sort(), ['memcached-operator-controller-manager', 'memcached-operator-controller-manager-shard-b'])
+  for (const d of deployments) {
+    for (const other of deployments) t.equal(matches(d.spec.selector.matchLabels, other.spec.template.metadata.labels), d === other, `${d.metadata.name}'s selector ${d === other ? 'matches its own pods' : `does not match ${other.metadata.name}'s`}`)
+  }
+  const services = objects.filter((o): o is Svc => o.kind === 'Service')
+  t.equal(services.length, 2)
+  const monitor = kustomize('prometheus').find((o) => o.kind === 'ServiceMonitor') as KubeObject & { spec: { selector: { matchLabels: Record<string, string> } } }
+  for (const s of services) {
+    t.equal(deployments.filter((d) => matches(s.spec.selector, d.spec.template.metadata.labels)).length, 1, `${s.metadata.name} selects one shard's pods`)
+    t.ok(matches(monitor.spec.selector.matchLabels, s.metadata.labels ?? {}), `the ServiceMonitor selects ${s.metadata.name}`)
+  }
+})
