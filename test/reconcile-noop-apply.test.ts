@@ -54,7 +54,17 @@ t.test('a process that re-applies an object a webhook rewrote reports no update'
     return ((cr.status ?? {}) as { conditions?: { type: string; status: string }[] }).conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? true : undefined
   }
   await eventually('Ready', ready)
-  const dep = await user.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'cache' })
+  // The Deployment controller may still write the status (its Progressing reason) after the CR is
+  // Ready: wait until the Deployment says the rollout is complete and stays unwritten.
+  const getDep = () => user.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'cache' })
+  const dep = await eventually('the Deployment settled', async () => {
+    const d = await getDep()
+    const complete = ((d.status ?? {}) as { conditions?: { type: string; reason?: string }[] }).conditions?.some((c) => c.type === 'Progressing' && c.reason === 'NewReplicaSetAvailable')
+    if (!complete) return undefined
+    await new Promise((r) => setTimeout(r, 300))
+    const again = await getDep()
+    return again.metadata.resourceVersion === d.metadata.resourceVersion ? again : undefined
+  })
   t.ok((dep as unknown as Containers).spec.template.spec.containers.every((c) => c.image.startsWith(MIRROR)), 'the webhook rewrote the image')
   await first.stop()
 
@@ -72,6 +82,27 @@ t.test('a process that re-applies an object a webhook rewrote reports no update'
   t.equal(second.metrics.counts['applied:Deployment'], undefined, 'not counted as an apply that changed something')
   t.equal(second.metrics.counts['unchanged:Deployment'], 1, 'counted as an unchanged apply')
   t.equal(await ready(), true, 'still Ready')
+})
+
+t.test('the sandbox, as kube-apiserver, does not store an apply a webhook turned back into the stored object, though its managedFields time moved (fieldmanager.IgnoreManagedFieldsTimestampsTransformer)', async (t) => {
+  const sandbox = await startSandbox({ controllers: false })
+  t.teardown(() => sandbox.close())
+  sandbox.cluster.mutatingWebhooks.push((obj, req) => {
+    const data = (obj as { data?: Record<string, string> }).data
+    if (req.resource === 'configmaps' && data?.image !== undefined) data.image = data.image.replace(/^(?!mirror\/)/, 'mirror/')
+  })
+  const user = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => user.close())
+  const cm = (data: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' }, data }) as KubeObject
+  const first = (await user.applyObject(cm({ image: 'memcached:1.6' }), { fieldManager: 'test-user', force: true })).object
+  t.equal((first as { data?: Record<string, string> }).data?.image, 'mirror/memcached:1.6')
+  const second = Math.ceil(Date.now() / 1000) * 1000 + 50
+  await new Promise((r) => setTimeout(r, second - Date.now()))
+  const again = (await user.applyObject(cm({ image: 'memcached:1.6' }), { fieldManager: 'test-user', force: true })).object
+  t.equal(again.metadata.resourceVersion, first.metadata.resourceVersion, 'a second later: nothing stored, the managedFields time kept')
+  t.same(again.metadata.managedFields, first.metadata.managedFields)
+  const changed = (await user.applyObject(cm({ image: 'memcached:1.6', other: 'x' }), { fieldManager: 'test-user', force: true })).object
+  t.not(changed.metadata.resourceVersion, first.metadata.resourceVersion, 'a real change is stored')
 })
 
 t.test('unchangedByApply compares the answer\'s resourceVersion and uid with the cached ones', async (t) => {

@@ -195,7 +195,11 @@ function sameObject(a: KubeObject, b: KubeObject, withManagedFields: boolean): b
   const { resourceVersion: _ra, managedFields: fa, ...xa } = ma
   const { resourceVersion: _rb, managedFields: fb, ...xb } = mb
   if (!deepEqual(xa, xb)) return false
-  return !withManagedFields || deepEqual(fa ?? [], fb ?? [])
+  // A write that changes nothing but managedFields timestamps is no write: kube-apiserver's
+  // registry reverts the timestamps (fieldmanager.IgnoreManagedFieldsTimestampsTransformer, after
+  // admission), e.g. when a mutating webhook turned an apply's change back into what was stored.
+  const untimed = (f: unknown[] | undefined) => (f ?? []).map((e) => (isObject(e) ? { ...e, time: undefined } : e))
+  return !withManagedFields || deepEqual(untimed(fa), untimed(fb))
 }
 
 /** RFC 7386 JSON merge patch. */
