@@ -9,6 +9,7 @@
  */
 import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import https from 'node:https'
 import { join } from 'node:path'
 import pino from 'pino'
 import t, { type Test } from 'tap'
@@ -75,7 +76,9 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   for (const ns of [NS, 'team-a']) await user.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
   // The operator's ServiceAccount and RBAC exactly as kustomize/default installs them.
   const rbac = kustomize('default').filter((o) => o.kind === 'ServiceAccount' || o.apiVersion === 'rbac.authorization.k8s.io/v1')
-  t.same(rbac.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount'])
+  t.same(rbac.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount'])
+  // Prometheus's ServiceAccount bound to the metrics reader, as metrics_reader_role.yaml says to.
+  rbac.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'prometheus-metrics' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'memcached-operator-metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }] } as unknown as KubeObject)
   await new Promise<void>((done, fail) => {
     const kubectl = execFile(kubectlPath(), ['--kubeconfig', sandbox.kubeconfigPath, 'apply', '--server-side', '-f', '-'], (err) => (err ? fail(err) : done()))
     kubectl.stdin!.end(rbac.map((o) => JSON.stringify(o)).join('\n'))
@@ -92,6 +95,7 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
     leaderElectionNamespace: NS,
     leaderElectionId: 'memcached-operator-leader',
     metricsBindAddress: '127.0.0.1:0',
+    metricsSecure: true,
     healthProbeBindAddress: '127.0.0.1:0',
   }
   let current = chart
@@ -100,6 +104,8 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: NS, name: 'memcached-operator-leader' }
   const holder = async () => ((await user.get(lease)).spec as { holderIdentity?: string }).holderIdentity
   await eventually('the leader holds the lease', async () => ((await holder()) === leader.elector?.identity ? true : undefined))
+  // Prometheus scrapes the HTTPS metrics: a TokenReview and a SubjectAccessReview.
+  t.equal(await scrapeStatus(leader.endpoints.metricsAddress!, sandbox.issueToken({ user: 'system:serviceaccount:monitoring:prometheus' })), 200, 'the metrics reader reads the metrics')
   // The second replica: warm caches, waits for the Lease.
   const standby = await start()
   t.teardown(() => standby.stop())
@@ -201,6 +207,18 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   return sandbox.requests.log().filter((r) => r.userAgent === UA)
 }
 
+/** The status of an HTTPS GET of /metrics with a bearer token (the certificate is self-signed). */
+function scrapeStatus(address: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    https
+      .get({ host: '127.0.0.1', port: Number(address.slice(address.lastIndexOf(':') + 1)), path: '/metrics', rejectUnauthorized: false, agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      })
+      .on('error', reject)
+  })
+}
+
 const attributes = (r: RequestRecord): Attributes => ({ verb: r.verb, group: r.group, resource: r.resource, ...(r.subresource ? { subresource: r.subresource } : {}), ...(r.namespace ? { namespace: r.namespace } : {}), ...(r.name ? { name: r.name } : {}) })
 const describe = (a: Attributes) => `${a.verb} ${a.group || 'core'}/${a.resource}${a.subresource ? `/${a.subresource}` : ''} ${a.namespace ? `in ${a.namespace}` : 'cluster-wide'}${a.name ? ` (${a.name})` : ''}`
 const grantName = (g: Grant) => `${g.from}: ${g.rule.verbs.join(',')} ${(g.rule.apiGroups ?? []).map((x) => x || 'core').join(',')}/${(g.rule.resources ?? []).join(',')}${g.rule.resourceNames ? ` [${g.rule.resourceNames.join(',')}]` : ''}`
@@ -264,6 +282,7 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
   const leases = requests.filter((a) => a.resource === 'leases')
   t.ok(leases.length > 0 && leases.every((a) => a.namespace === NS), 'Leases only in the operator\'s namespace (hence the Role)')
   t.same([...new Set(leases.map((a) => a.verb))].sort(), ['create', 'get', 'update'])
+  t.ok(used('create', 'authentication.k8s.io', 'tokenreviews').length > 0 && used('create', 'authorization.k8s.io', 'subjectaccessreviews').length > 0, 'the HTTPS metrics endpoint reviews the scraper\'s token and access')
 })
 
 t.test('without update on memcacheds/finalizers, OwnerReferencesPermissionEnforcement refuses every child and the CR says so', async (t) => {

@@ -39,7 +39,7 @@ t.test('the fixed rules, then each declared kind grouped by API group, then pods
     { apiGroups: ['monitoring.coreos.com'], resources: ['servicemonitors', 'prometheusrules'], verbs: kindVerbs },
     { apiGroups: ['cert-manager.io'], resources: ['certificates'], verbs: kindVerbs },
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
   ])
 })

@@ -93,11 +93,13 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
     {
       apiGroups: [''],
       resources: ['events'],
-      verbs: ['create', 'patch'],
+      verbs: ['create', 'patch', 'list', 'watch'],
       why:
         'Events about a Memcached are written in the CR\'s own namespace, i.e. in any namespace, so they\n' +
         'belong here and not in the namespaced leader-election Role (which only reaches the operator\'s\n' +
-        'own namespace). `create` for a new event, `patch` to bump the count of a repeated one.',
+        'own namespace). `create` for a new event, `patch` to bump the count of a repeated one. `list`\n' +
+        'and `watch` for an informer of the StatefulSet controller\'s FailedCreate events only (a field\n' +
+        'selector), the one place it says why a StatefulSet\'s pods cannot be created.',
     },
     {
       apiGroups: [''],

@@ -93,6 +93,8 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .option('--leader-elect-retry-period <duration>', 'pause between tries to acquire or renew', '2s')
       .option('--graceful-shutdown-timeout <duration>', 'on SIGTERM, in-flight reconciles are aborted after this long, then the Lease is released', '20s')
       .option('--metrics-bind-address <addr>', 'where /metrics is served (0 disables)', ':8080')
+      .option('--metrics-secure', '/metrics over HTTPS, for bearer tokens the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview)')
+      .option('--metrics-cert-dir <dir>', 'tls.crt and tls.key of the HTTPS metrics server (default: a self-signed certificate)')
       .option('--health-probe-bind-address <addr>', 'where /healthz and /readyz are served (0 disables)', ':8081')
       .option('--log-level <level>', 'trace, debug, info, warn, error (default: LOG_LEVEL or info)')
       .action(async (opts) => {

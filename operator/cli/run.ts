@@ -16,6 +16,9 @@ import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } fr
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
+import { createRuntimeMetrics } from '../controller/metrics-runtime.ts'
+import { kubeMetricsAuthorizer } from '../controller/metrics-auth.ts'
+import { certDirVersion, readCertDir, selfSignedCertificate, type KeyPair } from '../controller/metrics-tls.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
@@ -41,6 +44,12 @@ export interface RunOptions {
   /** /healthz fails when an informer made no progress for this long (default 15 min; for tests). */
   informerStallMs?: number
   metricsBindAddress: string
+  /** /metrics over HTTPS with authentication and authorization (controller-runtime's secure metrics). */
+  metricsSecure?: boolean
+  /** tls.crt and tls.key for the HTTPS metrics server (default: self-signed). */
+  metricsCertDir?: string
+  /** How often --metrics-cert-dir is checked for a rotated certificate (default 10 s; for tests). */
+  metricsCertCheckMs?: number
   healthProbeBindAddress: string
   logLevel?: string
 }
@@ -165,6 +174,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     }
   }
   const metrics = createMetrics()
+  const runtimeMetrics = createRuntimeMetrics(metrics.registry)
+  if (opts.leaderElect) runtimeMetrics.setLeading(opts.leaderElectionId, false)
   const controller = new MemcachedController({
     client,
     chart,
@@ -173,20 +184,26 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     concurrency,
     resyncPeriodMs,
     log,
-    metrics: controllerMetrics(metrics),
+    metrics: controllerMetrics(metrics, runtimeMetrics),
   })
+  const metricsTls = opts.metricsSecure ? await metricsCertificate(opts.metricsCertDir ? resolve(io.cwd, opts.metricsCertDir) : undefined) : undefined
+  if (!opts.metricsSecure && opts.metricsCertDir !== undefined) throw new UsageError('--metrics-cert-dir needs --metrics-secure')
   const informerStallMs = opts.informerStallMs ?? 15 * 60_000
+  let leaseRefusal: () => string | undefined = () => undefined
   const endpoints = await startEndpoints({
     metricsBindAddress: opts.metricsBindAddress,
     healthProbeBindAddress: opts.healthProbeBindAddress,
     registry: metrics.registry,
+    ...(metricsTls ? { metricsTls, metricsAuth: kubeMetricsAuthorizer(client, { onError: (message, err) => log.error({ err: err.message }, message) }) } : {}),
     // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
     // wedged cache is only cured by a restart.
     healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
-    // Ready once the caches are synced, whatever the leader-election role.
-    readyz: { informers: () => controller.hasSynced() },
+    // Ready once the caches are synced, whatever the leader-election role, unless the Lease is
+    // refused (403/401): a replica that can never lead is no standby (docs/install.md).
+    readyz: { informers: () => controller.hasSynced(), leaderElection: () => leaseRefusal() === undefined },
   })
-  log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
+  log.info({ metrics: endpoints.metricsAddress, metricsScheme: endpoints.metricsSecure ? 'https' : 'http', probes: endpoints.healthProbeAddress }, 'serving endpoints')
+  const stopCertWatch = opts.metricsSecure && opts.metricsCertDir ? watchCertDir(resolve(io.cwd, opts.metricsCertDir), endpoints, log, opts.metricsCertCheckMs ?? 10_000) : () => {}
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
   let aborting: Promise<void> | undefined
   const abort = (): void => {
@@ -218,22 +235,39 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   // release on shutdown must pass after the controller's requests were aborted.
   const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}` }) : undefined
   if (leaseClient) {
+    let refused: string | undefined
+    const leaseNamespace = opts.leaderElectionNamespace ?? ownNamespace()
     elector = new LeaderElector({
       client: leaseClient,
-      namespace: opts.leaderElectionNamespace ?? ownNamespace(),
+      namespace: leaseNamespace,
       name: opts.leaderElectionId,
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
       onStartedLeading: () => {
         log.info('became the leader')
+        runtimeMetrics.setLeading(opts.leaderElectionId, true)
         led = true
         controller.runWorkers()
       },
-      onStoppedLeading: lose,
+      onStoppedLeading: () => {
+        runtimeMetrics.setLeading(opts.leaderElectionId, false)
+        lose()
+      },
       onNewLeader: (identity) => log.info({ leader: identity }, 'leader observed'),
-      onError: (err) => log.warn({ err: err.message }, 'leader election request failed'),
+      onError: (err) => {
+        const denied = leaseDenied(err)
+        if (denied === undefined) return log.warn({ err: err.message }, 'leader election request failed')
+        // Said once per refusal, not at every retry; readiness fails meanwhile.
+        if (refused !== denied) log.error({ err: err.message, lease: `${leaseNamespace}/${opts.leaderElectionId}` }, `cannot take the leader Lease: ${denied}; this replica will never lead until its RBAC allows get, create and update on this Lease (see docs/install.md, "Sharding a large fleet")`)
+        refused = denied
+      },
     })
+    const e = elector
+    leaseRefusal = () => {
+      if (e.lastError === undefined) refused = undefined
+      return leaseDenied(e.lastError)
+    }
     elector.start()
   } else controller.runWorkers()
 
@@ -257,7 +291,9 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
       if (elector) {
         if (await elector.release()) log.info('released the leader lease')
         await elector.stop()
+        runtimeMetrics.setLeading(opts.leaderElectionId, false)
       }
+      stopCertWatch()
       await endpoints.close()
       client.close()
       leaseClient?.close()
@@ -287,4 +323,38 @@ export async function runOperator(opts: RunOptions, io: CliIO, signal: AbortSign
   ])
   await operator.stop()
   return code
+}
+
+/** The refusal in a failed Lease request that retrying cannot cure (403 Forbidden, 401 Unauthorized), if it is one. */
+function leaseDenied(err: Error | undefined): string | undefined {
+  return err instanceof ApiError && (err.status === 403 || err.status === 401) ? err.message : undefined
+}
+
+/** The metrics server's certificate: from `dir`, or self-signed. */
+async function metricsCertificate(dir: string | undefined): Promise<KeyPair> {
+  if (dir === undefined) return selfSignedCertificate()
+  try {
+    return readCertDir(dir)
+  } catch (err) {
+    throw new InputError(err instanceof Error ? err.message : String(err))
+  }
+}
+
+/** Re-reads a rotated certificate (a Secret's volume is updated in place), as controller-runtime's certwatcher does. */
+function watchCertDir(dir: string, endpoints: Endpoints, log: Logger, everyMs: number): () => void {
+  let version = certDirVersion(dir)
+  const timer = setInterval(() => {
+    const now = certDirVersion(dir)
+    if (now === version || now === '') return
+    try {
+      endpoints.setMetricsCertificate(readCertDir(dir))
+      version = now
+      log.info({ dir }, 'reloaded the metrics certificate')
+    } catch (err) {
+      version = now
+      log.error({ err: err instanceof Error ? err.message : String(err) }, 'cannot reload the metrics certificate; serving the previous one')
+    }
+  }, everyMs)
+  timer.unref()
+  return () => clearInterval(timer)
 }

@@ -43,7 +43,7 @@ export interface OperatorMetrics {
   readonly workqueueQueueDuration: Histogram<'name'>
   /** `workqueue_work_duration_seconds{name}` */
   readonly workqueueWorkDuration: Histogram<'name'>
-  /** `memcached_operator_applies_total{kind}`: server-side applies sent. */
+  /** `memcached_operator_applies_total{kind}`: server-side applies that created or changed an object. */
   readonly applies: Counter<'kind'>
   /** `memcached_operator_prunes_total{kind}`: objects deleted because no longer rendered. */
   readonly prunes: Counter<'kind'>
@@ -74,7 +74,7 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
   const workqueueRetries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'] as const, registers })
   const workqueueQueueDuration = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested', labelNames: ['name'] as const, buckets: QUEUE_BUCKETS, registers })
   const workqueueWorkDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes', labelNames: ['name'] as const, buckets: QUEUE_BUCKETS, registers })
-  const applies = new Counter({ name: 'memcached_operator_applies_total', help: 'Server-side apply requests sent, by kind', labelNames: ['kind'] as const, registers })
+  const applies = new Counter({ name: 'memcached_operator_applies_total', help: 'Server-side applies that created or changed an object, by kind', labelNames: ['kind'] as const, registers })
   const prunes = new Counter({ name: 'memcached_operator_prunes_total', help: 'Objects deleted because their CR no longer renders them, by kind', labelNames: ['kind'] as const, registers })
   const skippedApplies = new Counter({ name: 'memcached_operator_skipped_applies_total', help: 'Applies not sent because the live object already matched, by kind', labelNames: ['kind'] as const, registers })
   const reconcileFailures = new Counter({ name: 'memcached_operator_reconcile_failures_total', help: 'Failed reconciles, by condition reason', labelNames: ['reason'] as const, registers })

@@ -306,6 +306,23 @@ export class WorkQueue<K extends string = string> {
     for (const g of getters) g(undefined)
   }
 
+  /**
+   * How long the keys in flight have been processed so far, in seconds: their sum and the longest
+   * (client-go's `workqueue_unfinished_work_seconds` and
+   * `workqueue_longest_running_processor_seconds`, which catch a worker stuck in a reconcile).
+   */
+  unfinishedWork(): { seconds: number; longestSeconds: number } {
+    const now = this.#clock.now()
+    let seconds = 0
+    let longestSeconds = 0
+    for (const started of this.#startedAt.values()) {
+      const s = Math.max(0, now - started) / 1000
+      seconds += s
+      longestSeconds = Math.max(longestSeconds, s)
+    }
+    return { seconds, longestSeconds }
+  }
+
   /** Resolves when no key is in flight (call after {@link WorkQueue.shutdown} to wait for workers). */
   drain(): Promise<void> {
     if (this.#processing.size === 0) return Promise.resolve()

@@ -14,6 +14,8 @@ import { byControllerUid, Informer, objectKey, splitKey } from '../controller/in
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
+import type { RuntimeMetrics, UnfinishedWorkSource } from '../controller/metrics-runtime.ts'
+import { FAILED_CREATE_SELECTOR, failedCreateSummary, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import type { Chart } from '../render/chart.ts'
 import type { ChartKind } from '../render/kinds.ts'
 import { labelValue } from '../render/names.ts'
@@ -69,12 +71,27 @@ export interface ControllerMetrics extends ReconcileMetrics {
   /** What discovery found of a declared kind (`apiVersion/Kind`). */
   kindServed?(kind: string, served: boolean): void
   queueHooks: QueueHooks
+  /** The work queue, whose unfinished work is reported at each scrape. */
+  watchQueue?(queue: UnfinishedWorkSource): void
+  /** How many workers may reconcile at once. */
+  maxConcurrent?(n: number): void
+  /** A worker started (+1) or finished (-1) a reconcile. */
+  activeWorkers?(delta: 1 | -1): void
 }
 
 /** The controller's metrics in the operator's prom-client registry. */
-export function controllerMetrics(m: OperatorMetrics): ControllerMetrics {
+export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics): ControllerMetrics {
   m.initController(CONTROLLER_NAME)
+  runtime?.activeWorkers.set({ controller: CONTROLLER_NAME }, 0)
   return {
+    ...(runtime
+      ? {
+          watchQueue: (queue: UnfinishedWorkSource) => runtime.watchQueue(CONTROLLER_NAME, queue),
+          maxConcurrent: (n: number) => runtime.maxConcurrentReconciles.set({ controller: CONTROLLER_NAME }, n),
+          activeWorkers: (delta: 1 | -1) => runtime.activeWorkers.inc({ controller: CONTROLLER_NAME }, delta),
+          unchanged: (kind: string) => runtime.unchangedApplies.inc({ kind }),
+        }
+      : {}),
     applied: (kind) => m.applies.inc({ kind }),
     skipped: (kind) => m.skippedApplies.inc({ kind }),
     pruned: (kind) => m.prunes.inc({ kind }),
@@ -238,6 +255,8 @@ export class MemcachedController {
   #discovering: Promise<void> | undefined
   #discoveryTimer: NodeJS.Timeout | undefined
   #pods: InformerSet
+  /** StatefulSets' FailedCreate Events (workload-events.ts). */
+  #workloadEvents: InformerSet<FailedCreateEvent>
   /** Secrets labelled as render inputs, without their content (see reconcile/secrets.ts). */
   #secrets: InformerSet<SecretSummary>
   #references = new SecretReferences()
@@ -251,6 +270,8 @@ export class MemcachedController {
   constructor(opts: MemcachedControllerOptions) {
     this.#o = opts
     this.#queue = new WorkQueue({ name: CONTROLLER_NAME, hooks: opts.metrics.queueHooks })
+    opts.metrics.watchQueue?.(this.#queue)
+    opts.metrics.maxConcurrent?.(opts.concurrency)
     const onError = (what: string) => (err: Error, phase: string) => opts.log.warn({ informer: what, phase, err: err.message }, 'informer retrying')
     const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>, metadataOnly = false): InformerSet<T> =>
       new InformerSet(
@@ -286,6 +307,13 @@ export class MemcachedController {
       },
     })
     this.#secrets = make<SecretSummary>('v1', 'Secret', INPUT_SELECTOR, {})
+    this.#workloadEvents = new InformerSet(
+      (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
+        const informer = new Informer<FailedCreateEvent>(opts.client, { apiVersion: 'v1', kind: 'Event', ...(namespace ? { namespace } : {}), fieldSelector: FAILED_CREATE_SELECTOR, transform: failedCreateSummary, onError: onError('Event (FailedCreate)') })
+        informer.addIndex(INVOLVED_UID_INDEX, (e) => (e.involvedObject.uid ? [e.involvedObject.uid] : []))
+        return informer
+      }),
+    )
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
     this.#reconciler = new Reconciler({
@@ -296,6 +324,7 @@ export class MemcachedController {
       foreign: this.#foreign,
       unserved: this.#unserved,
       pods: this.#pods,
+      workloadEvents: this.#workloadEvents,
       secrets: this.#secrets,
       references: this.#references,
       memory: this.#memory,
@@ -470,6 +499,17 @@ export class MemcachedController {
         if (before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp || podStatusKey(before) !== podStatusKey(after)) byInstance(after)
       })
     }
+    // A StatefulSet that cannot create a pod says so only in an Event: its CR's Degraded says why.
+    const byStatefulSet = (e: FailedCreateEvent): void => {
+      const set = this.#children.get('apps/v1/StatefulSet')?.get(e.metadata.namespace, e.involvedObject.name)
+      if (set && set.metadata.uid === e.involvedObject.uid) this.#byOwner(set)
+    }
+    for (const i of this.#workloadEvents.informers) {
+      i.onAdd(byStatefulSet)
+      i.onUpdate((before, after) => {
+        if (before.message !== after.message || before.lastSeen !== after.lastSeen) byStatefulSet(after)
+      })
+    }
     // A Secret that appears (created, or labelled), changes content or goes (deleted, or its label
     // removed) re-renders exactly the CRs whose last render referred to it.
     const byReference = (secret: KubeObject): void => {
@@ -486,7 +526,7 @@ export class MemcachedController {
   }
 
   #all(): InformerSet[] {
-    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), ...this.#foreign.values(), this.#pods, this.#secrets as unknown as InformerSet]
+    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), ...this.#foreign.values(), this.#pods, this.#secrets as unknown as InformerSet, this.#workloadEvents as unknown as InformerSet]
   }
 
   /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */
@@ -561,6 +601,7 @@ export class MemcachedController {
       const { namespace, name } = splitKey(key)
       const log = reconcileLogger(this.#o.log, { controller: CONTROLLER_NAME, key })
       const started = performance.now()
+      this.#o.metrics.activeWorkers?.(1)
       try {
         const result = await this.#reconciler.reconcile(namespace ?? '', name, log)
         this.#queue.forget(key)
@@ -577,6 +618,7 @@ export class MemcachedController {
         }
         log.debug({ retryInMs: delay }, 'requeued with backoff')
       } finally {
+        this.#o.metrics.activeWorkers?.(-1)
         this.#queue.done(key)
       }
     }

@@ -23,6 +23,7 @@ import { controllerOf, describeObject, isControlledBy, objectKey, ownershipConfl
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
+import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -46,6 +47,8 @@ export const INSTANCE_LABEL = 'app.kubernetes.io/instance'
 /** Counters the reconciler reports (metrics.ts implements them with prom-client). */
 export interface ReconcileMetrics {
   applied(kind: string): void
+  /** An apply the server answered with the object unchanged (counted apart from `applied`). */
+  unchanged?(kind: string): void
   skipped(kind: string): void
   pruned(kind: string): void
   failed(reason: string): void
@@ -69,6 +72,8 @@ export interface ReconcilerDeps {
   unserved?: ReadonlyMap<string, string>
   /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
   pods: Cache
+  /** StatefulSets' FailedCreate Events, indexed by {@link INVOLVED_UID_INDEX} (workload-events.ts). */
+  workloadEvents?: Cache<FailedCreateEvent>
   memory: AppliedMemory
   /** Secrets labelled cache.example.com/memcached-input=true, as {@link SecretSummary}s: what `secretChecksum()` reads (none when absent). */
   secrets?: Cache<SecretSummary>
@@ -486,8 +491,13 @@ export class Reconciler {
     if (landed !== undefined) return this.#raceLost(cr, d, applied, landed, log)
     this.#clearUncertain(cr, d)
     memory.remember(applied, d)
-    metrics.applied(d.kind)
     const what = describeObject(d)
+    if (current && unchangedByApply(current, applied)) {
+      metrics.unchanged?.(d.kind)
+      log.debug({ object: what, fields }, 'apply changed nothing')
+      return applied
+    }
+    metrics.applied(d.kind)
     if (current || !created) {
       log.info({ object: what, fields }, 'updated')
       done.updated.push(`${what}${fields.length > 0 ? ` (${fields.slice(0, 3).join(', ')}${fields.length > 3 ? ', …' : ''})` : ''}`)
@@ -745,7 +755,9 @@ export class Reconciler {
     const desiredWorkload = desired?.find(isWorkload) as (WorkloadLike & { kind: string }) | undefined
     const liveWorkload = this.#ownWorkload(cr, desiredWorkload, applied) as WorkloadLike | undefined
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
-    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, now: this.#now() })
+    const events = this.#d.workloadEvents
+    const workloadFailure = events ? failedCreateCause(liveWorkload, (uid) => events.byIndex(INVOLVED_UID_INDEX, uid)) : undefined
+    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
     if (statusEqual(status, cr.status)) return
     try {
       await this.#d.client.apply(
@@ -800,4 +812,15 @@ function settledIdentity(d: RenderedObject): RenderedObject {
       ...(containers ? { template: { spec: { containers } } } : {}),
     },
   }
+}
+
+/**
+ * Whether the server answered an apply with the object as the cache showed it: the same
+ * resourceVersion, which every stored change moves (kube-apiserver skips the write of an update
+ * that changes nothing, e.g. when a mutating webhook rewrites the field the apply set back to what
+ * was stored). Nothing was updated: no event, no `updated` log line.
+ */
+export function unchangedByApply(current: KubeObject, applied: KubeObject): boolean {
+  const rv = current.metadata.resourceVersion
+  return rv !== undefined && rv !== '' && applied.metadata.resourceVersion === rv && applied.metadata.uid === current.metadata.uid
 }

@@ -92,6 +92,9 @@ export interface CrdAdapter {
 /** Renders objects as a `meta.k8s.io/v1` Table for `kubectl get`. */
 export type TableRenderer = (type: ResourceType, objects: KubeObject[], opts: { includeObject: 'None' | 'Metadata' | 'Object'; resourceVersion: string; continue?: string }) => unknown
 
+/** A mutating admission webhook of {@link Cluster.mutatingWebhooks}: changes `obj` in place. */
+export type MutatingWebhook = (obj: KubeObject, request: { group: string; resource: string; operation: 'CREATE' | 'UPDATE' }) => void
+
 /** Construction options of a {@link Cluster}. */
 export interface ClusterOptions {
   engine: WriteEngine
@@ -193,7 +196,11 @@ function sameObject(a: KubeObject, b: KubeObject, withManagedFields: boolean): b
   const { resourceVersion: _ra, managedFields: fa, ...xa } = ma
   const { resourceVersion: _rb, managedFields: fb, ...xb } = mb
   if (!deepEqual(xa, xb)) return false
-  return !withManagedFields || deepEqual(fa ?? [], fb ?? [])
+  // A write that changes nothing but managedFields timestamps is no write: kube-apiserver's
+  // registry reverts the timestamps (fieldmanager.IgnoreManagedFieldsTimestampsTransformer, after
+  // admission), e.g. when a mutating webhook turned an apply's change back into what was stored.
+  const untimed = (f: unknown[] | undefined) => (f ?? []).map((e) => (isObject(e) ? { ...e, time: undefined } : e))
+  return !withManagedFields || deepEqual(untimed(fa), untimed(fb))
 }
 
 /** RFC 7386 JSON merge patch. */
@@ -295,6 +302,14 @@ export class Cluster implements ClusterAccess {
   serveExtra: ((req: ApiRequest) => Reply | undefined) | undefined
   /** The authorizer, for admission plugins that ask it (OwnerReferencesPermissionEnforcement); set by the auth layer. */
   authorize: ((a: Attributes) => Decision) | undefined
+  /**
+   * Mutating admission webhooks, in kube-apiserver's place for them: after the built-in mutating
+   * plugins, before validation, on every create and update (apply included) of a request with a
+   * user, not on subresources. Each may change the object in place (a registry mirror rewriting an
+   * image, say); a write that ends up equal to the stored object is answered with it, its
+   * resourceVersion unchanged, as kube-apiserver's no-op update is.
+   */
+  readonly mutatingWebhooks: MutatingWebhook[] = []
   #serviceIPs = new Set<string>(['10.96.0.1'])
   #nextServiceIP = 10
 
@@ -724,6 +739,7 @@ export class Cluster implements ClusterAccess {
     // OwnerReferencesPermissionEnforcement is a mutating plugin: it runs before validation. Only
     // requests with a user pass through it (the sandbox's own controllers act as the server).
     if (req.user && this.authorize) admitOwnerReferences(type, obj, old, req.user, req.subresource, this.authorize, (g, v, k) => this.registry.byKind(g, v, k))
+    if (req.user && req.subresource === undefined) for (const hook of this.mutatingWebhooks) hook(obj, { group: type.group, resource: type.resource, operation: old ? 'UPDATE' : 'CREATE' })
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
     causes.push(...(type.validate?.(obj) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)

@@ -22,6 +22,9 @@ export class CountingMetrics implements ControllerMetrics {
   applied(kind: string): void {
     this.#inc(`applied:${kind}`)
   }
+  unchanged(kind: string): void {
+    this.#inc(`unchanged:${kind}`)
+  }
   skipped(kind: string): void {
     this.#inc(`skipped:${kind}`)
   }
