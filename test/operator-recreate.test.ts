@@ -249,7 +249,6 @@ t.test('a second identical refusal after a re-creation does not delete again: De
     chart: () => chart,
     memcacheds: { get: () => cr, byIndex: () => [cr] },
     children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), { get: () => undefined, byIndex: () => [] }])),
     pods: { get: () => undefined, byIndex: () => [] },
     memory: new AppliedMemory(),
     events: { record: async (_o, type, reason) => void recorded.push(`${type} ${reason}`) },

@@ -60,7 +60,6 @@ async function laggingBed(t: Test, opts: { now?: () => Date } = {}) {
     chart: () => chart,
     memcacheds: { get: () => cr, byIndex: () => [cr] },
     children: new Map(chart.kinds.map((k) => [kindKey(k), cacheOf(k.kind)])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), empty])),
     pods: empty,
     memory: new AppliedMemory(),
     events: new ApiEventRecorder(client, new EventAggregator(), log),

@@ -50,7 +50,6 @@ t.test('a reconcile on a CR cache that has not seen the last status write does n
     // The CR cache never catches up: it keeps the object read before the status write.
     memcacheds: { get: () => cr, byIndex: () => [cr] },
     children: new Map(chart.kinds.map((k) => [kindKey(k), empty])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), empty])),
     pods: empty,
     memory: new AppliedMemory(),
     events: { record: async () => {} },
