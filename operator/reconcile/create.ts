@@ -97,9 +97,15 @@ export function ownershipPatch(live: KubeObject, desired: RenderedObject): unkno
 }
 
 /**
- * Moves our `Update` entry's ownership to our `Apply` entry ({@link ownershipPatch}); answers
- * the object after, or `live` when there was nothing to move.
- * @throws ApiError (422 when a guard fails: the entry changed; it is looked at again next time)
+ * Moves our `Update` entry's ownership to our `Apply` entry ({@link ownershipPatch}) with one
+ * JSON patch; answers the object after, or `live` when there was nothing to move. The patch
+ * addresses the entry by its index among all entries, as `live` has them (the cache keeps a stub
+ * of every entry while ours is there, controller.ts `childSummary`). When the entries moved
+ * meanwhile — another manager's entry sorted in before ours, such as a workload controller's
+ * status entry right after a create (entries are sorted by operation, time, then manager:
+ * apimachinery managedfields `sortEncodedManagedFields`) — a guard fails with 422 and nothing
+ * changes; the next reconcile tries again from the cache, which by then shows that entry.
+ * @throws ApiError (422 when a guard failed)
  */
 export async function takeOwnership(client: KubeClient, live: KubeObject, desired: RenderedObject, signal?: AbortSignal): Promise<KubeObject> {
   const patch = ownershipPatch(live, desired)
@@ -109,15 +115,17 @@ export async function takeOwnership(client: KubeClient, live: KubeObject, desire
 }
 
 /**
- * The part of a fieldsV1 tree that `desired` sets: `f:` fields it has, `k:` list-map items it
- * has (matched by the list's keys, a defaulted key such as `protocol` included), `v:` set items
- * it has; `.` (the node itself) of every node kept.
+ * The part of a fieldsV1 tree that `desired` sets, in the shape a server-side apply of `desired`
+ * gives its entry (structured-merge-diff `typed.ToFieldSet`): `f:` fields it has, `k:` list-map
+ * items it has (matched by the list's keys, a defaulted key such as `protocol` included), `v:` set
+ * items it has; `.` (the node itself) only for list items, as an apply records it — an update
+ * records it for every map it adds, an apply only for the items it names.
  */
-export function renderedFields(fields: JsonMap, desired: unknown, path: readonly string[]): JsonMap {
+export function renderedFields(fields: JsonMap, desired: unknown, path: readonly string[], item = false): JsonMap {
   const out: JsonMap = {}
   for (const [k, child] of Object.entries(fields)) {
     if (k === '.') {
-      out[k] = child
+      if (item) out[k] = child
     } else if (k.startsWith('f:')) {
       const name = k.slice(2)
       if (!isMap(desired) || !Object.hasOwn(desired, name)) continue
@@ -131,8 +139,8 @@ export function renderedFields(fields: JsonMap, desired: unknown, path: readonly
       }
       if (!isMap(key) || !Array.isArray(desired)) continue
       const keys = listMapKeys(path) ?? Object.keys(key)
-      const item = desired.find((x): x is JsonMap => isMap(x) && sameKey(keys, x, key as JsonMap))
-      if (item !== undefined) out[k] = isMap(child) ? renderedFields(child, item, path) : child
+      const found = desired.find((x): x is JsonMap => isMap(x) && sameKey(keys, x, key as JsonMap))
+      if (found !== undefined) out[k] = isMap(child) ? renderedFields(child, found, path, true) : child
     } else if (k.startsWith('v:')) {
       let value: unknown
       try {

@@ -484,15 +484,16 @@ export class Reconciler {
   /**
    * An object that still carries the `Update` managedFields entry our POST left is given to our
    * `Apply` entry (create.ts {@link takeOwnership}), so that a field later dropped from the render
-   * is removed by the apply instead of staying co-owned. When that fails (the entry changed
-   * meanwhile, a lost answer), the object is used as it is and the next reconcile tries again.
+   * is removed by the apply instead of staying co-owned. When that fails (the entries moved
+   * meanwhile, a lost answer), the object is used as it is and the next reconcile, which its
+   * cache's next event of the object brings, tries again.
    */
   async #ownFields(d: RenderedObject, live: KubeObject, log: Logger): Promise<KubeObject> {
     if (ownUpdateEntry(live) < 0) return live
     try {
       return await takeOwnership(this.#d.client, live, d)
     } catch (err) {
-      log.warn({ object: describeObject(d), err: err instanceof Error ? err.message : String(err) }, 'field ownership of the create not moved to the apply entry yet; the next reconcile tries again')
+      log.debug({ object: describeObject(d), err: err instanceof Error ? err.message : String(err) }, 'field ownership of the create not moved to the apply entry yet; the next reconcile tries again')
       return live
     }
   }
