@@ -469,6 +469,11 @@ export class MemcachedController {
     return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), this.#pods, this.#secrets as unknown as InformerSet]
   }
 
+  /** What the child and pod caches hold, as `Kind namespace/name` (for diagnostics). */
+  cachedObjects(): string[] {
+    return [...this.#children.values(), this.#pods].flatMap((set) => set.list().map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`))
+  }
+
   /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */
   cachedSecrets(): SecretSummary[] {
     return this.#secrets.list()
