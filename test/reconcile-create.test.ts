@@ -56,12 +56,11 @@ t.test('objects created with a POST are owned by the operator\'s Apply entry alo
   const svcRef = { apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'annotated' }
   const depRef = { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'annotated' }
   const podAnnotations = (d: KubeObject) => ((d.spec as { template: { metadata: { annotations?: Record<string, string> } } }).template.metadata.annotations ?? {})
-  await eventually('created, ownership moved', async () => {
-    const [svc, dep] = [await bed.client.get(svcRef).catch(() => undefined), await bed.client.get(depRef).catch(() => undefined)]
-    return svc && dep && [svc, dep].every((o) => entries(o).filter((e) => e.manager === 'memcached-operator').map((e) => e.operation).join() === 'Apply') ? true : undefined
-  })
+  await eventually('created', async () => ((await bed.client.get(svcRef).catch(() => undefined)) && (await bed.client.get(depRef).catch(() => undefined)) ? true : undefined))
   t.equal((await bed.client.get(svcRef)).metadata.annotations?.['example.com/svc'], 's')
   t.equal(podAnnotations(await bed.client.get(depRef))['example.com/pod'], 'p')
+  const status = async () => ((await bed.client.get(ref)).status as { observedGeneration?: number } | undefined)?.observedGeneration
+  await eventually('reconciled', async () => ((await status()) === 1 ? true : undefined))
 
   await bed.client.patch(ref, { spec: { podAnnotations: null, service: { annotations: null } } }, { type: 'merge' })
   await eventually('the annotations removed', async () => {
@@ -70,5 +69,34 @@ t.test('objects created with a POST are owned by the operator\'s Apply entry alo
   })
   const dep = await bed.client.get(depRef)
   t.equal((dep.spec as { progressDeadlineSeconds?: number }).progressDeadlineSeconds, 600, 'the server\'s defaults stay')
-  t.same(entries(dep).filter((e) => e.manager === 'memcached-operator').map((e) => e.operation), ['Apply'])
+  for (const o of [dep, await bed.client.get(svcRef)]) t.same(entries(o).filter((e) => e.manager === 'memcached-operator').map((e) => e.operation), ['Apply'], `${o.kind}: the operator's Apply entry alone`)
+  t.same(bed.sandbox.requests.log().filter((r) => r.userAgent === 'memcached-operator/test' && r.code === 409 && r.resource !== 'events'), [], 'no conflict on any write')
+})
+
+t.test('createOrGet: a POST refused with AlreadyExists reads the object; one gone before the read is POSTed again, once', async (t) => {
+  const { ApiError } = await import('../operator/controller/client.ts')
+  const { createOrGet } = await import('../operator/reconcile/create.ts')
+  const calls: string[] = []
+  let present = true
+  let gets = 0
+  const client = {
+    async create(o: KubeObject) {
+      calls.push('create')
+      if (present) throw new ApiError(409, 'AlreadyExists', 'exists')
+      return { ...o, metadata: { ...o.metadata, uid: 'new' } }
+    },
+    async get() {
+      calls.push('get')
+      gets++
+      present = false
+      throw new ApiError(404, 'NotFound', 'gone')
+    },
+  } as unknown as Parameters<typeof createOrGet>[0]
+  const d = { apiVersion: 'v1', kind: 'Service', metadata: { name: 's', namespace: 'default' } } as RenderedObject
+  const r = await createOrGet(client, d)
+  t.same([r.created, r.object.metadata.uid, calls], [true, 'new', ['create', 'get', 'create']])
+  present = true
+  const stubborn = { ...client, get: async () => (calls.push('get'), gets++, Promise.reject(new ApiError(404, 'NotFound', 'gone'))) } as unknown as Parameters<typeof createOrGet>[0]
+  await t.rejects(createOrGet(stubborn, d), { name: 'ApiError', message: 'gone' }, 'a second disappearance is the caller\'s failure to report')
+  await t.rejects(createOrGet({ create: async () => Promise.reject(new ApiError(422, 'Invalid', 'bad')) } as unknown as Parameters<typeof createOrGet>[0], d), { name: 'ApiError', message: 'bad' }, 'any other refusal too')
 })
