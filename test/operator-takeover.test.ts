@@ -63,8 +63,10 @@ const writesBy = (sb: Sandbox, userAgent: string) => sb.requests.log().filter((r
 
 t.test('a new leader whose cache lags behind the previous leader\'s creates reports no OwnershipConflict and converges', async (t) => {
   const b = await bed(t)
-  // Leader A creates the CR's objects.
+  // Leader A creates the CR's objects (and at its next reconcile, its cache still empty, finds
+  // them and moves their fields to its Apply entry).
   const a = b.process('leader-a/1', new Map())
+  t.same(await a.reconcile(), {})
   t.same(await a.reconcile(), {})
   const created = await b.user.get({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'c' })
 

@@ -100,11 +100,12 @@ export function ownershipPatch(live: KubeObject, desired: RenderedObject): unkno
  * Moves our `Update` entry's ownership to our `Apply` entry ({@link ownershipPatch}) with one
  * JSON patch; answers the object after, or `live` when there was nothing to move. The patch
  * addresses the entry by its index among all entries, as `live` has them (the cache keeps a stub
- * of every entry while ours is there, controller.ts `childSummary`). When the entries moved
- * meanwhile — another manager's entry sorted in before ours, such as a workload controller's
- * status entry right after a create (entries are sorted by operation, time, then manager:
- * apimachinery managedfields `sortEncodedManagedFields`) — a guard fails with 422 and nothing
- * changes; the next reconcile tries again from the cache, which by then shows that entry.
+ * of every entry while ours is there, controller.ts `childSummary`), so it is sent from the cache
+ * at the reconcile after the create rather than from the create's answer: right after a create a
+ * workload controller adds its status entry, which sorts before ours (entries are sorted by
+ * operation, time, then manager: apimachinery managedfields `sortEncodedManagedFields`). When the
+ * entries moved all the same, a guard fails with 422 and nothing changes; the next reconcile
+ * tries again.
  * @throws ApiError (422 when a guard failed)
  */
 export async function takeOwnership(client: KubeClient, live: KubeObject, desired: RenderedObject, signal?: AbortSignal): Promise<KubeObject> {

@@ -271,8 +271,9 @@ export class Reconciler {
       const result = results[i]
       const uid = result?.metadata.uid
       const entry = uid === undefined ? undefined : this.#d.memory.get(uid)
-      // A value the server kept (keptImmutable) is re-created by the next full reconcile.
-      if (result === undefined || uid === undefined || entry === undefined || entry.resourceVersion !== result.metadata.resourceVersion || keptImmutable(d, result)) return
+      // A value the server kept (keptImmutable) is re-created by the next full reconcile, and the
+      // fields of a create are moved to our Apply entry by it (#ownFields).
+      if (result === undefined || uid === undefined || entry === undefined || entry.resourceVersion !== result.metadata.resourceVersion || keptImmutable(d, result) || ownUpdateEntry(result) >= 0) return
       objects.push({ identity: settledIdentity(d), uid, desiredHash: entry.desiredHash })
     }
     this.#settled.set(crUid, { chart, inputs, secrets, objects, optional, notServed })
@@ -471,7 +472,10 @@ export class Reconciler {
       log.debug({ object: what }, 'exists though the cache does not show it yet: this Memcached\'s own')
       return found
     }
-    const object = await this.#ownFields(d, found.object, log)
+    // Its fields move to our Apply entry at the next reconcile (which the object's arrival in the
+    // cache brings), from the cache: by then it shows the entries the workload controllers add
+    // right after a create (their status), which would move ours under a patch sent now.
+    const object = found.object
     this.#d.memory.remember(object, d)
     this.#d.metrics.applied(d.kind)
     if (done) {
@@ -485,8 +489,8 @@ export class Reconciler {
    * An object that still carries the `Update` managedFields entry our POST left is given to our
    * `Apply` entry (create.ts {@link takeOwnership}), so that a field later dropped from the render
    * is removed by the apply instead of staying co-owned. When that fails (the entries moved
-   * meanwhile, a lost answer), the object is used as it is and the next reconcile, which its
-   * cache's next event of the object brings, tries again.
+   * meanwhile, a lost answer), the object is used as it is and the next reconcile tries again:
+   * a CR is not settled while one of its objects still has that entry.
    */
   async #ownFields(d: RenderedObject, live: KubeObject, log: Logger): Promise<KubeObject> {
     if (ownUpdateEntry(live) < 0) return live
