@@ -48,13 +48,15 @@ t.test('a Memcached becomes a Deployment, a Service and a PDB it owns, and statu
     t.same(child.metadata.ownerReferences, [{ apiVersion: MC.apiVersion, kind: MC.kind, name: 'cache', uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true }], `${kind} is owned`)
   }
   // A POST per object, then, at the next reconcile, the JSON patch that gives the POST's fields to
-  // the operator's Apply managedFields entry (reconcile/create.ts), and nothing else.
+  // the operator's Apply managedFields entry (reconcile/create.ts) — sent again if the cache had
+  // not yet shown the workload controller's status entry, which moves ours — and nothing else.
   const writes = bed.sandbox.requests.log().filter((r) => r.userAgent === 'memcached-operator/test' && WRITE_VERBS.has(r.verb) && r.resource !== 'events' && !r.subresource)
   t.same(writes.filter((w) => w.verb === 'create').map((w) => `${w.resource} ${w.code}`).sort(), ['deployments 201', 'poddisruptionbudgets 201', 'services 201'], 'one create per rendered object')
   const patches = writes.filter((w) => w.verb === 'patch')
   t.ok(patches.every((w) => w.patchType === 'json'), 'no apply: nothing to change after the creates')
   for (const resource of ['deployments', 'poddisruptionbudgets', 'services']) {
-    t.same(patches.filter((w) => w.resource === resource).map((w) => w.code), [200], `${resource}: ownership moved, at the first try`)
+    const codes = patches.filter((w) => w.resource === resource).map((w) => w.code)
+    t.ok(codes.length <= 3 && codes.at(-1) === 200 && codes.slice(0, -1).every((c) => c === 422), `${resource}: ownership moved (${codes.join(', ')})`)
   }
   t.equal(writes.length, 3 + patches.length, 'and nothing else')
   for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['policy/v1', 'PodDisruptionBudget']] as const) {
