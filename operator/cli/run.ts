@@ -23,6 +23,7 @@ import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
+import { selectorKeys } from '../reconcile/shard.ts'
 
 export interface RunOptions {
   kubeconfig?: string
@@ -171,6 +172,12 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
         client.close()
         throw new UsageError(`--selector ${JSON.stringify(opts.selector)}: ${err.message}`)
       }
+    }
+    try {
+      selectorKeys(opts.selector)
+    } catch (err) {
+      client.close()
+      throw new UsageError(`--selector: ${err instanceof Error ? err.message : String(err)}`)
     }
   }
   const metrics = createMetrics()

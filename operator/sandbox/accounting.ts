@@ -18,6 +18,8 @@ export interface RequestRecord {
   /** `apply`, `merge`, `json` or `strategic` for patches. */
   patchType?: string
   fieldManager?: string
+  /** A list's or watch's `labelSelector`, as sent. */
+  labelSelector?: string
   userAgent?: string
   code: number
 }
