@@ -10,6 +10,7 @@ import { gunzip } from 'node:zlib'
 import { promisify } from 'node:util'
 import { KubeConfig } from '@kubernetes/client-node'
 import { ExecCredentials, trimBearer, type ExecConfig, type ExecStatus } from './credentials.ts'
+import { proxyEnvFor } from './proxy.ts'
 
 /** An owner reference (metav1.OwnerReference). */
 export interface OwnerReference {
@@ -364,19 +365,8 @@ export interface RawResponse {
   body: string
 }
 
-/**
- * HTTPS_PROXY, HTTP_PROXY and NO_PROXY for a server, as client-go takes them from the environment
- * when the kubeconfig names no `proxy-url` (Go's http.ProxyFromEnvironment), through node's
- * built-in proxy support (the agents' `proxyEnv`, node 24.5 and later). As in Go, a loopback server
- * is never proxied.
- */
-export function proxyEnvFor(server: URL): { proxyEnv?: NodeJS.ProcessEnv } {
-  const host = server.hostname.replace(/^\[|\]$/g, '')
-  if (host === 'localhost' || /^127\./.test(host) || host === '::1') return {}
-  const env = process.env
-  const any = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy
-  return any ? { proxyEnv: env } : {}
-}
+/** The proxy choice (HTTPS_PROXY, HTTP_PROXY, NO_PROXY with CIDRs) lives in proxy.ts. */
+export { proxyEnvFor } from './proxy.ts'
 
 /** Whether two lists of TLS material (strings, Buffers, arrays of them) are equal. */
 function sameMaterial(a: readonly unknown[], b: readonly unknown[]): boolean {
