@@ -16,6 +16,7 @@ import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } fr
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
+import { TokenBucket } from '../controller/ratelimit.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
@@ -43,7 +44,15 @@ export interface RunOptions {
   metricsBindAddress: string
   healthProbeBindAddress: string
   logLevel?: string
+  /** Requests per second to the API server (client-side token bucket; default 20, controller-runtime's). */
+  kubeApiQps?: string
+  /** Requests that may go at once above the rate (default 30, controller-runtime's). */
+  kubeApiBurst?: string
 }
+
+/** controller-runtime's client rate limit (pkg/client/config: QPS 20, burst 30 when unset). */
+export const DEFAULT_KUBE_API_QPS = 20
+export const DEFAULT_KUBE_API_BURST = 30
 
 const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
@@ -115,6 +124,10 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
   if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) throw new UsageError('--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration must hold')
   const shutdownTimeoutMs = parseDuration(opts.gracefulShutdownTimeout ?? '20s')
+  const qps = Number(opts.kubeApiQps ?? DEFAULT_KUBE_API_QPS)
+  if (!(qps > 0) || !Number.isFinite(qps)) throw new UsageError(`--kube-api-qps must be a positive number, not ${JSON.stringify(opts.kubeApiQps)}`)
+  const burst = Number(opts.kubeApiBurst ?? DEFAULT_KUBE_API_BURST)
+  if (!Number.isInteger(burst) || burst < 1) throw new UsageError(`--kube-api-burst must be a positive integer, not ${JSON.stringify(opts.kubeApiBurst)}`)
   for (const [flag, address] of [['--metrics-bind-address', opts.metricsBindAddress], ['--health-probe-bind-address', opts.healthProbeBindAddress]] as const) {
     try {
       parseBindAddress(address)
@@ -151,7 +164,10 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     if (led && !stopping) elector?.isLeader()
     return work.signal
   }
-  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal })
+  const metrics = createMetrics()
+  // One bucket for every request of the controller, as client-go's rest.Config carries one.
+  const rateLimiter = new TokenBucket({ qps, burst })
+  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal, rateLimiter, onRequestResult: metrics.requestResult })
   if (opts.selector !== undefined) {
     // The API server is the judge of a selector's syntax (one list of at most one item); any
     // other failure is left to the informers, which retry.
@@ -164,7 +180,6 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
       }
     }
   }
-  const metrics = createMetrics()
   const controller = new MemcachedController({
     client,
     chart,
@@ -216,7 +231,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   log.info('caches synced')
   // The elector has its own client: its requests are bounded by its own deadlines, and the
   // release on shutdown must pass after the controller's requests were aborted.
-  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}` }) : undefined
+  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}`, onRequestResult: metrics.requestResult }) : undefined
   if (leaseClient) {
     elector = new LeaderElector({
       client: leaseClient,

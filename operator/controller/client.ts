@@ -11,6 +11,7 @@ import { promisify } from 'node:util'
 import { KubeConfig } from '@kubernetes/client-node'
 import { ExecCredentials, trimBearer, type ExecConfig, type ExecStatus } from './credentials.ts'
 import { proxyEnvFor } from './proxy.ts'
+import { withRetry } from './retry.ts'
 
 /** An owner reference (metav1.OwnerReference). */
 export interface OwnerReference {
@@ -335,6 +336,15 @@ export interface KubeClientOptions {
    * request is never sent once the signal has fired.
    */
   requestSignal?: () => AbortSignal | undefined
+  /**
+   * Waited on before every attempt of a request but watches, retries included (client-go's
+   * client-side rate limiter, `tryThrottle`): a {@link TokenBucket} of `--kube-api-qps`/`--kube-api-burst`.
+   */
+  rateLimiter?: { wait(signal?: AbortSignal): Promise<number> }
+  /** In-request retries of 429/5xx with `Retry-After` and of reset GETs (default 10, client-go's; 0: none). See retry.ts. */
+  maxRetries?: number
+  /** Called once per attempt sent, retries included, with its status code (`<error>` without an answer): `rest_client_requests_total`. */
+  onRequestResult?: (r: { code: string; method: string; host: string }) => void
 }
 
 const patchTypes: Record<PatchOptions['type'], string> = {
@@ -563,8 +573,35 @@ export class KubeClient {
   async request(req: RawRequest): Promise<RawResponse> {
     const shared = this.#opts.requestSignal?.()
     if (shared) req = { ...req, signal: req.signal ? AbortSignal.any([req.signal, shared]) : shared }
-    const first = await this.#read(req)
-    return first.status === 401 && first.exec ? (await this.#read(req)) : first
+    const signal = req.signal
+    return withRetry(() => this.#attempt(req), { method: req.method, path: req.path, signal, ...(this.#opts.maxRetries !== undefined ? { maxRetries: this.#opts.maxRetries } : {}) })
+  }
+
+  /** One attempt of {@link request}: waits for the rate limiter, then sends. */
+  async #attempt(req: RawRequest): Promise<RawResponse & { exec?: ExecStatus }> {
+    if (this.#opts.rateLimiter) {
+      try {
+        await this.#opts.rateLimiter.wait(req.signal)
+      } catch {
+        throw new Error(`${req.method} ${req.path}: aborted`)
+      }
+    }
+    const first = await this.#counted(req)
+    return first.status === 401 && first.exec ? (await this.#counted(req)) : first
+  }
+
+  /** {@link #read}, counted in `rest_client_requests_total` (client-go's `updateURLMetrics`: one per attempt). */
+  async #counted(req: RawRequest): Promise<RawResponse & { exec?: ExecStatus }> {
+    const count = this.#opts.onRequestResult
+    if (!count) return this.#read(req)
+    let code = '<error>'
+    try {
+      const res = await this.#read(req)
+      code = String(res.status)
+      return res
+    } finally {
+      count({ code, method: req.method, host: this.#server.host })
+    }
   }
 
   /**
