@@ -23,6 +23,7 @@ import { controllerOf, describeObject, isControlledBy, objectKey, ownershipConfl
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
+import { TransientFailures } from './transient.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -191,14 +192,23 @@ export class Reconciler {
   #uncertain = new Map<string, Map<string, [number, number][]>>()
   /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
   #unsyncedSince = new Map<string, number>()
+  /** Runs of failures only retried, not reported (transient.ts). */
+  #transient: TransientFailures
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
     this.#now = deps.now ?? (() => new Date())
+    this.#transient = new TransientFailures(() => this.#now().getTime())
   }
 
-  /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it, for a retry with backoff */
+  /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it (or, when transient, logging and counting it), for a retry with backoff */
   async reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
+    const result = await this.#reconcile(namespace, name, log)
+    this.#transient.clear(this.#d.memcacheds.get(namespace, name)?.metadata.uid)
+    return result
+  }
+
+  async #reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
     const chart = this.#d.chart()
@@ -378,6 +388,7 @@ export class Reconciler {
     this.#settled.delete(uid)
     this.#raced.delete(uid)
     this.#uncertain.delete(uid)
+    this.#transient.clear(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -559,8 +570,22 @@ export class Reconciler {
   /** Reports a failed apply (Degraded ApplyFailed) and throws it for a retry with backoff. */
   async #applyFailed(cr: MemcachedObject, d: RenderedObject, err: unknown, log: Logger): Promise<never> {
     const message = `${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
-    await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
-    throw new ReconcileError(`apply ${message}`, err)
+    if (this.#reported(cr, err, message, log)) await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
+    throw new ReconcileError(`apply ${message}`, apiCause(err))
+  }
+
+  /**
+   * Whether a failed request is reported on the CR ({@link #fail}); when not (throttling, shedding,
+   * or a transient failure that has not lasted, see transient.ts) it is logged and counted here,
+   * and the caller's ReconcileError requeues it with backoff.
+   */
+  #reported(cr: MemcachedObject, err: unknown, message: string, log: Logger): boolean {
+    const judged = this.#transient.judge(cr.metadata.uid, err)
+    if (judged.report) return true
+    if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
+    this.#d.metrics.failed(judged.reason)
+    log.warn({ reason: judged.reason, err: message, failingForMs: judged.failingForMs }, 'reconcile failed transiently, retrying without reporting it on the resource')
+    return false
   }
 
   /**
@@ -594,7 +619,7 @@ export class Reconciler {
         { propagationPolicy: 'Background', preconditions: { uid } },
       )
     } catch (err) {
-      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`), log)
+      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`, { cause: err }), log)
     }
     this.#d.memory.forget(uid)
     log.info({ object: what, field: change.field }, 'deleted to re-create')
@@ -675,7 +700,7 @@ export class Reconciler {
           } catch (err) {
             if (isNotFound(err)) continue
             const message = `${what}: ${err instanceof Error ? err.message : String(err)}`
-            await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
+            if (this.#reported(cr, err, message, log)) await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
             throw new ReconcileError(`prune ${message}`, err)
           }
           if (obj.metadata.uid) this.#d.memory.forget(obj.metadata.uid)
@@ -762,6 +787,11 @@ export class Reconciler {
     }
     if (cr.metadata.uid) this.#written.set(cr.metadata.uid, { baseVersion: cr.metadata.resourceVersion, status })
   }
+}
+
+/** The ApiError a wrapped error was made from (its Retry-After paces the retry), else the error. */
+function apiCause(err: unknown): unknown {
+  return err instanceof Error && !(err instanceof ApiError) && err.cause instanceof ApiError ? err.cause : err
 }
 
 /**
