@@ -47,3 +47,16 @@ t.test('a 429-shedding window leaves the CR not Degraded and writes no status an
   const events = await bed.client.list({ apiVersion: 'v1', kind: 'Event' }, { namespace: 'default' })
   t.same(events.items.filter((e) => e.type === 'Warning').map((e) => e.reason), [], 'no Warning event at all')
 })
+
+t.test('a 5xx without Retry-After is not reported until such failures have lasted (SUSTAINED_FAILURE_MS)', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  bed.sandbox.faults.set({ errorRate: 1, verbs: ['patch'], resources: ['services'] })
+  const errorsBefore = bed.metrics.counts['reconciled:error'] ?? 0
+  await bed.client.apply({ ...MC, metadata: { name: 'shed', namespace: 'default' }, spec: { size: 1 } }, { force: true })
+  await eventually('two reconciles failed', () => ((bed.metrics.counts['reconciled:error'] ?? 0) >= errorsBefore + 2 ? true : undefined))
+  const cr = await bed.client.get(REF)
+  t.not(findCondition(conditions(cr), 'Degraded')?.status, 'True', 'not Degraded yet')
+  t.ok((bed.metrics.counts['failed:ServerError'] ?? 0) >= 2, 'counted as a server error')
+  t.equal(bed.metrics.counts['failed:ApplyFailed'] ?? 0, 0)
+})

@@ -103,6 +103,8 @@ export interface MemcachedControllerOptions {
    * (their CRD may be uninstalled); default one minute. No request when there are neither.
    */
   discoveryPeriodMs?: number
+  /** How long transient failures last before the CR is Degraded (default SUSTAINED_FAILURE_MS, transient.ts). */
+  sustainedFailureMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
 }
@@ -301,6 +303,7 @@ export class MemcachedController {
       memory: this.#memory,
       events: recorder,
       metrics: opts.metrics,
+      ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()
   }

@@ -78,6 +78,8 @@ export interface ReconcilerDeps {
   events: EventRecorder
   metrics: ReconcileMetrics
   now?: () => Date
+  /** See {@link TransientFailures}; default SUSTAINED_FAILURE_MS. */
+  sustainedFailureMs?: number
 }
 
 /** What one reconcile applied, for its events and its Progressing condition. */
@@ -198,7 +200,7 @@ export class Reconciler {
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
     this.#now = deps.now ?? (() => new Date())
-    this.#transient = new TransientFailures(() => this.#now().getTime())
+    this.#transient = new TransientFailures(() => this.#now().getTime(), deps.sustainedFailureMs)
   }
 
   /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it (or, when transient, logging and counting it), for a retry with backoff */
