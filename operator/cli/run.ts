@@ -205,6 +205,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
   let aborting: Promise<void> | undefined
   const abort = (): void => {
+    // Nothing is in flight that must finish: requests waiting for the rate limiter end too.
+    work.abort()
     aborting ??= controller.stop()
   }
   if (signal?.aborted) abort()

@@ -237,6 +237,7 @@ export class MemcachedController {
   #unserved = new Map<string, string>()
   #make: <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>, metadataOnly?: boolean) => InformerSet<T>
   #started = false
+  #stopped = false
   #discovering: Promise<void> | undefined
   #discoveryTimer: NodeJS.Timeout | undefined
   #pods: InformerSet
@@ -504,6 +505,8 @@ export class MemcachedController {
    */
   async start(): Promise<void> {
     await this.#discover(true)
+    // Stopped while discovery waited (for the rate limiter, say): no informer is started after.
+    if (this.#stopped) return
     this.#started = true
     const informers = this.#all().flatMap((s) => s.informers)
     for (const i of informers) i.start()
@@ -587,6 +590,7 @@ export class MemcachedController {
 
   /** Stops taking work, waits for in-flight reconciles, stops the informers. */
   async stop(): Promise<void> {
+    this.#stopped = true
     clearInterval(this.#discoveryTimer)
     await this.#discovering
     this.#queue.shutdown()
