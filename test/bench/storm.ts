@@ -34,7 +34,7 @@ export async function stormPhase(opts: { crs: number; windowS: number; qps: numb
       const list = await user.list<KubeObject>({ ...MC }, { namespace: 'default' })
       const done = list.items.filter((o) => {
         const st = o.status as { observedGeneration?: number; conditions?: { type: string; status: string }[] } | undefined
-        return (o.spec as { memoryMB?: number }).memoryMB === memoryMB && st?.observedGeneration === o.metadata.generation && st.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+        return (o.spec as { memoryMB?: number }).memoryMB === memoryMB && st?.observedGeneration === o.metadata.generation && st?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
       })
       return done.length === opts.crs ? true : undefined
     }, timeoutMs)
