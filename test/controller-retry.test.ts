@@ -145,6 +145,12 @@ t.test('a GET on a reset connection is sent again; a write is not', async (t) =>
   const w = await server(t, (n) => (n === 0 ? 'reset' : { status: 200 }))
   await t.rejects(clientOf(t, w.url).apply(CM, { force: true }), /ECONNRESET|socket hang up/)
   t.equal(w.seen.length, 1, 'a PATCH the server received may have been carried out: not sent again')
+  // The same on a reused keep-alive connection: the PATCH was written, so it is not sent again.
+  const reused = await server(t, (n) => (n === 1 ? 'reset' : { status: 200 }))
+  const rc = clientOf(t, reused.url)
+  await rc.get(REF)
+  await t.rejects(rc.apply(CM, { force: true }), /ECONNRESET|socket hang up/)
+  t.equal(reused.seen.length, 2)
 })
 
 t.test('checkWait and isRetryableError as client-go has them', async (t) => {
@@ -170,4 +176,31 @@ t.test('rest_client_requests_total is client-go\'s series, fed by the client', a
   t.match(text, '# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.')
   t.match(text, `rest_client_requests_total{code="429",method="GET",host="${host}"} 1`)
   t.match(text, `rest_client_requests_total{code="200",method="GET",host="${host}"} 1`)
+})
+
+t.test('a write on a reused connection the server reset is sent again when none of it was written (Go\'s nothingWrittenError)', async (t) => {
+  const seen: string[] = []
+  const sockets: import('node:net').Socket[] = []
+  const srv = http.createServer((req, res) => {
+    seen.push(req.method ?? '')
+    req.resume()
+    req.on('end', () => {
+      res.writeHead(200, { 'Content-Type': 'application/json' })
+      res.end(JSON.stringify(CM))
+    })
+  })
+  srv.on('connection', (s) => sockets.push(s))
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+  t.teardown(() => new Promise<void>((r) => {
+    srv.close(() => r())
+    srv.closeAllConnections()
+  }))
+  const c = clientOf(t, `http://127.0.0.1:${(srv.address() as AddressInfo).port}`)
+  await c.get(REF)
+  t.equal(sockets.length, 1)
+  // The server resets the idle keep-alive connection; the client writes before it has read the reset.
+  sockets[0]!.resetAndDestroy()
+  await c.apply(CM, { force: true })
+  t.same(seen, ['GET', 'PATCH'], 'the PATCH reached the server once, on a new connection')
+  t.equal(sockets.length, 2)
 })

@@ -508,10 +508,11 @@ export class KubeClient {
   /**
    * Opens a request and resolves at its response headers. `timeout.until` says what the timeout
    * bounds: the whole exchange (`end`), or only the wait for the headers (`response`, for watches).
-   * A GET or HEAD that fails with a reset before any answer on a reused keep-alive socket (one a
-   * load balancer or the server closed while it sat idle) is sent again on another connection, as
-   * Go's transport does for replayable requests (net/http `persistConn.shouldRetryRequest`); any
-   * other method may have been processed and is not retried.
+   * A request that fails with a reset before any answer on a reused keep-alive socket (one a load
+   * balancer or the server closed while it sat idle) is sent again on another connection, as Go's
+   * transport does (net/http `persistConn.shouldRetryRequest`): a GET or HEAD always, any other
+   * method only when none of it reached the socket (`nothingWrittenError`: the server cannot have
+   * processed it); a write that went out may have been processed and is not sent again.
    */
   async #open(req: RawRequest, timeout: { ms: number; until: 'end' | 'response' } | undefined, gzip = false): Promise<{ res: http.IncomingMessage; abort: () => void; exec?: ExecStatus }> {
     const conn = await this.#connection()
@@ -527,6 +528,9 @@ export class KubeClient {
     if (req.signal?.aborted) throw new Error(`${req.method} ${req.path}: aborted`)
     return new Promise((resolve, reject) => {
       const r = mod.request(url, { method: req.method, headers, agent: conn.agent, ...conn.tls })
+      // The socket's count before this request's bytes: node emits 'socket' before it writes them.
+      let sentBefore: number | undefined
+      r.once('socket', (s) => (sentBefore = s.bytesWritten))
       // Errors after the first (a socket failing after the answer began) must not go unhandled.
       r.on('error', () => {})
       let timer: NodeJS.Timeout | undefined
@@ -549,7 +553,8 @@ export class KubeClient {
         r.once('close', () => signal.removeEventListener('abort', aborted))
       }
       r.once('error', (err: NodeJS.ErrnoException) => {
-        if (r.reusedSocket && replayable(req.method) && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && !signal?.aborted) {
+        const nothingWritten = sentBefore !== undefined && r.socket?.bytesWritten === sentBefore
+        if (r.reusedSocket && (replayable(req.method) || nothingWritten) && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && !signal?.aborted) {
           if (timer) clearTimeout(timer)
           this.#open(req, timeout, gzip).then(resolve, reject)
           return
