@@ -572,7 +572,9 @@ export class KubeClient {
   }
 
   /**
-   * Sends one request and reads the whole answer (any status). A 401 to a request made with an
+   * Sends a request and reads the whole answer (any status). Each attempt waits for the rate
+   * limiter; a 429 or 5xx with `Retry-After`, or a GET on a reset connection, is sent again up to
+   * `maxRetries` times (retry.ts), and the last answer is returned. A 401 to a request made with an
    * exec plugin's credential is sent once more with a fresh one (the server processed nothing).
    */
   async request(req: RawRequest): Promise<RawResponse> {
