@@ -75,6 +75,7 @@ t.test('run: --kube-api-qps and --kube-api-burst are checked (exit 2)', async (t
   for (const args of [
     ['--kube-api-qps', '0'],
     ['--kube-api-qps', 'fast'],
+    ['--kube-api-qps', 'Infinity'],
     ['--kube-api-burst', '0'],
     ['--kube-api-burst', '2.5'],
   ]) {
@@ -96,4 +97,8 @@ t.test('run: the operator\'s requests go through its token bucket', async (t) =>
   t.equal(sent(), 4, 'nothing more than the burst was sent')
   ac.abort()
   await t.rejects(starting, StartAborted)
+  // A negative rate is no limit (client-go's reading of a negative QPS): the same start syncs.
+  const op = await startOperator({ ...base(sandbox.kubeconfigPath), kubeApiQps: '-1', kubeApiBurst: '1' }, captureIO(), pino({ level: 'silent' }))
+  await op.stop()
+  t.ok(sent() > 8, 'the whole start-up went out')
 })

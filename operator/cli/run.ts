@@ -50,7 +50,11 @@ export interface RunOptions {
   kubeApiBurst?: string
 }
 
-/** controller-runtime's client rate limit (pkg/client/config: QPS 20, burst 30 when unset). */
+/**
+ * The client rate limit controller-runtime set when unset (pkg/client/config: QPS 20, burst 30)
+ * until v0.21, which disables it (QPS -1) to rely on API Priority and Fairness; a negative
+ * --kube-api-qps does the same here, as client-go reads a negative QPS.
+ */
 export const DEFAULT_KUBE_API_QPS = 20
 export const DEFAULT_KUBE_API_BURST = 30
 
@@ -125,7 +129,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) throw new UsageError('--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration must hold')
   const shutdownTimeoutMs = parseDuration(opts.gracefulShutdownTimeout ?? '20s')
   const qps = Number(opts.kubeApiQps ?? DEFAULT_KUBE_API_QPS)
-  if (!(qps > 0) || !Number.isFinite(qps)) throw new UsageError(`--kube-api-qps must be a positive number, not ${JSON.stringify(opts.kubeApiQps)}`)
+  if (qps === 0 || !Number.isFinite(qps)) throw new UsageError(`--kube-api-qps must be a positive number (or negative for no limit), not ${JSON.stringify(opts.kubeApiQps)}`)
   const burst = Number(opts.kubeApiBurst ?? DEFAULT_KUBE_API_BURST)
   if (!Number.isInteger(burst) || burst < 1) throw new UsageError(`--kube-api-burst must be a positive integer, not ${JSON.stringify(opts.kubeApiBurst)}`)
   for (const [flag, address] of [['--metrics-bind-address', opts.metricsBindAddress], ['--health-probe-bind-address', opts.healthProbeBindAddress]] as const) {
@@ -166,8 +170,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   }
   const metrics = createMetrics()
   // One bucket for every request of the controller, as client-go's rest.Config carries one.
-  const rateLimiter = new TokenBucket({ qps, burst })
-  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal, rateLimiter, onRequestResult: metrics.requestResult })
+  const rateLimiter = qps > 0 ? new TokenBucket({ qps, burst }) : undefined
+  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal, ...(rateLimiter ? { rateLimiter } : {}), onRequestResult: metrics.requestResult })
   if (opts.selector !== undefined) {
     // The API server is the judge of a selector's syntax (one list of at most one item); any
     // other failure is left to the informers, which retry.
