@@ -1,7 +1,7 @@
 /**
  * Rate limits as client-go and controller-runtime have them: a client-side token bucket before
  * every request (flowcontrol.NewTokenBucketRateLimiter over golang.org/x/time/rate; `run`'s
- * --kube-api-qps/--kube-api-burst, controller-runtime's 20/30 by default), and under rate-limited
+ * --kube-api-qps/--kube-api-burst, 20/30 by default as controller-runtime had until v0.21), and under rate-limited
  * requeues the larger of the per-key backoff and a 10 qps / 100 burst bucket
  * (workqueue.DefaultTypedControllerRateLimiter).
  */
