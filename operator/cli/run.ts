@@ -44,9 +44,9 @@ export interface RunOptions {
   metricsBindAddress: string
   healthProbeBindAddress: string
   logLevel?: string
-  /** Requests per second to the API server (client-side token bucket; default 20, controller-runtime's). */
+  /** Requests per second to the API server (client-side token bucket; default 20; negative: no limit). */
   kubeApiQps?: string
-  /** Requests that may go at once above the rate (default 30, controller-runtime's). */
+  /** Requests that may go at once above the rate (default 30). */
   kubeApiBurst?: string
 }
 
