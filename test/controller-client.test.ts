@@ -175,8 +175,10 @@ t.test('status subresource writes', async (t) => {
   t.equal((applied.status as { replicas: number }).replicas, 5)
 })
 
-t.test('a 429 carries Retry-After seconds', async (t) => {
-  const { client, sb } = await sandbox(t)
+t.test('a 429 the client does not retry (maxRetries 0) carries Retry-After seconds', async (t) => {
+  const { kc, sb } = await sandbox(t)
+  const client = new KubeClient(kc, { userAgent: UA, maxRetries: 0 })
+  t.teardown(() => client.close())
   sb.faults.set({ throttleRate: 1, retryAfterS: 7, verbs: ['get'] })
   const err = await client.get({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'x' }).catch((e: unknown) => e)
   t.ok(err instanceof ApiError)

@@ -11,7 +11,8 @@ const condition = (o: KubeObject, type: string) => ((o.status ?? {}) as { condit
 // An object about to be created is no longer read first (the caches say whose it is): what can
 // fail on its way is its apply.
 t.test('a failed apply of an object about to be created is reported as Degraded, a Warning event and a metric', async (t) => {
-  const bed = await startBed()
+  // A 5xx without Retry-After is reported once such failures have lasted (transient.ts): here at once.
+  const bed = await startBed({ sustainedFailureMs: 0 })
   t.teardown(() => bed.stop())
   // Only the apply of the Service fails; lists, watches and the other writes go through.
   bed.sandbox.faults.set({ errorRate: 1, verbs: ['patch'], resources: ['services'] })

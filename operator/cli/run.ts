@@ -19,6 +19,7 @@ import { createMetrics } from '../controller/metrics.ts'
 import { createRuntimeMetrics } from '../controller/metrics-runtime.ts'
 import { kubeMetricsAuthorizer } from '../controller/metrics-auth.ts'
 import { certDirVersion, readCertDir, selfSignedCertificate, type KeyPair } from '../controller/metrics-tls.ts'
+import { TokenBucket } from '../controller/ratelimit.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
@@ -53,7 +54,19 @@ export interface RunOptions {
   metricsCertCheckMs?: number
   healthProbeBindAddress: string
   logLevel?: string
+  /** Requests per second to the API server (client-side token bucket; default 20; negative: no limit). */
+  kubeApiQps?: string
+  /** Requests that may go at once above the rate (default 30). */
+  kubeApiBurst?: string
 }
+
+/**
+ * The client rate limit controller-runtime set when unset (pkg/client/config: QPS 20, burst 30)
+ * until v0.21, which disables it (QPS -1) to rely on API Priority and Fairness; a negative
+ * --kube-api-qps does the same here, as client-go reads a negative QPS.
+ */
+export const DEFAULT_KUBE_API_QPS = 20
+export const DEFAULT_KUBE_API_BURST = 30
 
 const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
 
@@ -125,6 +138,10 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
   if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) throw new UsageError('--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration must hold')
   const shutdownTimeoutMs = parseDuration(opts.gracefulShutdownTimeout ?? '20s')
+  const qps = Number(opts.kubeApiQps ?? DEFAULT_KUBE_API_QPS)
+  if (qps === 0 || !Number.isFinite(qps)) throw new UsageError(`--kube-api-qps must be a positive number (or negative for no limit), not ${JSON.stringify(opts.kubeApiQps)}`)
+  const burst = Number(opts.kubeApiBurst ?? DEFAULT_KUBE_API_BURST)
+  if (!Number.isInteger(burst) || burst < 1) throw new UsageError(`--kube-api-burst must be a positive integer, not ${JSON.stringify(opts.kubeApiBurst)}`)
   for (const [flag, address] of [['--metrics-bind-address', opts.metricsBindAddress], ['--health-probe-bind-address', opts.healthProbeBindAddress]] as const) {
     try {
       parseBindAddress(address)
@@ -161,7 +178,10 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     if (led && !stopping) elector?.isLeader()
     return work.signal
   }
-  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal })
+  const metrics = createMetrics()
+  // One bucket for every request of the controller, as client-go's rest.Config carries one.
+  const rateLimiter = qps > 0 ? new TokenBucket({ qps, burst }) : undefined
+  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal, ...(rateLimiter ? { rateLimiter } : {}), onRequestResult: metrics.requestResult })
   if (opts.selector !== undefined) {
     // The API server is the judge of a selector's syntax (one list of at most one item); any
     // other failure is left to the informers, which retry.
@@ -180,7 +200,6 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
       throw new UsageError(`--selector: ${err instanceof Error ? err.message : String(err)}`)
     }
   }
-  const metrics = createMetrics()
   const runtimeMetrics = createRuntimeMetrics(metrics.registry)
   if (opts.leaderElect) runtimeMetrics.setLeading(opts.leaderElectionId, false)
   const controller = new MemcachedController({
@@ -214,6 +233,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
   let aborting: Promise<void> | undefined
   const abort = (): void => {
+    // Nothing is in flight that must finish: requests waiting for the rate limiter end too.
+    work.abort()
     aborting ??= controller.stop()
   }
   if (signal?.aborted) abort()
@@ -240,7 +261,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   log.info('caches synced')
   // The elector has its own client: its requests are bounded by its own deadlines, and the
   // release on shutdown must pass after the controller's requests were aborted.
-  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}` }) : undefined
+  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}`, onRequestResult: metrics.requestResult }) : undefined
   if (leaseClient) {
     let refused: string | undefined
     const leaseNamespace = opts.leaderElectionNamespace ?? ownNamespace()

@@ -53,6 +53,15 @@ export interface OperatorMetrics {
   readonly reconcileFailures: Counter<'reason'>
   /** `memcached_operator_kind_served{kind}`: 1 when the cluster serves a kind the chart declares (`apiVersion/Kind`), 0 when not. */
   readonly kindServed: Gauge<'kind'>
+  /**
+   * `rest_client_requests_total{code,method,host}`: client-go's count of requests sent, one per
+   * attempt (retries included), by status code (`<error>` when no answer came), as
+   * controller-runtime registers it (pkg/metrics/client_go_adapter.go); a KubeClient's
+   * `onRequestResult`.
+   */
+  readonly restClientRequests: Counter<'code' | 'method' | 'host'>
+  /** Feeds {@link OperatorMetrics.restClientRequests}: pass as KubeClient's `onRequestResult`. */
+  requestResult(r: { code: string; method: string; host: string }): void
   /** Sets every `result` of a controller to 0, so rates exist before the first reconcile (as controller-runtime does). */
   initController(controller: string): void
   /** Records one reconcile: its result, its duration, and an error count for `error`. */
@@ -79,8 +88,13 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
   const skippedApplies = new Counter({ name: 'memcached_operator_skipped_applies_total', help: 'Applies not sent because the live object already matched, by kind', labelNames: ['kind'] as const, registers })
   const reconcileFailures = new Counter({ name: 'memcached_operator_reconcile_failures_total', help: 'Failed reconciles, by condition reason', labelNames: ['reason'] as const, registers })
   const kindServed = new Gauge({ name: 'memcached_operator_kind_served', help: 'Whether the cluster serves a kind the chart declares (1) or not (0), by apiVersion/Kind', labelNames: ['kind'] as const, registers })
+  const restClientRequests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'method', 'host'] as const, registers })
   return {
     registry,
+    restClientRequests,
+    requestResult(r) {
+      restClientRequests.inc({ code: r.code, method: r.method, host: r.host })
+    },
     reconcileTotal,
     reconcileErrors,
     reconcileTime,

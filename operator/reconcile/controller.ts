@@ -115,6 +115,8 @@ export interface MemcachedControllerOptions {
    * (their CRD may be uninstalled); default one minute. No request when there are neither.
    */
   discoveryPeriodMs?: number
+  /** How long transient failures last before the CR is Degraded (default SUSTAINED_FAILURE_MS, transient.ts). */
+  sustainedFailureMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
 }
@@ -242,6 +244,7 @@ export class MemcachedController {
   #unserved = new Map<string, string>()
   #make: <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>) => InformerSet<T>
   #started = false
+  #stopped = false
   #discovering: Promise<void> | undefined
   #discoveryTimer: NodeJS.Timeout | undefined
   #pods: InformerSet
@@ -321,6 +324,7 @@ export class MemcachedController {
       memory: this.#memory,
       events: recorder,
       metrics: opts.metrics,
+      ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()
   }
@@ -526,6 +530,8 @@ export class MemcachedController {
    */
   async start(): Promise<void> {
     await this.#discover(true)
+    // Stopped while discovery waited (for the rate limiter, say): no informer is started after.
+    if (this.#stopped) return
     this.#started = true
     const informers = this.#all().flatMap((s) => s.informers)
     for (const i of informers) i.start()
@@ -611,6 +617,7 @@ export class MemcachedController {
 
   /** Stops taking work, waits for in-flight reconciles, stops the informers. */
   async stop(): Promise<void> {
+    this.#stopped = true
     clearInterval(this.#discoveryTimer)
     await this.#discovering
     this.#queue.shutdown()

@@ -26,6 +26,7 @@ import { describeNotServed, optionalKindsCondition, splitNotServed } from './opt
 import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
+import { TransientFailures } from './transient.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -84,6 +85,8 @@ export interface ReconcilerDeps {
   events: EventRecorder
   metrics: ReconcileMetrics
   now?: () => Date
+  /** See {@link TransientFailures}; default SUSTAINED_FAILURE_MS. */
+  sustainedFailureMs?: number
 }
 
 /** What one reconcile applied, for its events and its Progressing condition. */
@@ -183,14 +186,23 @@ export class Reconciler {
   #settled = new Map<string, Settled>()
   /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
   #unsyncedSince = new Map<string, number>()
+  /** Runs of failures only retried, not reported (transient.ts). */
+  #transient: TransientFailures
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
     this.#now = deps.now ?? (() => new Date())
+    this.#transient = new TransientFailures(() => this.#now().getTime(), deps.sustainedFailureMs)
   }
 
-  /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it, for a retry with backoff */
+  /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it (or, when transient, logging and counting it), for a retry with backoff */
   async reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
+    const result = await this.#reconcile(namespace, name, log)
+    this.#transient.clear(this.#d.memcacheds.get(namespace, name)?.metadata.uid)
+    return result
+  }
+
+  async #reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
     const chart = this.#d.chart()
@@ -375,6 +387,7 @@ export class Reconciler {
     this.#written.delete(uid)
     this.#recreations.delete(uid)
     this.#settled.delete(uid)
+    this.#transient.clear(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -515,8 +528,22 @@ export class Reconciler {
   /** Reports a failed apply (Degraded ApplyFailed) and throws it for a retry with backoff. */
   async #applyFailed(cr: MemcachedObject, d: RenderedObject, err: unknown, log: Logger): Promise<never> {
     const message = `${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
-    await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
-    throw new ReconcileError(`apply ${message}`, err)
+    if (this.#reported(cr, err, message, log)) await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
+    throw new ReconcileError(`apply ${message}`, apiCause(err))
+  }
+
+  /**
+   * Whether a failed request is reported on the CR ({@link #fail}); when not (throttling, shedding,
+   * or a transient failure that has not lasted, see transient.ts) it is logged and counted here,
+   * and the caller's ReconcileError requeues it with backoff.
+   */
+  #reported(cr: MemcachedObject, err: unknown, message: string, log: Logger): boolean {
+    const judged = this.#transient.judge(cr.metadata.uid, err)
+    if (judged.report) return true
+    if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
+    this.#d.metrics.failed(judged.reason)
+    log.warn({ reason: judged.reason, err: message, failingForMs: judged.failingForMs }, 'reconcile failed transiently, retrying without reporting it on the resource')
+    return false
   }
 
   /**
@@ -550,7 +577,7 @@ export class Reconciler {
         { propagationPolicy: 'Background', preconditions: { uid } },
       )
     } catch (err) {
-      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`), log)
+      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`, { cause: err }), log)
     }
     this.#d.memory.forget(uid)
     log.info({ object: what, field: change.field }, 'deleted to re-create')
@@ -621,7 +648,7 @@ export class Reconciler {
           } catch (err) {
             if (isNotFound(err)) continue
             const message = `${what}: ${err instanceof Error ? err.message : String(err)}`
-            await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
+            if (this.#reported(cr, err, message, log)) await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
             throw new ReconcileError(`prune ${message}`, err)
           }
           if (obj.metadata.uid) this.#d.memory.forget(obj.metadata.uid)
@@ -710,6 +737,11 @@ export class Reconciler {
     }
     if (cr.metadata.uid) this.#written.set(cr.metadata.uid, { baseVersion: cr.metadata.resourceVersion, status })
   }
+}
+
+/** The ApiError a wrapped error was made from (its Retry-After paces the retry), else the error. */
+function apiCause(err: unknown): unknown {
+  return err instanceof Error && !(err instanceof ApiError) && err.cause instanceof ApiError ? err.cause : err
 }
 
 /** `namespace/name` split at its first slash (a namespace has none). */

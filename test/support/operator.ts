@@ -63,7 +63,7 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
 }
 
 /** An operator (controller and its client) against a running sandbox. */
-export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
   const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
@@ -77,6 +77,7 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
     concurrency: opts.concurrency ?? 2,
     resyncPeriodMs: opts.resyncPeriodMs ?? 600_000,
     ...(opts.discoveryPeriodMs !== undefined ? { discoveryPeriodMs: opts.discoveryPeriodMs } : {}),
+    ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     log,
     metrics,
   })
@@ -113,7 +114,7 @@ export async function watchesOpen(sandbox: Sandbox, userAgent = 'memcached-opera
  * creates is in the operator's caches from their first list (an object created later reaches them
  * through a watch, with its delay).
  */
-export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
+export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
   const chart = opts.chart ?? loadChart()
   const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
   const client = clientFor(sandbox, 'test-user/1', 'test-user')
