@@ -20,6 +20,8 @@ export interface RequestRecord {
   fieldManager?: string
   /** A list's or watch's `labelSelector`, as sent. */
   labelSelector?: string
+  /** A list's or watch's `fieldSelector`, as sent. */
+  fieldSelector?: string
   userAgent?: string
   code: number
 }

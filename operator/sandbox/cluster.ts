@@ -426,8 +426,12 @@ export class Cluster implements ClusterAccess {
     if (pt) rec.patchType = pt
     const isWrite = req.verb === 'create' || req.verb === 'update' || req.verb === 'patch'
     if (isWrite) rec.fieldManager = managerOf(req)
-    const selector = req.verb === 'list' || req.verb === 'watch' ? req.query.get('labelSelector') : null
-    if (selector) rec.labelSelector = selector
+    if (req.verb === 'list' || req.verb === 'watch') {
+      const labels = req.query.get('labelSelector')
+      if (labels) rec.labelSelector = labels
+      const fields = req.query.get('fieldSelector')
+      if (fields) rec.fieldSelector = fields
+    }
     if (req.userAgent) rec.userAgent = req.userAgent
     this.accounting.record(rec)
   }
