@@ -85,9 +85,10 @@ export class PodFiles {
   }
   /** A string of the pod (arg, env value, script) with every mount path under the temporary root. */
   path(s: string): string {
-    let out = s
-    for (const m of [...this.#mounts].sort((a, b) => b.length - a.length)) out = out.split(m).join(this.root + m)
-    return out
+    if (this.#mounts.length === 0) return s
+    // One pass, longest first, whole path segments only: /etc/memcached/sasl is not a prefix of /etc/memcached/sasl-db.
+    const alternatives = [...this.#mounts].sort((a, b) => b.length - a.length).map((m) => m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    return s.replace(new RegExp(`(${alternatives.join('|')})(?=/|$|[^A-Za-z0-9_.-])`, 'g'), (m) => this.root + m)
   }
   /**
    * Writes the volumes `container` mounts: a Secret's keys from `secrets` (all of them, or the
