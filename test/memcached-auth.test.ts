@@ -9,7 +9,7 @@ import t from 'tap'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
 import { BIN_STATUS, binary, BIN, binarySet, plain, saslPlain, setGet } from './support/memcached-client.ts'
-import { running, startPod, type PodFiles } from './support/memcached.ts'
+import { requireTool, running, startPod, type PodFiles } from './support/memcached.ts'
 
 const chart = loadChart()
 const render = (spec: Record<string, unknown>) => renderInstance(chart, { name: 'cache', namespace: 'team', spec: { size: 1, ...spec } }).objects
@@ -41,6 +41,7 @@ function pwdbAsSasldb(files: PodFiles, env: Record<string, string>): void {
   const pwdb = env.MEMCACHED_SASL_PWDB
   const conf = env.SASL_CONF_PATH
   if (!pwdb || !conf) throw new Error('the render sets no MEMCACHED_SASL_PWDB or SASL_CONF_PATH')
+  requireTool('saslpasswd2')
   const db = `${files.root}/sasldb2`
   for (const line of readFileSync(pwdb, 'utf8').split('\n').filter((l) => l.includes(':'))) {
     const [name, password] = [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1)]

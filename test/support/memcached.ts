@@ -13,8 +13,11 @@ import { hostname, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import type { RenderedObject } from '../../operator/render/manifest.ts'
 
-/** The Debian packages the memcached tests need (CI's `.ci/run` installs them). */
-export const MEMCACHED_PACKAGES = ['memcached', 'sasl2-bin', 'libsasl2-modules']
+/**
+ * The Debian packages the memcached tests need (CI's `.ci/run` installs them, the README names
+ * them): the binary, Cyrus SASL's saslpasswd2 and PLAIN mechanism, openssl for the certificates.
+ */
+export const MEMCACHED_PACKAGES = ['memcached', 'sasl2-bin', 'libsasl2-modules', 'openssl']
 export const INSTALL_HINT = `apt-get update && apt-get install -y ${MEMCACHED_PACKAGES.join(' ')}`
 
 /** The memcached binary (MEMCACHED or the PATH's); a clear error naming the install command when there is none. */
@@ -23,6 +26,12 @@ export function memcachedBinary(): string {
   const r = spawnSync(bin, ['-V'], { encoding: 'utf8' })
   if (r.error || r.status !== 0) throw new Error(`the memcached binary (${bin}) is needed by this test and is missing: install it with \`${INSTALL_HINT}\` (as root, or with sudo), or set MEMCACHED to its path`)
   return bin
+}
+
+/** Fails clearly, naming the install command, when a tool the memcached tests run is missing. */
+export function requireTool(name: string, args = ['-v']): void {
+  const r = spawnSync(name, args, { stdio: 'ignore' })
+  if (r.error) throw new Error(`${name} is needed by this test and is missing: install it with \`${INSTALL_HINT}\` (as root, or with sudo)`)
 }
 
 /** `memcached -V`'s version, e.g. "1.6.18". */

@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { requireTool } from './memcached.ts'
 import { tempDir } from './tmp.ts'
 
 export interface Pki {
@@ -31,6 +32,7 @@ function signed(dir: string, caName: string, name: string): void {
 }
 
 export function makePki(): Pki {
+  requireTool('openssl', ['version'])
   const dir = tempDir('mc-pki-')
   ca(dir, 'ca')
   ca(dir, 'rogue-ca')
