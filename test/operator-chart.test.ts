@@ -407,15 +407,15 @@ t.test('an invalid combination is InvalidSpec with the path, applies nothing, an
   bed.sandbox.requests.reset()
   await patchMc(bed.client, 'good', { resources: { limits: { memory: '40Mi' } } })
   const invalid = await degraded(bed.client, 'good', 'InvalidSpec')
-  t.match(invalid.message, 'spec.resources.limits.memory: must be at least 50Mi: spec.memoryMB (16) + 1Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "40Mi"); leave it out to get exactly that')
+  t.match(invalid.message, 'spec.resources.limits.memory: must be at least 51Mi: spec.memoryMB (16) + 2Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "40Mi"); leave it out to get exactly that')
   t.equal(condition(await getMc(bed.client, 'good'), 'Ready')?.reason, 'InvalidSpec')
   t.same(objectWrites(bed, 'good'), [], 'nothing was applied')
   t.same((await live()).map((o) => o.metadata.resourceVersion), before.map((o) => o.metadata.resourceVersion), 'the Deployment, Service and PodDisruptionBudget are unchanged')
   t.equal((await pods(bed.client, 'good')).length, 2, 'the pods still run')
 
   // Fixed: applied again.
-  await patchMc(bed.client, 'good', { resources: { limits: { memory: '50Mi' } } })
+  await patchMc(bed.client, 'good', { resources: { limits: { memory: '51Mi' } } })
   await converged(bed.client, 'good', 2)
   const fixed = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'good' })
-  t.equal((fixed.spec as { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } }).template.spec.containers[0]!.resources.limits.memory, '50Mi')
+  t.equal((fixed.spec as { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } }).template.spec.containers[0]!.resources.limits.memory, '51Mi')
 })

@@ -38,16 +38,16 @@ t.test('by default: a Deployment, memcached alone in its pod, soft anti-affinity
   t.notOk('lifecycle' in pod.containers[0]!)
   t.notOk('minReadySeconds' in workload(objects).spec || 'strategy' in workload(objects).spec)
   t.same(find(objects, 'PodDisruptionBudget')?.spec, { maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } } }, 'a crash-looping or Pending pod never blocks a drain')
-  t.same(pod.containers[0]?.resources, { requests: { cpu: '50m', memory: '101Mi' }, limits: { memory: '101Mi' } }, 'memory: what memcached needs at most, as request and limit')
+  t.same(pod.containers[0]?.resources, { requests: { cpu: '50m', memory: '103Mi' }, limits: { memory: '103Mi' } }, 'memory: what memcached needs at most, as request and limit')
 })
 
 t.test('memory the spec does not give follows memoryMB, maxConnections and TLS (request = limit); memory it gives is kept', async (t) => {
-  t.same(container(render({ memoryMB: 1024 }), 'memcached')?.resources, { requests: { cpu: '50m', memory: '1121Mi' }, limits: { memory: '1121Mi' } }, '1024 + 64 (hash table) + 1 (1024 connections) + 32')
-  t.same(container(render({ memoryMB: 1024, maxConnections: 4096, tls: { enabled: true, secretName: 'mc-tls' } }), 'memcached')?.resources.limits, { memory: '1184Mi' }, '4096 TLS connections: 64Mi')
-  t.same(container(render({ memoryMB: 577 }), 'memcached')?.resources.limits, { memory: '705Mi' }, 'just past a doubling of the hash table, the old table counts')
+  t.same(container(render({ memoryMB: 1024 }), 'memcached')?.resources, { requests: { cpu: '50m', memory: '1153Mi' }, limits: { memory: '1153Mi' } }, '1024 + 96 (1.5 times the hash table) + 1 (1024 connections) + 32')
+  t.same(container(render({ memoryMB: 1024, maxConnections: 4096, tls: { enabled: true, secretName: 'mc-tls' } }), 'memcached')?.resources.limits, { memory: '1216Mi' }, '4096 TLS connections: 64Mi')
+  t.same(container(render({ memoryMB: 577 }), 'memcached')?.resources.limits, { memory: '706Mi' }, 'just past a doubling of the hash table')
   t.same(container(render({ memoryMB: 256, resources: { requests: { memory: '1Gi' } } }), 'memcached')?.resources, { requests: { cpu: '50m', memory: '1Gi' }, limits: { memory: '1Gi' } }, 'never a limit below the request')
   t.same(container(render({ memoryMB: 256, resources: { requests: { cpu: '1' }, limits: { memory: '2Gi', cpu: '2' } } }), 'memcached')?.resources, { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '2Gi', cpu: '2' } }, 'a limit alone is the request too, as the API server defaults it')
-  t.same(container(render({ resources: { requests: { cpu: '500m' }, limits: { cpu: '500m' } } }), 'memcached')?.resources, { requests: { cpu: '500m', memory: '101Mi' }, limits: { cpu: '500m', memory: '101Mi' } }, 'CPU requests equal to limits: a Guaranteed pod')
+  t.same(container(render({ resources: { requests: { cpu: '500m' }, limits: { cpu: '500m' } } }), 'memcached')?.resources, { requests: { cpu: '500m', memory: '103Mi' }, limits: { cpu: '500m', memory: '103Mi' } }, 'CPU requests equal to limits: a Guaranteed pod')
 })
 
 t.test('anti-affinity: hard requires one pod per node, none renders nothing, and an explicit affinity wins', async (t) => {

@@ -42,15 +42,15 @@ t.test('a rolling-update configuration only with the rolling-update type, as app
 
 t.test('a memory limit below what memcached needs (templates/_memory.ejs) is refused; quantities compare as Kubernetes reads them', async (t) => {
   t.same(refusal({ memoryMB: 1024, resources: { limits: { memory: '1100Mi' } } }).problems, [
-    'spec.resources.limits.memory: must be at least 1121Mi: spec.memoryMB (1024) + 64Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "1100Mi"); leave it out to get exactly that',
+    'spec.resources.limits.memory: must be at least 1153Mi: spec.memoryMB (1024) + 96Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "1100Mi"); leave it out to get exactly that',
   ])
   t.same(refusal({ memoryMB: 64, maxConnections: 4096, tls: { enabled: true, secretName: 'mc-tls' }, resources: { limits: { memory: '128Mi' } } }).problems, [
-    'spec.resources.limits.memory: must be at least 164Mi: spec.memoryMB (64) + 4Mi for memcached\'s hash table once full of small items + 64Mi for spec.maxConnections (4096) under TLS + 32Mi for the process (got "128Mi"); leave it out to get exactly that',
+    'spec.resources.limits.memory: must be at least 166Mi: spec.memoryMB (64) + 6Mi for memcached\'s hash table once full of small items + 64Mi for spec.maxConnections (4096) under TLS + 32Mi for the process (got "128Mi"); leave it out to get exactly that',
   ], 'TLS connections cost 16Ki each')
   t.same(refusal({ memoryMB: 64, resources: { limits: { memory: '100M' } } }).problems, [
-    'spec.resources.limits.memory: must be at least 101Mi: spec.memoryMB (64) + 4Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "100M"); leave it out to get exactly that',
+    'spec.resources.limits.memory: must be at least 103Mi: spec.memoryMB (64) + 6Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "100M"); leave it out to get exactly that',
   ], '100M (decimal) is 95.4Mi')
-  t.ok(renders({ memoryMB: 64, resources: { limits: { memory: '101Mi' } } }), 'exactly what memcached needs is enough')
+  t.ok(renders({ memoryMB: 64, resources: { limits: { memory: '103Mi' } } }), 'exactly what memcached needs is enough')
   t.ok(renders({ memoryMB: 1024, resources: { limits: { memory: '1.5Gi' } } }))
   t.ok(renders({ memoryMB: 64, resources: { limits: { memory: 200000000 } } }), 'a number of bytes')
   t.ok(renders({ memoryMB: 4096 }), 'without a limit of its own the limit follows memoryMB')
