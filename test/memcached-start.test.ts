@@ -45,8 +45,41 @@ const cases: [number, string | undefined][] = [
   [64, '512k'], [64, '1m'], [64, '1536k'], [64, '2m'], [64, '32m'], [64, '33m'], [64, '32768k'],
   [64, '1k'], [64, '256k'], [64, '511k'], [64, '700k'], [64, '1000k'], [64, '524288'], [64, '524289'], [64, '1048576'], [64, '2M'], [64, '512K'],
   [1, '512k'], [2, '1m'], [3, '1536k'], [3, '2m'],
-  [2048, '1024m'], [2050, '1025m'], [4096, '2048m'],
+  [2048, '1024m'], [2050, '1025m'], [4096, '2048m'], [1048576, undefined],
 ]
+
+/**
+ * maxConnections against threads. How many descriptors memcached needs before its first client
+ * varies by a few with its listeners and what it inherits; the chart asks for 16 beyond 5 a thread,
+ * so that some clients fit too. The refused cases here are below what memcached needs to start; one
+ * within the 16 (5 × threads + 5 to + 15) starts, but serves almost no one.
+ */
+const connectionCases: [number, number | undefined][] = [
+  [1, undefined], [20, undefined], [36, undefined], [1024, undefined],
+  [5, 1], [21, 1], [64, 13], [1024, 201], [1024, 205], [1024, 1024], [4096, 64],
+]
+
+t.test('maxConnections and threads: what the chart accepts memcached starts with, what it refuses memcached refuses', async (t) => {
+  for (const [maxConnections, threads] of connectionCases) {
+    const spec = { maxConnections, ...(threads ? { threads } : {}) }
+    const label = `maxConnections ${maxConnections}, threads ${threads ?? '(unset)'}`
+    const problems = verdict(spec)
+    if (problems.length === 0) {
+      const r = await startPod(render(spec))
+      if (r instanceof Memcached) {
+        await r.stop()
+        t.pass(`${label}: accepted, and memcached starts`)
+      } else t.fail(`${label}: accepted, but memcached exits ${r.code}: ${r.output.trim()}`)
+    } else {
+      t.match(problems.join('\n'), /^spec\.maxConnections: /, `${label}: refused at its path`)
+      const r = await startArgs(['-m', '64', '-c', String(maxConnections), ...(threads ? ['-t', String(threads)] : [])])
+      if (r instanceof Memcached) {
+        await r.stop()
+        t.fail(`${label}: refused (${problems.join('; ')}), yet memcached starts with it`)
+      } else t.not(r.code, 0, `${label}: memcached refuses it too: ${r.output.trim().split('\n')[0]}`)
+    }
+  }
+})
 
 t.test('maxItemSize and memoryMB: what the chart accepts memcached starts with, what it refuses memcached refuses', async (t) => {
   for (const [memoryMB, maxItemSize] of cases) {

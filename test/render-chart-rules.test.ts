@@ -81,6 +81,13 @@ t.test('maxItemSize is held to memcached\'s own start-up checks (test/memcached-
   t.same(refusal({ maxItemSize: '1g' }).problems, ['spec.maxItemSize: must match pattern "^[1-9][0-9]*[kKmM]?$" (got "1g")'], 'the schema knows the units')
 })
 
+t.test('maxConnections leaves room for memcached\'s threads: it limits its open files to -c (test/memcached-start.test.ts runs the binary)', async (t) => {
+  t.same(refusal({ maxConnections: 20 }).problems, ["spec.maxConnections: must be at least 36, 5 per worker thread (spec.threads: unset, memcached's 4) and 16 more: memcached limits its open files to -c, and its threads take 5 each (got 20)"])
+  t.same(refusal({ maxConnections: 1024, threads: 1024 }).problems, ['spec.maxConnections: must be at least 5136, 5 per worker thread (spec.threads: 1024) and 16 more: memcached limits its open files to -c, and its threads take 5 each (got 1024)'])
+  t.ok(renders({ maxConnections: 36 }))
+  t.ok(renders({ maxConnections: 21, threads: 1 }))
+})
+
 t.test('TLS needs a Secret or cert-manager, and cert-manager an issuer', async (t) => {
   t.same(refusal({ tls: { enabled: true } }).problems, ['spec.tls.secretName: is required when spec.tls.enabled is true (or let cert-manager write it: spec.tls.certManager.enabled)'])
   t.same(refusal({ tls: { enabled: true, certManager: { enabled: true } } }).problems, ['spec.tls.certManager.issuerRef.name: is required when spec.tls.certManager.enabled is true'])
