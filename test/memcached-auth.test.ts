@@ -58,6 +58,7 @@ t.test('sasl (-S): the documented user:password lines authenticate in every pod,
   for (const podName of ['cache-0', 'cache-7d9f8b6c4-x2x9q']) {
     const mc = running(await startPod(objects, { secrets: { users }, podName, beforeStart: pwdbAsSasldb }))
     t.teardown(() => mc.stop())
+    t.equal(readFileSync(`${mc.files.root}/etc/memcached/sasl-db/passwords`, 'utf8'), `alice@${mc.hostname}:s3cret\nbob@${mc.hostname}:hunter2\n`, `${podName}: the init step qualified the lines with the host name memcached has`)
     const anonymous = await plain(mc.port)
     t.match((await binary(anonymous, BIN.SASL_LIST_MECHS)).value, /PLAIN/, `${podName}: PLAIN offered`)
     t.equal((await binary(anonymous, BIN.GET, 'k')).status, BIN_STATUS.AUTH_ERROR, `${podName}: nothing before authentication`)

@@ -45,6 +45,8 @@ export function hasExtstore(): boolean {
 }
 
 export const isRoot = process.getuid?.() === 0
+/** Whether this process may give a child its own host name (root, and a runtime that allows a UTS namespace). */
+const canSetHostname = isRoot && spawnSync('unshare', ['--uts', 'true'], { stdio: 'ignore' }).status === 0
 
 export interface Container {
   name: string
@@ -145,13 +147,13 @@ export class PodFiles {
 export function podCommand(argv: string[], opts: { uid?: number; gid?: number; hostname?: string }): string[] {
   let cmd = argv
   if (isRoot && opts.uid !== undefined) cmd = ['setpriv', `--reuid=${opts.uid}`, `--regid=${opts.gid ?? opts.uid}`, '--clear-groups', ...cmd]
-  if (isRoot && opts.hostname) cmd = ['unshare', '--uts', '--', 'sh', '-c', 'hostname "$0" && exec "$@"', opts.hostname, ...cmd]
+  if (canSetHostname && opts.hostname) cmd = ['unshare', '--uts', '--', 'sh', '-c', 'hostname "$0" && exec "$@"', opts.hostname, ...cmd]
   return cmd
 }
 
 /** The host name memcached sees (the SASL realm): the pod's under unshare, else this machine's. */
 export function effectiveHostname(pod?: string): string {
-  return isRoot && pod ? pod : hostname()
+  return canSetHostname && pod ? pod : hostname()
 }
 
 export interface Exit {
