@@ -179,6 +179,17 @@ t.test('auth: -Y with the Secret\'s key mounted read-only, or -S with a password
   t.notOk(file.some((o) => o.kind === 'ConfigMap'), 'no SASL configuration for the auth file')
 })
 
+t.test('extstore: ext_path on an emptyDir of the file\'s size plus 64Mi, writable by memcached alone, and 16Mi more memory', async (t) => {
+  const objects = render({ extstore: { enabled: true, sizeMB: 4096 }, tls: { enabled: true, secretName: 'mc-tls' }, metrics: { enabled: true } })
+  const mc = container(objects, 'memcached')!
+  t.same(mc.args.slice(-2), ['-o', 'ext_path=/var/lib/memcached/extstore:4096M'])
+  t.same(mc.volumeMounts?.at(-1), { name: 'extstore', mountPath: '/var/lib/memcached' })
+  t.same(workload(objects).spec.template.spec.volumes?.at(-1), { name: 'extstore', emptyDir: { sizeLimit: '4160Mi' } })
+  t.same(container(objects, 'metrics')?.volumeMounts?.map((m) => m.name), ['tls'], 'not the exporter')
+  t.same(container(render({ extstore: { enabled: true } }), 'memcached')?.resources.limits, { memory: '119Mi' }, '103Mi + 16Mi')
+  t.notOk(container(render({}), 'memcached')?.args.includes('-o'), 'off by default')
+})
+
 t.test('NetworkPolicy: ingress only, on memcached\'s port from the sources given (any when none), and on the metrics port', async (t) => {
   const open = find(render({ networkPolicy: { enabled: true } }), 'NetworkPolicy')!
   t.same(open.spec, { podSelector: { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } }, policyTypes: ['Ingress'], ingress: [{ ports: [{ protocol: 'TCP', port: 11211 }] }] })
