@@ -3,7 +3,7 @@
  * behind the chart's memory model (charts/memcached/templates/_memory.ejs). For each size it fills
  * a cache with the smallest items (10-byte keys and values, the most items and so the largest hash
  * table a cache of that size can hold) until it evicts, and reads the process's resident and peak
- * memory; then the cost of idle plain and TLS connections (BENCH_CONNS, 500).
+ * memory; then the cost of idle plain and TLS connections (BENCH_CONNS, 500), and of extstore.
  * Prints figures; asserts nothing. Needs the memcached binary (test/support/memcached.ts).
  */
 import { spawnSync } from 'node:child_process'
@@ -83,7 +83,31 @@ async function connectionsOf(useTls: boolean): Promise<void> {
   }
 }
 
+/** A 64 MB cache with a 512 MB extstore file, 600-byte values (written to the file) until it has cycled through it. */
+async function extstoreOf(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'mc-bench-'))
+  spawnSync('chmod', ['777', dir])
+  const mc = running(await startArgs(['-m', '64', '-c', '1024', '-o', `ext_path=${dir}/extstore:512M`]))
+  try {
+    const conn = await plain(mc.port)
+    const v = 'x'.repeat(600)
+    for (let i = 0; i < 1_500_000; ) {
+      let batch = ''
+      for (let j = 0; j < 5000; j++, i++) batch += `set k${String(i).padStart(9, '0')} 0 0 600 noreply\r\n${v}\r\n`
+      await conn.command(batch + 'version\r\n')
+    }
+    const st = await stats(conn)
+    conn.close()
+    const end = rss(mc.pid)
+    console.log(`-m 64 with extstore (512M, 600-byte values): ${st.curr_items} items, ${st.extstore_objects_used} on the file; RSS = memoryMB + ${(end.rss / MiB - 64).toFixed(1)} MiB, peak + ${(end.peak / MiB - 64).toFixed(1)} MiB`)
+  } finally {
+    await mc.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 console.log(`memcached ${memcachedVersion()}`)
 for (const mb of sizes.length > 0 ? sizes : [64, 256, 1024]) await memoryOf(mb)
 await connectionsOf(false)
 await connectionsOf(true)
+await extstoreOf()
