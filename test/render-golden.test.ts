@@ -35,7 +35,7 @@ const featuresDir = join(goldenDir, 'features')
 const features = readdirSync(featuresDir).filter((f) => f.endsWith('.values.yaml')).sort()
 
 t.test('there is a feature values file for each part of the chart beyond the classic sample', async (t) => {
-  t.same(features, ['auth-authfile', 'auth-sasl', 'metrics', 'network-policy', 'rollout', 'statefulset', 'tls-cert-manager', 'tls-secret'].map((f) => `${f}.values.yaml`))
+  t.same(features, ['auth-authfile', 'auth-sasl', 'extstore', 'metrics', 'network-policy', 'rollout', 'statefulset', 'tls-cert-manager', 'tls-secret'].map((f) => `${f}.values.yaml`))
 })
 
 for (const values of features) {

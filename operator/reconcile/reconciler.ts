@@ -347,7 +347,7 @@ export class Reconciler {
       return sum
     }
     try {
-      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum } }), read: [...referred] }
+      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum, keys: (ns, name) => cache.keys?.(ns, name) } }), read: [...referred] }
     } finally {
       this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred.keys())
     }

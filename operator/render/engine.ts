@@ -8,7 +8,7 @@ import { guardObjects } from './guard.ts'
 import { parseManifests, sortObjects, stamp, yamlText, type RenderedObject } from './manifest.ts'
 import { dnsLabel, labelValue, sha256 } from './names.ts'
 import { Raw, quoteString, yamlScalar } from './scalar.ts'
-import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretsNotFound, type SecretSource } from './secrets.ts'
+import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 // A pure module (no sandbox state): apimachinery's resource.Quantity, exact.
 import { compareQuantities, quantityOf, QuantityError } from '../sandbox/quantity.ts'
@@ -39,6 +39,8 @@ interface SecretUse {
   source: SecretSource
   referenced: Set<string>
   missing: Set<string>
+  /** Keys that Secrets found lack, one problem each. */
+  missingKeys: string[]
 }
 
 /** Label values that identify the instance's objects; the operator selects its objects by them. */
@@ -71,7 +73,7 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
 export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   const values = resolveValues(chart, input)
   const labels = standardLabels(chart, input.name)
-  const secrets: SecretUse = { source: input.secrets ?? offlineSecrets, referenced: new Set(), missing: new Set() }
+  const secrets: SecretUse = { source: input.secrets ?? offlineSecrets, referenced: new Set(), missing: new Set(), missingKeys: [] }
   const locals = templateLocals(chart, input, values, labels, secrets)
   const items: { source: string; object: RenderedObject }[] = []
   const problems: string[] = []
@@ -88,6 +90,7 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   }
   if (problems.length > 0) throw new RenderError(kind, problems)
   if (secrets.missing.size > 0) throw new SecretsNotFound([...secrets.missing].sort())
+  if (secrets.missingKeys.length > 0) throw new SecretKeysMissing(secrets.missingKeys)
   const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds)
   if (refused.length > 0) throw new RenderError('guard', refused)
   const order = new Map(items.map((item) => [item.object, item.source]))
@@ -149,12 +152,23 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
      * A Secret the source does not have fails the render as a whole (after every template ran) —
      * unless `{ optional: true }`: then it is `''` (for a Secret that something the render creates
      * writes, such as cert-manager from a Certificate; its arrival re-renders the CR).
+     * `{ keys: { key: why } }` names the keys the pods read: a Secret found without one of them
+     * fails the render as a whole too, each missing key a problem with its why (where the source
+     * knows key names: the operator's cache does, offline renders do not).
      */
-    secretChecksum(name: unknown, options?: { optional?: boolean }): string {
+    secretChecksum(name: unknown, options?: { optional?: boolean; keys?: Record<string, string> }): string {
       const key = `${input.namespace}/${checkSecretName(name)}`
       secrets.referenced.add(key)
       const sum = secrets.source.checksum(input.namespace, name as string)
-      if (sum !== undefined) return sum
+      if (sum !== undefined) {
+        const has = secrets.source.keys?.(input.namespace, name as string)
+        if (has) {
+          for (const [k, why] of Object.entries(options?.keys ?? {})) {
+            if (!has.includes(k)) secrets.missingKeys.push(`Secret ${key} has no key ${JSON.stringify(k)}, which ${why}`)
+          }
+        }
+        return sum
+      }
       if (options?.optional === true) return ''
       secrets.missing.add(key)
       return OFFLINE_CHECKSUM
