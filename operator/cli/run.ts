@@ -6,12 +6,10 @@
  * A leader that loses its lease aborts every request in flight and exits 1, as
  * controller-runtime's manager does.
  */
-import { KubeConfig } from '@kubernetes/client-node'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import { ApiError, KubeClient } from '../controller/client.ts'
-import { defaultKubeconfigFiles, loadKubeconfigFiles } from '../controller/credentials.ts'
 import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } from '../controller/health.ts'
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
@@ -20,6 +18,9 @@ import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
+import { loadKubeConfig } from './kubeconfig.ts'
+
+export { loadKubeConfig }
 
 export interface RunOptions {
   kubeconfig?: string
@@ -61,24 +62,6 @@ function ownNamespace(): string {
   } catch {
     return 'default'
   }
-}
-
-/** The kubeconfig of `--kubeconfig`, else KUBECONFIG, ~/.kube/config or the in-cluster service account. */
-export function loadKubeConfig(file: string | undefined, io: CliIO): KubeConfig {
-  let kc: KubeConfig
-  try {
-    const files = file ? [resolve(io.cwd, file)] : defaultKubeconfigFiles()
-    if (files.length > 0) kc = loadKubeconfigFiles(files)
-    else {
-      // In a pod: the service account's token (re-read by client-node) and CA.
-      kc = new KubeConfig()
-      kc.loadFromDefault()
-    }
-  } catch (err) {
-    throw new InputError(`kubeconfig ${file ?? process.env.KUBECONFIG ?? '~/.kube/config'}: ${err instanceof Error ? err.message : String(err)}`)
-  }
-  if (!kc.getCurrentCluster()) throw new InputError('no cluster: give --kubeconfig, set KUBECONFIG, or run in a cluster')
-  return kc
 }
 
 /** A running operator. */
