@@ -5,7 +5,6 @@
  * `--no-operator` starts the cluster alone (for `memcached-operator run --kubeconfig …` in other
  * processes); `--watch-chart` re-renders every CR when a chart file changes.
  */
-import { watch, type FSWatcher } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join, relative, resolve } from 'node:path'
 import { memcachedCRD } from '../api/crd.ts'
@@ -15,6 +14,7 @@ import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { RenderError } from '../render/errors.ts'
 import { startSandbox, type Sandbox } from '../sandbox/index.ts'
 import type { KubeObject, WatchEvent } from '../sandbox/types.ts'
+import { watchChart, type ChartWatch } from './chart-watch.ts'
 import { processSignal, UsageError, type CliIO } from './io.ts'
 import { startOperator, type Operator } from './run.ts'
 
@@ -99,7 +99,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
   )
 
   let operator: Operator | undefined
-  let watcher: FSWatcher | undefined
+  let watcher: ChartWatch | undefined
   let stopNodes: (() => void) | undefined
   try {
     if (runOperator) {
@@ -112,21 +112,17 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       )
       stopNodes = reportNodes(sandbox, io)
       if (opts.watchChart) {
-        let timer: NodeJS.Timeout | undefined
-        watcher = watch(chartDir, { recursive: true }, () => {
-          // Editors write a file in several steps: reload once things are quiet.
-          clearTimeout(timer)
-          timer = setTimeout(() => {
-            try {
-              chart = loadChart(chartDir, true)
-              io.stdout(`chart ${chartDir} changed: re-rendering every Memcached\n`)
-              operator?.controller.enqueueAll()
-            } catch (err) {
-              if (!(err instanceof RenderError)) throw err
-              io.stderr(`chart ${chartDir} not reloaded:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`)
-            }
-          }, 200)
+        watcher = watchChart(chartDir, () => {
+          try {
+            chart = loadChart(chartDir, true)
+            io.stdout(`chart ${chartDir} changed: re-rendering every Memcached\n`)
+            operator?.controller.enqueueAll()
+          } catch (err) {
+            if (!(err instanceof RenderError)) throw err
+            io.stderr(`chart ${chartDir} not reloaded:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`)
+          }
         })
+        await watcher.ready
       }
     }
     if (opts.sample !== false) {
@@ -149,7 +145,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
     }
   } catch (err) {
     stopNodes?.()
-    watcher?.close()
+    await watcher?.close()
     await operator?.stop()
     await sandbox.close()
     throw err
@@ -159,7 +155,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
     operator,
     async close() {
       stopNodes?.()
-      watcher?.close()
+      await watcher?.close()
       await operator?.stop()
       await sandbox.close()
     },
