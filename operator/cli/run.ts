@@ -64,6 +64,17 @@ function ownNamespace(): string {
   }
 }
 
+/**
+ * A server that could not listen, as one line naming the flag (exit 1: it could not start), or
+ * `err` itself when it is something else.
+ */
+export function listenError(err: unknown, flag: string): unknown {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number }
+  const why: Record<string, string> = { EADDRINUSE: 'the address is already in use', EACCES: 'permission denied', EADDRNOTAVAIL: 'the address is not available on this host' }
+  if (typeof e?.code !== 'string' || why[e.code] === undefined) return err
+  return new InputError(`${flag}: cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: ${why[e.code]}`)
+}
+
 /** A running operator. */
 export interface Operator {
   controller: MemcachedController
@@ -159,16 +170,22 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     metrics: controllerMetrics(metrics),
   })
   const informerStallMs = opts.informerStallMs ?? 15 * 60_000
-  const endpoints = await startEndpoints({
-    metricsBindAddress: opts.metricsBindAddress,
-    healthProbeBindAddress: opts.healthProbeBindAddress,
-    registry: metrics.registry,
-    // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
-    // wedged cache is only cured by a restart.
-    healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
-    // Ready once the caches are synced, whatever the leader-election role.
-    readyz: { informers: () => controller.hasSynced() },
-  })
+  let endpoints: Endpoints
+  try {
+    endpoints = await startEndpoints({
+      metricsBindAddress: opts.metricsBindAddress,
+      healthProbeBindAddress: opts.healthProbeBindAddress,
+      registry: metrics.registry,
+      // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
+      // wedged cache is only cured by a restart.
+      healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
+      // Ready once the caches are synced, whatever the leader-election role.
+      readyz: { informers: () => controller.hasSynced() },
+    })
+  } catch (err) {
+    client.close()
+    throw listenError(err, `--metrics-bind-address ${opts.metricsBindAddress} / --health-probe-bind-address ${opts.healthProbeBindAddress}`)
+  }
   log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
   let aborting: Promise<void> | undefined

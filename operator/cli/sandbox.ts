@@ -12,11 +12,12 @@ import { parseMemcacheds } from '../api/memcached.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { RenderError } from '../render/errors.ts'
+import { FaultSpecError, parseFaults } from '../sandbox/faults.ts'
 import { startSandbox, type Sandbox } from '../sandbox/index.ts'
 import type { KubeObject, WatchEvent } from '../sandbox/types.ts'
 import { watchChart, type ChartWatch } from './chart-watch.ts'
 import { processSignal, UsageError, type CliIO } from './io.ts'
-import { startOperator, type Operator } from './run.ts'
+import { listenError, startOperator, type Operator } from './run.ts'
 
 /** The sample the sandbox applies (relative to the checkout). */
 export const SAMPLE = resolve(DEFAULT_CHART_DIR, '..', '..', 'kustomize', 'samples', 'cache_v1alpha1_memcached.yaml')
@@ -70,14 +71,27 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
   const podReadyDelayMs = integer('--pod-ready-delay', opts.podReadyDelay, 1000)
   const identities = parseKubeconfigFor(opts.kubeconfigFor ?? [])
   const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
+  if (opts.faults !== undefined) {
+    try {
+      parseFaults(opts.faults)
+    } catch (err) {
+      if (err instanceof FaultSpecError) throw new UsageError(`--faults: ${err.message}`)
+      throw err
+    }
+  }
   let chart: Chart = loadChart(chartDir)
-  const sandbox = await startSandbox({
-    port,
-    podReadyDelayMs,
-    installCRDs: [memcachedCRD(chart) as unknown as KubeObject],
-    ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
-    ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
-  })
+  let sandbox: Sandbox
+  try {
+    sandbox = await startSandbox({
+      port,
+      podReadyDelayMs,
+      installCRDs: [memcachedCRD(chart) as unknown as KubeObject],
+      ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
+      ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
+    })
+  } catch (err) {
+    throw listenError(err, `--port ${port}`)
+  }
   const written: string[] = []
   for (const id of identities) written.push(`kubeconfig for ${id.user}: ${await sandbox.kubeconfigFor({ user: id.user, groups: id.groups }, resolve(io.cwd, id.file))}`)
   const k = `kubectl --kubeconfig ${sandbox.kubeconfigPath}`

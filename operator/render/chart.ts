@@ -8,7 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import YAML from 'yaml'
-import { firstLine, lineAt, ModuleUnavailable, RenderError, yamlProblems } from './errors.ts'
+import { firstLine, lineAt, ModuleUnavailable, RenderError, yamlData, yamlProblems } from './errors.ts'
 import { KINDS_FILE, parseKinds, type ChartKind } from './kinds.ts'
 import { lazyRequire as require } from './lazy-require.ts'
 import { yamlScalar } from './scalar.ts'
@@ -76,7 +76,7 @@ function readText(dir: string, file: string): string {
 export function parseYamlValue(text: string, source: string): unknown {
   const doc = YAML.parseDocument(text, { version: '1.1', uniqueKeys: true })
   if (doc.errors.length > 0) throw new RenderError('input', yamlProblems(source, doc.errors))
-  return doc.toJS({ maxAliasCount: 100 })
+  return yamlData(doc, source, text)
 }
 
 function parseYamlFile(dir: string, file: string): unknown {

@@ -46,3 +46,20 @@ export function firstLine(message: string): string {
 export function yamlProblems(source: string, errors: readonly { message: string; linePos?: [{ line: number }, ...unknown[]] }[]): string[] {
   return errors.map((e) => `${source}:${e.linePos?.[0].line ?? '?'}: ${firstLine(e.message)}`)
 }
+
+/** The aliases a document may expand: a "billion laughs" file is refused, not expanded. */
+const MAX_ALIASES = 100
+
+/**
+ * A parsed YAML document as data, with aliases bounded: the `yaml` library throws a bare
+ * ReferenceError for a document whose aliases fan out, which becomes a problem placed in `source`.
+ */
+export function yamlData(doc: { toJS(opts: { maxAliasCount: number }): unknown; contents?: { range?: [number, ...number[]] } | null }, source: string, text?: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_ALIASES })
+  } catch (err) {
+    if (!(err instanceof ReferenceError)) throw err
+    const line = text !== undefined && doc.contents?.range ? `:${lineAt(text, doc.contents.range[0])}` : ''
+    throw new RenderError('input', [`${source}${line}: ${firstLine(err.message)} (more than ${MAX_ALIASES} aliases expanded)`])
+  }
+}

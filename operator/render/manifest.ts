@@ -4,7 +4,7 @@
  * the YAML/JSON text the CLI prints.
  */
 import YAML from 'yaml'
-import { firstLine, lineAt, RenderError } from './errors.ts'
+import { firstLine, lineAt, RenderError, yamlData } from './errors.ts'
 import { blockYaml, YAML_OUTPUT } from './scalar.ts'
 import { isPlainMap } from './values.ts'
 
@@ -212,7 +212,14 @@ function objectsOf(file: string, text: string, docs: YAML.Document.Parsed[] | YA
       for (const e of doc.errors) problems.push(`${where(e.linePos?.[0].line)}: ${firstLine(e.message)}`)
       continue
     }
-    const value: unknown = doc.toJS({ maxAliasCount: 100 })
+    let value: unknown
+    try {
+      value = yamlData(doc, file, text)
+    } catch (err) {
+      if (!(err instanceof RenderError)) throw err
+      problems.push(...err.problems)
+      continue
+    }
     if (value === null || value === undefined) continue
     const line = doc.contents?.range ? lineAt(text, doc.contents.range[0]) : undefined
     if (!isPlainMap(value)) {
