@@ -106,5 +106,16 @@ t.test('diff: a missing kubeconfig, a context that does not exist and refused cr
   writeFileSync(token, base.replace(/token: \S+/, 'token: wrong'))
   const refused = captureIO()
   t.equal(await runCli(['diff', '-f', file, '--kubeconfig', token], refused), 2)
-  t.match(refused.err(), /^error: the server refused the credentials of user "sandbox" at https:\/\/127\.0\.0\.1:\d+ \(context "sandbox"\): 401 /)
+  t.match(refused.err(), /^error: (Memcached default\/x: )?the server refused the credentials of user "sandbox" at https:\/\/127\.0\.0\.1:\d+ \(context "sandbox"\): 401 /)
+})
+
+t.test('diff: a CR the server refuses to compare (its namespace does not exist) is named, and the others are still compared (exit 2)', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  const file = join(tempDir('mc-diff-fail-'), 'two.yaml')
+  writeFileSync(file, `${cr('lost').replace('name: lost', 'name: lost, namespace: nowhere')}---\n${cr('fresh')}`)
+  const io = captureIO()
+  t.equal(await runCli(['diff', '-f', file, '--kubeconfig', bed.sandbox.kubeconfigPath], io), 2)
+  t.match(io.err(), /^error: Memcached nowhere\/lost: .*namespaces? "nowhere" not found/m)
+  t.match(io.out(), /\+\+\+ merged\/apps\.v1\.Deployment\.default\.fresh\n/, 'the other CR is still compared')
 })

@@ -341,8 +341,15 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     const pool = Array.from({ length: Math.min(DIFF_CONCURRENCY, crs.length) }, async () => {
       while (next < crs.length) {
         const i = next++
-        results[i] = compare(crs[i]!)
-        await results[i]!.catch(() => {})
+        const given = crs[i]!
+        // A failure of one CR (a refused dry run, a lost connection) is said with its name, and
+        // the others are still compared.
+        results[i] = compare(given).catch((err: unknown) => {
+          const memcached = `${given.metadata.namespace ?? fromContext ?? 'default'}/${given.metadata.name}`
+          const message = describeError(err, kc)
+          return { out: [], err: [`error: Memcached ${memcached}: ${message}\n`], differences: 0, failed: true, summary: { memcached, inCluster: false, error: message, objects: [] } }
+        })
+        await results[i]
       }
     })
     await Promise.all(pool)
