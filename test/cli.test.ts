@@ -92,12 +92,13 @@ t.test('invalid input: exit 1, every reason on stderr, nothing on stdout', async
 
 t.test('input that is not a Memcached is refused with its place', async (t) => {
   const cases: [string, RegExp][] = [
-    ['apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n', /document 1: expected apiVersion cache\.example\.com\/v1alpha1 and kind Memcached/],
+    ['apiVersion: cache.example.com/v1\nkind: Memcached\nmetadata: {name: x}\n', /document 1: expected apiVersion cache\.example\.com\/v1alpha1 and kind Memcached/],
+    ['apiVersion: v1\nkind: ConfigMap\n', /document 1: not a Kubernetes object: expected apiVersion cache\.example\.com\/v1alpha1 and kind Memcached, or another object with apiVersion, kind and metadata\.name/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: Bad_Name}\n', /metadata\.name "Bad_Name" must be a DNS subdomain/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nspec: {}\n', /metadata is required/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: "A b"}\n', /metadata\.namespace "A b" must be a DNS label/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: [1]\n', /spec must be a map/],
-    ['- 1\n', /not a map/],
+    ['- 1\n', /document 1: not a Kubernetes object/],
     ['a: [\n', /:\d+: /],
     ['# nothing\n', /no Memcached resource in the input/],
   ]
@@ -108,13 +109,13 @@ t.test('input that is not a Memcached is refused with its place', async (t) => {
   }
   const missing = await run(['render', '-f', join(tmp, 'missing.yaml')])
   t.equal(missing.code, 1)
-  t.match(missing.err, /missing\.yaml: cannot read: ENOENT/)
+  t.match(missing.err, /missing\.yaml: cannot read: no such file or directory \(ENOENT\)/)
   const badValues = await run(['render', '-f', sample, '--values', file('v.yaml', '- 1\n')])
   t.match(badValues.err, /a values file must be a map/)
   const brokenValues = await run(['render', '-f', sample, '--values', file('v2.yaml', 'a: [\n')])
   t.match(brokenValues.err, /v2\.yaml:\d+: /)
   const missingValues = await run(['render', '-f', sample, '--values', join(tmp, 'none.yaml')])
-  t.match(missingValues.err, /none\.yaml: cannot read: ENOENT/)
+  t.match(missingValues.err, /none\.yaml: cannot read: no such file or directory \(ENOENT\)/)
 })
 
 t.test('usage errors exit 2', async (t) => {

@@ -17,10 +17,10 @@ import { createMetrics } from '../controller/metrics.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
-import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
+import { InputError, packageVersion, parseDuration, processSignal, UsageError, type CliIO } from './io.ts'
 import { loadKubeConfig } from './kubeconfig.ts'
 
-export { loadKubeConfig }
+export { loadKubeConfig, parseDuration }
 
 export interface RunOptions {
   kubeconfig?: string
@@ -44,15 +44,6 @@ export interface RunOptions {
   metricsBindAddress: string
   healthProbeBindAddress: string
   logLevel?: string
-}
-
-const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-
-/** A Go duration (`10m`, `1h30m`, `500ms`) in milliseconds. */
-export function parseDuration(text: string): number {
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)]
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) throw new UsageError(`invalid duration ${JSON.stringify(text)} (use e.g. 30s, 10m, 1h30m)`)
-  return parts.reduce((ms, p) => ms + Number(p[1]) * UNITS[p[2]!]!, 0)
 }
 
 /** The namespace the operator runs in (in a cluster: its service account's), for its Lease. */

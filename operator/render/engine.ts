@@ -67,6 +67,14 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   return values
 }
 
+/** The template being run, if any: what a deadline that stopped a render names. */
+let running: string | undefined
+
+/** The chart file of the template running now (read after a deadline stopped it). */
+export function templateRunning(): string | undefined {
+  return running
+}
+
 /** Renders an instance; throws {@link RenderError} listing every problem found. */
 export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   const values = resolveValues(chart, input)
@@ -78,12 +86,15 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   let kind: RenderError['kind'] = 'template'
   const renderedFor = { name: input.name, namespace: input.namespace }
   for (const t of chart.templates) {
+    running = t.file
     try {
       for (const object of parseManifests(t.file, t.render(locals), renderedFor)) items.push({ source: t.file, object: stamp(object, input.namespace, labels) })
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       kind = err.kind
       problems.push(...err.problems)
+    } finally {
+      running = undefined
     }
   }
   if (problems.length > 0) throw new RenderError(kind, problems)
