@@ -135,10 +135,10 @@ t.test('--help and --version exit 0', async (t) => {
   t.equal(version.out.trim(), JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)
 })
 
-t.test('lint passes on the bundled chart and its samples', async (t) => {
+t.test('lint passes on the bundled chart: minimal values and its ci/ example values', async (t) => {
   const r = await run(['lint'])
   t.equal(r.code, 0, r.err)
-  t.match(r.out, /ok \(12 templates, 10 kinds, 5 instances rendered into \d+ objects\)/)
+  t.match(r.out, /ok \(12 templates, 10 kinds, 10 instances rendered into \d+ objects: minimal values, 8 ci\/ values files\)/)
 })
 
 t.test('lint reports a broken chart: schema, templates and renders', async (t) => {

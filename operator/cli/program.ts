@@ -46,9 +46,10 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
   if (wanted('lint')) {
     program
       .command('lint')
-      .description('check the chart: schema, templates, and that minimal values and the samples render')
+      .description('check the chart: schema, templates, and that minimal values, the chart\'s ci/*.yaml example values, --values files and -f CRs render')
       .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
-      .option('-f, --filename <file>', 'Memcached resources to render as well (default: the bundled samples)', collect, [])
+      .option('--values <file>', 'a YAML file of values: one more instance to render, over minimal values (repeatable)', collect, [])
+      .option('-f, --filename <file>', 'Memcached resources to render as well (repeatable)', collect, [])
       .action(async (opts) => {
         const { runLint } = await import('./lint.ts')
         setCode(await runLint(opts, io))
