@@ -70,3 +70,25 @@ t.test('--watch-chart applies every save: in place, renamed over, and editor saf
     t.ok(io.out().split('changed: re-rendering').length > reloads, `${how}: the reload is announced`)
   }
 })
+
+t.test('--watch-chart refuses a chart whose template never ends, and keeps serving with the previous one', async (t) => {
+  const dir = chartWith({})
+  const io = captureIO()
+  const running = await startSandboxCommand({ kubeconfigOut: join(tempDir('mc-sbw-'), 'kubeconfig'), chart: dir, watchChart: true, podReadyDelay: '10', chartDeadlineMs: 300 }, io, quiet)
+  t.teardown(() => running.close())
+  const memory = async (): Promise<string | undefined> => {
+    const res = await running.sandbox.cluster.handle({ verb: 'get', group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', name: 'memcached-sample', query: new URLSearchParams(), userAgent: 'test' } as Parameters<typeof running.sandbox.cluster.handle>[0])
+    if (res.status !== 200) return undefined
+    const args = (res.body as { spec: { template: { spec: { containers: { args: string[] }[] } } } }).spec.template.spec.containers[0]!.args
+    return args[args.indexOf('-m') + 1]
+  }
+  await eventually('the Deployment', async () => ((await memory()) === '64' ? true : undefined))
+  const loop = join(dir, 'templates', 'configmap-loop.ejs')
+  writeFileSync(loop, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n<% while (true) {} %>\n')
+  await eventually('the endless template reported', () => (io.err().includes('did not finish') ? true : undefined), 10_000)
+  t.match(io.err(), /chart \S+ not reloaded:\n  - minimal values \(size 1\): templates\/configmap-loop\.ejs: did not finish within 0\.3 s/)
+  unlinkSync(loop)
+  const values = join(dir, 'values.yaml')
+  writeFileSync(values, readFileSync(values, 'utf8').replace(/^memoryMB: 64$/m, 'memoryMB: 96'))
+  await eventually('the next save applied', async () => ((await memory()) === '96' ? true : undefined), 10_000)
+})

@@ -11,6 +11,8 @@ import { memcachedCRD } from '../api/crd.ts'
 import { parseMemcacheds } from '../api/memcached.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
+import { renderInstance, templateRunning } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { FaultSpecError, parseFaults } from '../sandbox/faults.ts'
 import { startSandbox, type Sandbox } from '../sandbox/index.ts'
@@ -36,6 +38,39 @@ export interface SandboxCommandOptions {
   logLevel?: string
   /** `--kubeconfig-for IDENTITY=FILE`, repeatable: IDENTITY is a user (`jane`, `system:serviceaccount:ns:sa`), optionally `,group,…`. */
   kubeconfigFor?: string[]
+  /** How long a changed chart's trial render of every CR may take (default {@link CHART_DEADLINE_MS}). */
+  chartDeadlineMs?: number
+}
+
+/** How long `--watch-chart`'s trial render of a changed chart may take before the chart is refused. */
+export const CHART_DEADLINE_MS = 10_000
+
+/**
+ * Renders every Memcached of the sandbox (and minimal values) with `chart` under a deadline; the
+ * problem when a template did not end, else undefined. Other render errors are the operator's to
+ * report, per CR, as usual.
+ */
+async function trialRender(sandbox: Sandbox, chart: Chart, deadlineMs: number): Promise<string | undefined> {
+  const res = await sandbox.cluster.handle({ verb: 'list', group: 'cache.example.com', version: 'v1alpha1', resource: 'memcacheds', query: new URLSearchParams(), userAgent: 'sandbox-watch-chart' } as Parameters<typeof sandbox.cluster.handle>[0])
+  const items = res.status === 200 ? ((res.body as { items?: { metadata: { name: string; namespace?: string }; spec?: unknown }[] }).items ?? []) : []
+  const inputs = [{ who: 'minimal values (size 1)', name: 'watch-chart', namespace: 'default', spec: { size: 1 } as unknown }, ...items.map((cr) => ({ who: `Memcached ${cr.metadata.namespace}/${cr.metadata.name}`, name: cr.metadata.name, namespace: cr.metadata.namespace ?? 'default', spec: cr.spec ?? {} }))]
+  let current = ''
+  try {
+    withDeadline(deadlineMs, () => {
+      for (const input of inputs) {
+        current = input.who
+        try {
+          renderInstance(chart, input)
+        } catch (err) {
+          if (!(err instanceof RenderError)) throw err
+        }
+      }
+    })
+  } catch (err) {
+    if (!(err instanceof DeadlineExceeded)) throw err
+    return `${current}: ${templateRunning() ?? 'templates'}: ${err.message}`
+  }
+  return undefined
 }
 
 /** Parses `--kubeconfig-for` values: `jane=FILE`, `jane,devs,ops=FILE`, `system:serviceaccount:ns:sa=FILE`. */
@@ -126,15 +161,23 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       )
       stopNodes = reportNodes(sandbox, io)
       if (opts.watchChart) {
+        const running = sandbox
         watcher = watchChart(chartDir, () => {
-          try {
-            chart = loadChart(chartDir, true)
-            io.stdout(`chart ${chartDir} changed: re-rendering every Memcached\n`)
-            operator?.controller.enqueueAll()
-          } catch (err) {
-            if (!(err instanceof RenderError)) throw err
-            io.stderr(`chart ${chartDir} not reloaded:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`)
-          }
+          void (async () => {
+            try {
+              const next = loadChart(chartDir, true)
+              // A template that never ends would freeze the operator (and this process) at its
+              // first render: the new chart renders every CR once, under a deadline, first.
+              const stuck = await trialRender(running, next, opts.chartDeadlineMs ?? CHART_DEADLINE_MS)
+              if (stuck !== undefined) throw new RenderError('template', [stuck])
+              chart = next
+              io.stdout(`chart ${chartDir} changed: re-rendering every Memcached\n`)
+              operator?.controller.enqueueAll()
+            } catch (err) {
+              if (!(err instanceof RenderError)) throw err
+              io.stderr(`chart ${chartDir} not reloaded:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`)
+            }
+          })()
         })
         await watcher.ready
       }
