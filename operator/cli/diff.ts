@@ -42,6 +42,8 @@ export interface DiffOptions {
   values: string[]
   set: string[]
   setString: string[]
+  setJson?: string[]
+  setFile?: string[]
 }
 
 type Identity = { apiVersion: string; kind: string; metadata: { namespace?: string | undefined; name?: string | undefined } }

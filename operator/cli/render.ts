@@ -5,8 +5,8 @@
  * on stdout: a partial stream piped into kubectl would half-apply.
  * This module must not load @kubernetes/client-node (the command has to start fast).
  */
-import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import type { Memcached } from '../api/memcached.ts'
 import { loadChart, DEFAULT_CHART_DIR, parseYamlValue } from '../render/chart.ts'
 import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
@@ -14,23 +14,24 @@ import { renderInstance, templateRunning } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { offlineSecrets } from '../render/secrets.ts'
 import { toJsonList, toYamlStream } from '../render/manifest.ts'
-import { isPlainMap, parseSet, type Values } from '../render/values.ts'
+import { isPlainMap, parseSet, parseSetValue, type Values } from '../render/values.ts'
 import { parseDocuments, readInputs, unreadable } from './inputs.ts'
 import { parseDuration, UsageError, type CliIO } from './io.ts'
 import { kindScopes } from './kind-scopes.ts'
 
 export { readInputs }
 
-export interface RenderOptions {
+export interface RenderOptions extends OverrideOptions {
   filename: string[]
   /** `-R`: directories given with -f are read with their subdirectories. */
   recursive?: boolean
   chart?: string
-  values: string[]
-  set: string[]
-  setString: string[]
   output: string
   namespace?: string
+  /** `--show-only TEMPLATE` (repeatable): only the objects of these templates (`templates/deployment.ejs`). */
+  showOnly?: string[]
+  /** `--output-dir DIR`: each CR's objects written under DIR/NAMESPACE/NAME/, one file per template, instead of stdout. */
+  outputDir?: string
   /** `--timeout`: how long templates may run (a Go duration; default 10s). */
   timeout?: string
 }
@@ -40,8 +41,27 @@ export const TEMPLATE_DEADLINE = '10s'
 /** What each further CR adds to the deadline: a fleet renders at about 1 ms a CR. */
 const PER_CR_MS = 20
 
-/** The `--values` files and `--set` pairs as overrides, lowest precedence first. */
-export function readOverrides(opts: Pick<RenderOptions, 'values' | 'set' | 'setString'>, io: CliIO): Values[] {
+/** What a command reads overrides from: `--values`, `--set-json`, `--set`, `--set-string`, `--set-file`. */
+export interface OverrideOptions {
+  values: string[]
+  set: string[]
+  setString: string[]
+  setJson?: string[]
+  setFile?: string[]
+}
+
+/** `key=rest` of a `--set-json`/`--set-file` argument. */
+function keyAnd(flag: string, arg: string): [string, string] {
+  const eq = arg.indexOf('=')
+  if (eq <= 0) throw new RenderError('input', [`${flag} ${JSON.stringify(arg)}: expected key=${flag === '--set-file' ? 'path' : 'json'}`])
+  return [arg.slice(0, eq), arg.slice(eq + 1)]
+}
+
+/**
+ * The overrides, lowest precedence first, in Helm's order (pkg/cli/values/options.go
+ * MergeValues): `--values` files, `--set-json`, `--set`, `--set-string`, `--set-file`.
+ */
+export function readOverrides(opts: OverrideOptions, io: CliIO): Values[] {
   const overrides: Values[] = []
   for (const f of opts.values) {
     let text: string
@@ -55,8 +75,28 @@ export function readOverrides(opts: Pick<RenderOptions, 'values' | 'set' | 'setS
     if (value.apiVersion !== undefined && value.kind !== undefined) throw new RenderError('input', [`${f}: a values file is a map of values, and this is a Kubernetes object (${JSON.stringify(value.kind)}): give it with -f`])
     overrides.push(value)
   }
+  for (const s of opts.setJson ?? []) {
+    const [key, json] = keyAnd('--set-json', s)
+    let value: unknown
+    try {
+      value = JSON.parse(json)
+    } catch (err) {
+      throw new RenderError('input', [`--set-json ${key}: ${(err as Error).message}`])
+    }
+    overrides.push(parseSetValue(key, value, '--set-json'))
+  }
   for (const s of opts.set) overrides.push(parseSet(s))
   for (const s of opts.setString) overrides.push(parseSet(s, true))
+  for (const s of opts.setFile ?? []) {
+    const [key, path] = keyAnd('--set-file', s)
+    let text: string
+    try {
+      text = readFileSync(resolve(io.cwd, path), 'utf8')
+    } catch (err) {
+      throw unreadable(path, err)
+    }
+    overrides.push(parseSetValue(key, text, '--set-file'))
+  }
   return overrides
 }
 
@@ -93,7 +133,7 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
   const overrides = readOverrides(opts, io)
   const documents = (await readInputs(opts.filename, io, opts.recursive)).flatMap((input) => parseDocuments(input.text, input.source))
   if (documents.length === 0) throw new RenderError('input', [`no Memcached resource in the input (${opts.filename.map((f) => (f === '-' ? '<stdin>' : f)).join(', ')})`])
-  const items: { source: string; object: unknown }[] = []
+  const items: { source: string; object: unknown; template?: string; cr?: string }[] = []
   const problems: string[] = []
   const secrets = new Set<string>()
   const crs = new Map<string, string>()
@@ -116,7 +156,7 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
         }
         crs.set(key, doc.source)
         const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets })
-        result.objects.forEach((object, i) => items.push({ source: `${chart.name}/${result.sources[i]}`, object }))
+        result.objects.forEach((object, i) => items.push({ source: `${chart.name}/${result.sources[i]}`, object, template: result.sources[i], cr: key }))
         for (const s of result.secrets) secrets.add(s)
       } catch (err) {
         if (!(err instanceof RenderError)) throw err
@@ -140,8 +180,52 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
     else seen.set(id, source)
   }
   if (problems.length > 0) throw new RenderError('values', problems)
-  io.stdout(opts.output === 'json' ? toJsonList(items.map((i) => i.object)) : toYamlStream(items))
+  const shown = showOnly(opts.showOnly ?? [], chart, items)
+  if (opts.outputDir !== undefined) writeOutputDir(resolve(io.cwd, opts.outputDir), opts.outputDir, shown, io)
+  else io.stdout(opts.output === 'json' ? toJsonList(shown.map((i) => i.object)) : toYamlStream(shown))
   // Without a cluster there is no Secret to digest: say so once, on stderr (stdout stays a manifest stream).
   if (secrets.size > 0) io.stderr(`render: checksums of Secret(s) ${[...secrets].sort().join(', ')} not computed offline (no cluster); pods' checksum annotations are placeholders\n`)
   return 0
+}
+
+/**
+ * `--show-only`: the objects of the templates named (as `templates/x.ejs`, with or without the
+ * chart's name before it), like `helm template --show-only`; a name the chart has no template of,
+ * or templates that rendered nothing, are errors, as in Helm.
+ */
+function showOnly<T extends { template?: string }>(names: string[], chart: { name: string; templates: readonly { file: string }[] }, items: T[]): T[] {
+  if (names.length === 0) return items
+  const files = new Set(chart.templates.map((t) => t.file))
+  const wanted = new Set<string>()
+  for (const name of names) {
+    const file = name.startsWith(`${chart.name}/`) ? name.slice(chart.name.length + 1) : name
+    if (!files.has(file)) throw new RenderError('input', [`--show-only ${name}: the chart has no such template (its templates: ${[...files].sort().join(', ')})`])
+    wanted.add(file)
+  }
+  const shown = items.filter((i) => i.template !== undefined && wanted.has(i.template))
+  if (shown.length === 0) throw new RenderError('input', [`--show-only: ${[...wanted].join(', ')} rendered no object for these CRs`])
+  return shown
+}
+
+/**
+ * `--output-dir`: one file per CR and template, `DIR/NAMESPACE/NAME/templates/x.yaml` (Helm's
+ * `--output-dir` writes `DIR/CHART/templates/x.yaml` for its one release), and the objects passed
+ * through in `DIR/passthrough.yaml`; each file written is said on stdout, as Helm does.
+ */
+function writeOutputDir(dir: string, shown: string, items: { source: string; object: unknown; template?: string; cr?: string }[], io: CliIO): void {
+  const files = new Map<string, { source: string; object: unknown }[]>()
+  for (const item of items) {
+    const path = item.template !== undefined && item.cr !== undefined ? join(item.cr, item.template.replace(/\.ejs$/, '.yaml')) : 'passthrough.yaml'
+    files.set(path, [...(files.get(path) ?? []), item])
+  }
+  for (const [path, objects] of files) {
+    const target = join(dir, path)
+    try {
+      mkdirSync(dirname(target), { recursive: true })
+      writeFileSync(target, toYamlStream(objects))
+    } catch (err) {
+      throw new RenderError('input', [`--output-dir ${shown}: cannot write ${path}: ${(err as Error).message}`])
+    }
+    io.stdout(`wrote ${join(shown, path)}\n`)
+  }
 }
