@@ -157,7 +157,7 @@ t.test('lint reports a broken chart: schema, templates and renders', async (t) =
   t.match(r.err, /values\.schema\.json: spec\.extra\.type: must not be empty/)
   t.match(r.err, /values\.schema\.json: spec\.uniq: uniqueItems: true is not allowed/)
   t.match(r.err, /values\.schema\.json: spec\.ref: keyword "\$ref" is not allowed/)
-  t.match(r.err, /minimal values \(size 1\): Secret\/lint: kind v1 Secret is not one the operator manages/)
+  t.match(r.err, /every instance: templates\/bad\.ejs: Secret\/lint: kind v1 Secret is not one the operator manages/, 'once, naming the template')
   const broken = await run(['lint', '--chart', chartWith({ 'templates/bad.ejs': '<% if ( %>' })])
   t.equal(broken.code, 1)
   t.match(broken.err, /templates\/bad\.ejs:1: /)

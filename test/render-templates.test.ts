@@ -151,10 +151,10 @@ t.test('the guard refuses other namespaces, unmanaged kinds and duplicates', asy
   )
   t.equal(err.kind, 'guard')
   t.same(err.problems, [
-    'ConfigMap/elsewhere: namespace "kube-system" is not the instance\'s namespace "default"',
-    'ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (kinds.yaml declares v1 ServiceAccount, v1 ConfigMap, v1 Service, apps/v1 Deployment, apps/v1 StatefulSet, policy/v1 PodDisruptionBudget, networking.k8s.io/v1 NetworkPolicy, monitoring.coreos.com/v1 ServiceMonitor, monitoring.coreos.com/v1 PrometheusRule, cert-manager.io/v1 Certificate)',
-    'Service/x: rendered twice',
-  ])
+    'templates/extra.ejs: ConfigMap/elsewhere: namespace "kube-system" is not the instance\'s namespace "default"',
+    'templates/extra.ejs: ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (kinds.yaml declares v1 ServiceAccount, v1 ConfigMap, v1 Service, apps/v1 Deployment, apps/v1 StatefulSet, policy/v1 PodDisruptionBudget, networking.k8s.io/v1 NetworkPolicy, monitoring.coreos.com/v1 ServiceMonitor, monitoring.coreos.com/v1 PrometheusRule, cert-manager.io/v1 Certificate)',
+    'templates/service.ejs: Service/x: rendered twice (first by templates/extra.ejs)',
+  ], 'each names its template, and a duplicate both')
 })
 
 t.test('the guard refuses invalid names and labels', async (t) => {
@@ -162,9 +162,9 @@ t.test('the guard refuses invalid names and labels', async (t) => {
     renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n  labels:\n    "bad key!": v\n    ok: "not valid!"\n' }),
   )
   t.same(err.problems, [
-    'ConfigMap/Bad_Name: invalid name: a DNS subdomain is required',
-    'ConfigMap/Bad_Name: invalid label key "bad key!"',
-    'ConfigMap/Bad_Name: invalid value of label "ok": "not valid!"',
+    'templates/extra.ejs: ConfigMap/Bad_Name: invalid name: a DNS subdomain is required',
+    'templates/extra.ejs: ConfigMap/Bad_Name: invalid label key "bad key!"',
+    'templates/extra.ejs: ConfigMap/Bad_Name: invalid value of label "ok": "not valid!"',
   ])
 })
 
@@ -172,9 +172,9 @@ t.test('the guard refuses annotation keys and pod-template labels the API server
   const err = failure(() => renderWith({}, { size: 1, podAnnotations: { 'x\ny': 'v', 'Example.COM/Fine': 'v', ['a'.repeat(64)]: 'v' }, podLabels: { 'ok/': 'v' } }))
   t.equal(err.kind, 'guard')
   t.same(err.problems, [
-    'Deployment/x: invalid label key "ok/" (pod template)',
-    'Deployment/x: invalid annotation key "x\\ny" (pod template)',
-    `Deployment/x: invalid annotation key "${'a'.repeat(64)}" (pod template)`,
+    'templates/deployment.ejs: Deployment/x: invalid label key "ok/" (pod template)',
+    'templates/deployment.ejs: Deployment/x: invalid annotation key "x\\ny" (pod template)',
+    `templates/deployment.ejs: Deployment/x: invalid annotation key "${'a'.repeat(64)}" (pod template)`,
   ], 'annotation keys are checked lower-cased, as ValidateAnnotations does')
 })
 

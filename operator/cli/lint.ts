@@ -86,6 +86,8 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   }
   let objects = 0
   let current = ''
+  // A problem of the chart shows in every instance: said once, with the instances it was found in.
+  const found = new Map<string, string[]>()
   try {
     withDeadline(LINT_DEADLINE_MS, () => {
       for (const { label, input } of inputs) {
@@ -94,7 +96,7 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
           objects += renderInstance(chart, input).objects.length
         } catch (err) {
           if (!(err instanceof RenderError)) throw err
-          problems.push(...err.problems.map((p) => `${label}: ${p}`))
+          for (const p of err.problems) found.set(p, [...(found.get(p) ?? []), label])
         }
       }
     })
@@ -102,6 +104,7 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
     if (!(err instanceof DeadlineExceeded)) throw err
     problems.push(`${current}: ${templateRunning() ?? 'templates'}: ${err.message}`)
   }
+  for (const [p, labels] of found) problems.push(`${labels.length === inputs.length && labels.length > 1 ? 'every instance' : labels.join(', ')}: ${p}`)
   if (problems.length > 0) {
     io.stderr(`lint: ${dir}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${problems.map((p) => `  - ${p}`).join('\n')}\n`)
     return 1

@@ -178,7 +178,9 @@ export function compileTemplate(file: string, source: string): Template {
   try {
     fn = ejs.compile(source, options as ejs.Options) as unknown as (locals: Record<string, unknown>) => string
   } catch (err) {
-    throw new Error(`${file}:${syntaxErrorLine(source, options) ?? '?'}: ${firstLine((err as Error).message)}`)
+    const message = firstLine((err as Error).message)
+    const line = /Could not find matching close tag/.test(message) ? unclosedTagLine(source) : syntaxErrorLine(source, options)
+    throw new Error(`${file}:${line ?? '?'}: ${message.replace(` in ${file} while compiling ejs`, '')}${line !== undefined ? `\n${codeFrame(source, line)}` : ''}`)
   }
   return {
     file,
@@ -191,6 +193,26 @@ export function compileTemplate(file: string, source: string): Template {
       }
     },
   }
+}
+
+/** The line of the first `<%` that no `%>` closes (`<%%` and `%%>` are literal text). */
+function unclosedTagLine(source: string): number | undefined {
+  let open: number | undefined
+  for (const m of source.matchAll(/<%%|%%>|<%|%>/g)) {
+    if (m[0] === '<%') open ??= m.index
+    else if (m[0] === '%>') open = undefined
+  }
+  return open === undefined ? undefined : lineAt(source, open)
+}
+
+/** The lines around `line` of a template, marked as EJS marks a runtime error's (`>> 4| …`). */
+function codeFrame(source: string, line: number): string {
+  const lines = source.split('\n')
+  const from = Math.max(1, line - 2)
+  const to = Math.min(lines.length, line + 2)
+  const out: string[] = []
+  for (let n = from; n <= to; n++) out.push(`      ${n === line ? '>>' : '  '} ${n}| ${lines[n - 1]}`)
+  return out.join('\n')
 }
 
 /** EJS reports a syntax error without a line: compile its generated source to find one. */

@@ -63,8 +63,18 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
   const values = mergeAll([chart.defaults, cloneData(spec) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
-  if (problems.length > 0) throw new RenderError('values', problems)
+  if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, [spec, ...(input.overrides ?? [])])))
   return values
+}
+
+/**
+ * A problem of a value that neither the spec nor an override sets is the chart's own default's:
+ * said so, with `values.yaml` as its place, rather than blamed on the CR.
+ */
+function blameDefaults(problem: string, defaults: Values, given: unknown[]): string {
+  const m = /^spec\.([^.[:]+)[^:]*: /.exec(problem)
+  if (!m || !Object.hasOwn(defaults, m[1]!) || given.some((g) => isPlainMap(g) && Object.hasOwn(g, m[1]!))) return problem
+  return `values.yaml: ${problem.slice('spec.'.length)} (a default of the chart: neither the spec nor an override sets ${m[1]})`
 }
 
 /** The template being run, if any: what a deadline that stopped a render names. */
@@ -99,7 +109,7 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   }
   if (problems.length > 0) throw new RenderError(kind, problems)
   if (secrets.missing.size > 0) throw new SecretsNotFound([...secrets.missing].sort())
-  const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds)
+  const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds, items.map((i) => i.source))
   if (refused.length > 0) throw new RenderError('guard', refused)
   const order = new Map(items.map((item) => [item.object, item.source]))
   const objects = sortObjects(items.map((i) => i.object))
