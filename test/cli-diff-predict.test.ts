@@ -110,3 +110,32 @@ t.test('diff predicts an ownership conflict (somebody else\'s Service with the C
   t.equal(await runCli(['diff', '-f', file, ...kc], after), 1)
   t.match(after.err(), /Service default\/foreign exists and has no controller/)
 })
+
+t.test('diff marks a StatefulSet the server refuses to change in place (its pods are replaced), or a conflict when it is opted out of re-creation', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'sts', namespace: 'default' }, spec: { size: 1, workload: { kind: 'StatefulSet' } } })
+  await eventually('applied', async () => ((await bed.client.list({ apiVersion: 'apps/v1', kind: 'StatefulSet' }, { namespace: 'default' })).items.length === 1 ? true : undefined))
+  const file = join(tempDir('mc-diff-'), 'sts.yaml')
+  writeFileSync(file, 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sts, namespace: default}\nspec: {size: 1, workload: {kind: StatefulSet}}\n')
+  const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
+  const change = ['--set', 'workload.podManagementPolicy=OrderedReady']
+  const io = captureIO()
+  t.equal(await runCli(['diff', '-f', file, ...kc, ...change], io), 1, io.err())
+  t.match(io.out(), /\+\+\+ recreated\/apps\.v1\.StatefulSet\.default\.sts\n/)
+  t.match(io.err(), /StatefulSet default\/sts would be deleted and re-created: .*updates to statefulset spec for fields other than/)
+  const json = captureIO()
+  t.equal(await runCli(['diff', '-f', file, ...kc, ...change, '-o', 'json'], json), 1)
+  t.equal(actions(JSON.parse(json.out()) as Summary)['StatefulSet/default/sts'], 'recreate (pods restart)')
+
+  await bed.client.patch({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: 'default', name: 'sts' }, { metadata: { annotations: { 'memcached-operator.cache.example.com/recreate': 'never' } } }, { type: 'merge' })
+  const never = captureIO()
+  t.equal(await runCli(['diff', '-f', file, ...kc, ...change, '-o', 'json'], never), 1)
+  const sts = (JSON.parse(never.out()) as Summary).memcacheds[0]!.objects.find((o) => o.kind === 'StatefulSet')!
+  t.equal(sts.action, 'conflict')
+  t.match(sts.reason, /not re-created: its annotation memcached-operator\.cache\.example\.com\/recreate is "never"/)
+  const text = captureIO()
+  t.equal(await runCli(['diff', '-f', file, ...kc, ...change], text), 1)
+  t.match(text.err(), /StatefulSet default\/sts: .* \(not re-created: its annotation .* is "never"; delete it to let it be re-created\); the operator would report ImmutableField/)
+  t.notMatch(text.out(), /StatefulSet\.default\.sts/, 'no diff: it is not changed')
+})

@@ -273,14 +273,8 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
         let current: KubeObject | undefined
         let merged: KubeObject
         const dryRun = () => client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
-        try {
-          current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
-        } catch (err) {
-          if (!optional.has(kindKey(d)) || !isNotFound(err)) throw err
-          omit(r, d, namespace)
-          record(d, 'omit', false, `the cluster does not serve ${d.apiVersion} ${d.kind}`)
-          continue
-        }
+        // A kind the cluster does not serve reads as absent (404): its dry run says more, below.
+        current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
         // Somebody else's object: the operator leaves it alone and reports OwnershipConflict.
         const conflict = conflictOf(d, current, cr)
         if (conflict !== undefined) {
