@@ -62,6 +62,15 @@ t.test('objects that are not Memcacheds pass through unchanged, in place (kustom
   const values = await run(['render', '-f', join(root, 'charts/memcached/values.yaml')])
   t.equal(values.code, 1)
   t.match(values.err, /values\.yaml: document 1: not a Kubernetes object: .*\(a values file is given with --values, not -f\)/)
+  // A CR given to --values (the other habit) is said to be one; an empty input names its file.
+  const crAsValues = await run(['render', '-f', sample, '--values', sample])
+  t.equal(crAsValues.code, 1)
+  t.match(crAsValues.err, /cache_v1alpha1_memcached\.yaml: a values file is a map of values, and this is a Kubernetes object \("Memcached"\): give it with -f/)
+  const emptyFile = join(tempDir('mc-render-empty-'), 'empty.yaml')
+  writeFileSync(emptyFile, '# nothing\n')
+  const empty = await run(['render', '-f', emptyFile])
+  t.equal(empty.code, 1)
+  t.match(empty.err, /no Memcached resource in the input \(\S+empty\.yaml\)/)
   // A Memcached of another version is refused, not passed through.
   const other = await run(['render', '-f', '-'], 'apiVersion: cache.example.com/v1\nkind: Memcached\nmetadata: {name: x}\n')
   t.equal(other.code, 1)
