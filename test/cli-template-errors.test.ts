@@ -1,7 +1,7 @@
 /**
  * Template errors say where: an unclosed tag and a JavaScript syntax error give their line and
  * the lines around it, a refused or duplicate object names its template(s), a template whose
- * output is not YAML gives one error (not one per later line), a bad default of values.yaml is
+ * output is not YAML gives one error (not one per later line), on the template's line where it can, a bad default of values.yaml is
  * blamed on values.yaml, and lint says a problem of the chart once.
  */
 import { join, resolve } from 'node:path'
@@ -45,6 +45,9 @@ t.test('a template whose output is not YAML: one error, not one per later line',
   t.equal(r.code, 1)
   t.equal(r.err.split('\n').filter((l) => l.includes('templates/cm.ejs')).length, 1, r.err)
   t.notMatch(r.err, /at line \d+, column \d+/, 'the place is given once')
+  // Placed on the template's own line when the text is written there as it is.
+  const shifted = await render({ 'templates/cm.ejs': 'apiVersion: v1\nkind: ConfigMap\n<% if (true) { -%>\nmetadata:\n<% } -%>\n  name: a\n    bad: x\n' })
+  t.match(shifted.err, /templates\/cm\.ejs:6: Nested mappings are not allowed in compact mappings \(output line 4: "name: a"\)/)
 })
 
 t.test('a bad default of the chart is blamed on values.yaml; lint says a problem of the chart once', async (t) => {

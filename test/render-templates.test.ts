@@ -35,18 +35,21 @@ t.test('raw output <%- is refused with its line', async (t) => {
   t.doesNotThrow(() => compileTemplate('t.ejs', 'literal: "<%%- not a tag"\n'), 'an escaped <%% is literal text')
 })
 
-t.test('a YAML error names the template and the line of its output', async (t) => {
+t.test('a YAML error names the template, its line, and the line of its output', async (t) => {
   const err = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n' }))
   t.equal(err.kind, 'yaml')
-  t.match(err.problems[0], /^templates\/extra\.ejs: output line 5: "name: b": Map keys must be unique/)
+  t.match(err.problems[0], /^templates\/extra\.ejs:5: Map keys must be unique \(output line 5: "name: b"\)/)
+  // A computed line cannot be found in the template: the output's line alone.
+  const computed = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  <%= "name" %>: b\n' }))
+  t.match(computed.problems[0], /^templates\/extra\.ejs: output line 5: "\\"name\\": b": Map keys must be unique/)
 })
 
 t.test('objects without apiVersion, kind or name are refused', async (t) => {
   const err = failure(() => renderWith({ 'templates/extra.ejs': 'kind: ConfigMap\nmetadata: {}\n---\n- a list\n' }))
   t.same(err.problems, [
-    'templates/extra.ejs: output line 1: "kind: ConfigMap": object without apiVersion, metadata.name',
-    'templates/extra.ejs: output line 4: "- a list": a document must be a map, not a list',
-  ])
+    'templates/extra.ejs:1: object without apiVersion, metadata.name (output line 1: "kind: ConfigMap")',
+    'templates/extra.ejs:4: a document must be a map, not a list (output line 4: "- a list")',
+  ], 'placed on the template\'s lines')
 })
 
 t.test('problems of several templates are all reported', async (t) => {

@@ -24,6 +24,8 @@ export const TEMPLATE_LOCALS = ['values', 'release', 'chart', 'ctx', 'h', 'toYam
 /** A compiled template: `file` is relative to the chart directory, e.g. `templates/deployment.ejs`. */
 export interface Template {
   file: string
+  /** The template's text, to place a problem of its output on one of its own lines. */
+  source?: string
   render(locals: Record<string, unknown>): string
 }
 
@@ -184,6 +186,7 @@ export function compileTemplate(file: string, source: string): Template {
   }
   return {
     file,
+    source,
     render(locals) {
       try {
         return fn(locals)

@@ -102,7 +102,7 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       kind = err.kind
-      problems.push(...err.problems)
+      problems.push(...err.problems.map((p) => onTemplateLine(p, t)))
     } finally {
       running = undefined
     }
@@ -114,6 +114,20 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   const order = new Map(items.map((item) => [item.object, item.source]))
   const objects = sortObjects(items.map((i) => i.object))
   return { objects, sources: objects.map((o) => order.get(o) ?? ''), values, secrets: [...secrets.referenced].sort() }
+}
+
+/**
+ * A problem placed on a line of a template's output (`file: output line 7: "text": why`) placed on
+ * the template's own line when the text is written there as it is (not computed), and on one
+ * line only: `file:12: why (output line 7: "text")`.
+ */
+function onTemplateLine(problem: string, t: Template): string {
+  const m = /^([^:]+): output line (\d+): ("(?:[^"\\]|\\.)*"): ([\s\S]*)$/.exec(problem)
+  if (!m || t.source === undefined || m[1] !== t.file) return problem
+  const text = JSON.parse(m[3]!) as string
+  if (text === '') return problem
+  const lines = t.source.split('\n').flatMap((l, i) => (l.trim() === text ? [i + 1] : []))
+  return lines.length === 1 ? `${t.file}:${lines[0]}: ${m[4]} (output line ${m[2]}: ${m[3]})` : problem
 }
 
 /** The variables and helpers a template sees. */
