@@ -109,7 +109,8 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
     io.stderr(`lint: ${dir}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${problems.map((p) => `  - ${p}`).join('\n')}\n`)
     return 1
   }
-  for (const k of scopes.unknown) io.stdout(`lint: kinds.yaml: ${k.apiVersion} ${k.kind} is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced\n`)
+  // Notes, not problems: on stderr, so that stdout is the one line of the result.
+  for (const k of scopes.unknown) io.stderr(`lint: note: kinds.yaml: ${k.apiVersion} ${k.kind} is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced\n`)
   const ci = valuesFiles.length - (opts.values?.length ?? 0)
   io.stdout(`lint: ${dir}: ok (${chart.templates.length} templates, ${chart.kinds.length} kinds, ${inputs.length} instances rendered into ${objects} objects: minimal values, ${ci} ${CI_DIR}/ values file${ci === 1 ? '' : 's'}${opts.values?.length ? `, ${opts.values.length} --values` : ''}${opts.filename.length > 0 ? `, the CRs of ${opts.filename.length} -f` : ''})\n`)
   return 0
