@@ -162,5 +162,9 @@ t.test('diff with an optional kind the cluster does not serve: left out as the o
     t.equal(await runCli(['diff', ...args, '--chart', dir, '--kubeconfig', bed.sandbox.kubeconfigPath], io), 0, `${args[0]}: no difference (${io.err()})`)
     t.equal(io.out(), '')
     t.match(io.err(), /ServiceMonitor default\/memcached-sample: not applied, the cluster does not serve monitoring\.coreos\.com\/v1 ServiceMonitor \(optional in kinds\.yaml\)/)
+    const json = captureIO()
+    t.equal(await runCli(['diff', ...args, '--chart', dir, '--kubeconfig', bed.sandbox.kubeconfigPath, '-o', 'json'], json), 0, json.err())
+    const monitor = (JSON.parse(json.out()) as { memcacheds: { objects: { kind: string; action: string; reason?: string }[] }[] }).memcacheds[0]!.objects.find((o) => o.kind === 'ServiceMonitor')
+    t.same(monitor && { action: monitor.action, reason: monitor.reason }, { action: 'omit', reason: 'the cluster does not serve monitoring.coreos.com/v1 ServiceMonitor' }, 'left out, in the summary too')
   }
 })
