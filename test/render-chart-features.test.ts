@@ -201,8 +201,9 @@ t.test('NetworkPolicy: ingress only, on memcached\'s port from the sources given
 })
 
 t.test('every feature render passes Pod Security "restricted" (the sandbox\'s admission checks, at 1.34)', async (t) => {
-  const dir = join(import.meta.dirname, 'golden', 'features')
-  const files = readdirSync(dir).filter((f) => f.endsWith('.values.yaml'))
+  // The chart's example values (ci/), one feature each.
+  const dir = join(import.meta.dirname, '..', 'charts', 'memcached', 'ci')
+  const files = readdirSync(dir).filter((f) => f.endsWith('-values.yaml'))
   t.ok(files.length >= 8)
   for (const f of files) {
     const values = YAML.parse(readFileSync(join(dir, f), 'utf8')) as Record<string, unknown>
@@ -221,8 +222,8 @@ t.test('through the API server: the generated CRD accepts every sample and featu
   const specs: [string, Record<string, unknown>][] = readdirSync(samples)
     .filter((f) => f.startsWith('cache_'))
     .map((f) => [f, (YAML.parse(readFileSync(join(samples, f), 'utf8')) as { spec: Record<string, unknown> }).spec])
-  const features = join(import.meta.dirname, 'golden', 'features')
-  for (const f of readdirSync(features).filter((x) => x.endsWith('.values.yaml'))) specs.push([f, { ...classic, ...(YAML.parse(readFileSync(join(features, f), 'utf8')) as Record<string, unknown>) }])
+  const features = join(import.meta.dirname, '..', 'charts', 'memcached', 'ci')
+  for (const f of readdirSync(features).filter((x) => x.endsWith('-values.yaml'))) specs.push([f, { ...classic, ...(YAML.parse(readFileSync(join(features, f), 'utf8')) as Record<string, unknown>) }])
   t.ok(specs.some(([f]) => f === 'cache_v1alpha1_memcached_production.yaml'))
   let i = 0
   for (const [f, spec] of specs) {

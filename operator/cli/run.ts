@@ -6,12 +6,10 @@
  * A leader that loses its lease aborts every request in flight and exits 1, as
  * controller-runtime's manager does.
  */
-import { KubeConfig } from '@kubernetes/client-node'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import { ApiError, KubeClient } from '../controller/client.ts'
-import { defaultKubeconfigFiles, loadKubeconfigFiles } from '../controller/credentials.ts'
 import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } from '../controller/health.ts'
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
@@ -23,8 +21,11 @@ import { TokenBucket } from '../controller/ratelimit.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
-import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
+import { InputError, packageVersion, parseDuration, processSignal, UsageError, type CliIO } from './io.ts'
+import { loadKubeConfig } from './kubeconfig.ts'
 import { selectorKeys } from '../reconcile/shard.ts'
+
+export { loadKubeConfig, parseDuration }
 
 export interface RunOptions {
   kubeconfig?: string
@@ -68,15 +69,6 @@ export interface RunOptions {
 export const DEFAULT_KUBE_API_QPS = 20
 export const DEFAULT_KUBE_API_BURST = 30
 
-const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-
-/** A Go duration (`10m`, `1h30m`, `500ms`) in milliseconds. */
-export function parseDuration(text: string): number {
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)]
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) throw new UsageError(`invalid duration ${JSON.stringify(text)} (use e.g. 30s, 10m, 1h30m)`)
-  return parts.reduce((ms, p) => ms + Number(p[1]) * UNITS[p[2]!]!, 0)
-}
-
 /** The namespace the operator runs in (in a cluster: its service account's), for its Lease. */
 function ownNamespace(): string {
   try {
@@ -86,22 +78,15 @@ function ownNamespace(): string {
   }
 }
 
-/** The kubeconfig of `--kubeconfig`, else KUBECONFIG, ~/.kube/config or the in-cluster service account. */
-export function loadKubeConfig(file: string | undefined, io: CliIO): KubeConfig {
-  let kc: KubeConfig
-  try {
-    const files = file ? [resolve(io.cwd, file)] : defaultKubeconfigFiles()
-    if (files.length > 0) kc = loadKubeconfigFiles(files)
-    else {
-      // In a pod: the service account's token (re-read by client-node) and CA.
-      kc = new KubeConfig()
-      kc.loadFromDefault()
-    }
-  } catch (err) {
-    throw new InputError(`kubeconfig ${file ?? process.env.KUBECONFIG ?? '~/.kube/config'}: ${err instanceof Error ? err.message : String(err)}`)
-  }
-  if (!kc.getCurrentCluster()) throw new InputError('no cluster: give --kubeconfig, set KUBECONFIG, or run in a cluster')
-  return kc
+/**
+ * A server that could not listen, as one line naming the flag (exit 1: it could not start), or
+ * `err` itself when it is something else.
+ */
+export function listenError(err: unknown, flag: string): unknown {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number }
+  const why: Record<string, string> = { EADDRINUSE: 'the address is already in use', EACCES: 'permission denied', EADDRNOTAVAIL: 'the address is not available on this host' }
+  if (typeof e?.code !== 'string' || why[e.code] === undefined) return err
+  return new InputError(`${flag}: cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: ${why[e.code]}`)
 }
 
 /** A running operator. */
@@ -216,18 +201,24 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   if (!opts.metricsSecure && opts.metricsCertDir !== undefined) throw new UsageError('--metrics-cert-dir needs --metrics-secure')
   const informerStallMs = opts.informerStallMs ?? 15 * 60_000
   let leaseRefusal: () => string | undefined = () => undefined
-  const endpoints = await startEndpoints({
-    metricsBindAddress: opts.metricsBindAddress,
-    healthProbeBindAddress: opts.healthProbeBindAddress,
-    registry: metrics.registry,
-    ...(metricsTls ? { metricsTls, metricsAuth: kubeMetricsAuthorizer(client, { onError: (message, err) => log.error({ err: err.message }, message) }) } : {}),
-    // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
-    // wedged cache is only cured by a restart.
-    healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
-    // Ready once the caches are synced, whatever the leader-election role, unless the Lease is
-    // refused (403/401): a replica that can never lead is no standby (docs/install.md).
-    readyz: { informers: () => controller.hasSynced(), leaderElection: () => leaseRefusal() === undefined },
-  })
+  let endpoints: Endpoints
+  try {
+    endpoints = await startEndpoints({
+      metricsBindAddress: opts.metricsBindAddress,
+      healthProbeBindAddress: opts.healthProbeBindAddress,
+      registry: metrics.registry,
+      ...(metricsTls ? { metricsTls, metricsAuth: kubeMetricsAuthorizer(client, { onError: (message, err) => log.error({ err: err.message }, message) }) } : {}),
+      // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
+      // wedged cache is only cured by a restart.
+      healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
+      // Ready once the caches are synced, whatever the leader-election role, unless the Lease is
+      // refused (403/401): a replica that can never lead is no standby (docs/install.md).
+      readyz: { informers: () => controller.hasSynced(), leaderElection: () => leaseRefusal() === undefined },
+    })
+  } catch (err) {
+    client.close()
+    throw listenError(err, `--metrics-bind-address ${opts.metricsBindAddress} / --health-probe-bind-address ${opts.healthProbeBindAddress}`)
+  }
   log.info({ metrics: endpoints.metricsAddress, metricsScheme: endpoints.metricsSecure ? 'https' : 'http', probes: endpoints.healthProbeAddress }, 'serving endpoints')
   const stopCertWatch = opts.metricsSecure && opts.metricsCertDir ? watchCertDir(resolve(io.cwd, opts.metricsCertDir), endpoints, log, opts.metricsCertCheckMs ?? 10_000) : () => {}
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.

@@ -65,8 +65,26 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
   const values = mergeAll([chart.defaults, cloneData(spec) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
-  if (problems.length > 0) throw new RenderError('values', problems)
+  if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, [spec, ...(input.overrides ?? [])])))
   return values
+}
+
+/**
+ * A problem of a value that neither the spec nor an override sets is the chart's own default's:
+ * said so, with `values.yaml` as its place, rather than blamed on the CR.
+ */
+function blameDefaults(problem: string, defaults: Values, given: unknown[]): string {
+  const m = /^spec\.([^.[:]+)[^:]*: /.exec(problem)
+  if (!m || !Object.hasOwn(defaults, m[1]!) || given.some((g) => isPlainMap(g) && Object.hasOwn(g, m[1]!))) return problem
+  return `values.yaml: ${problem.slice('spec.'.length)} (a default of the chart: neither the spec nor an override sets ${m[1]})`
+}
+
+/** The template being run, if any: what a deadline that stopped a render names. */
+let running: string | undefined
+
+/** The chart file of the template running now (read after a deadline stopped it). */
+export function templateRunning(): string | undefined {
+  return running
 }
 
 /** Renders an instance; throws {@link RenderError} listing every problem found. */
@@ -80,22 +98,39 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   let kind: RenderError['kind'] = 'template'
   const renderedFor = { name: input.name, namespace: input.namespace }
   for (const t of chart.templates) {
+    running = t.file
     try {
       for (const object of parseManifests(t.file, t.render(locals), renderedFor)) items.push({ source: t.file, object: stamp(object, input.namespace, labels) })
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       kind = err.kind
-      problems.push(...err.problems)
+      problems.push(...err.problems.map((p) => onTemplateLine(p, t)))
+    } finally {
+      running = undefined
     }
   }
   if (problems.length > 0) throw new RenderError(kind, problems)
   if (secrets.missing.size > 0) throw new SecretsNotFound([...secrets.missing].sort())
   if (secrets.missingKeys.length > 0) throw new SecretKeysMissing(secrets.missingKeys)
-  const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds)
+  const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds, items.map((i) => i.source))
   if (refused.length > 0) throw new RenderError('guard', refused)
   const order = new Map(items.map((item) => [item.object, item.source]))
   const objects = sortObjects(items.map((i) => i.object))
   return { objects, sources: objects.map((o) => order.get(o) ?? ''), values, secrets: [...secrets.referenced].sort() }
+}
+
+/**
+ * A problem placed on a line of a template's output (`file: output line 7: "text": why`) placed on
+ * the template's own line when the text is written there as it is (not computed), and on one
+ * line only: `file:12: why (output line 7: "text")`.
+ */
+function onTemplateLine(problem: string, t: Template): string {
+  const m = /^([^:]+): output line (\d+): ("(?:[^"\\]|\\.)*"): ([\s\S]*)$/.exec(problem)
+  if (!m || t.source === undefined || m[1] !== t.file) return problem
+  const text = JSON.parse(m[3]!) as string
+  if (text === '') return problem
+  const lines = t.source.split('\n').flatMap((l, i) => (l.trim() === text ? [i + 1] : []))
+  return lines.length === 1 ? `${t.file}:${lines[0]}: ${m[4]} (output line ${m[2]}: ${m[3]})` : problem
 }
 
 /** The variables and helpers a template sees. */
