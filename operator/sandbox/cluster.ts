@@ -38,6 +38,7 @@ import { contentTypeOf, convertBody, negotiateOutput, type OutputTarget } from '
 import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
+import { BookmarkGate, pageOf, sendInitialEventsOf, validateListOptions } from './list-watch.ts'
 import { EVENT_TABLES, EventTtl } from './event-ttl.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
 import { admitOwnerReferences } from './admission/ownerreferences.ts'
@@ -568,37 +569,18 @@ export class Cluster implements ClusterAccess {
   }
 
   #list(type: ResourceType, req: ApiRequest): Reply {
+    validateListOptions(req.query, false)
     const filter = this.#filterOf(type, req)
     let items = this.store.list(tableOf(type), filter.namespace)
     if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => storedMatches(filter, o))
     const rv = String(this.store.resourceVersion)
-    // limit/continue: the token is the key of the last item served; later pages see later writes.
-    const cont = req.query.get('continue')
-    if (cont) {
-      let after: { ns?: unknown; name?: unknown } | undefined
-      try {
-        after = JSON.parse(Buffer.from(cont, 'base64url').toString('utf8')) as { ns?: unknown; name?: unknown }
-      } catch {
-        throw badRequest('continue key is not valid: illegal base64 data')
-      }
-      // Compare as the list is ordered (namespace, then name), not as joined strings.
-      const ns = String(after?.ns ?? '')
-      const name = String(after?.name ?? '')
-      items = items.filter((o) => o.namespace > ns || (o.namespace === ns && o.name > name))
-    }
-    const limit = Number(req.query.get('limit') ?? '0')
-    let next: string | undefined
-    let remaining = 0
-    if (limit > 0 && items.length > limit) {
-      remaining = items.length - limit
-      items = items.slice(0, limit)
-      const last = items[items.length - 1]
-      if (last) next = Buffer.from(JSON.stringify({ ns: last.namespace, name: last.name, rv })).toString('base64url')
-    }
+    const page = pageOf(items, req.query, rv)
+    items = page.items
+    const next = page.continue
     if (this.#wantsTable(req)) return this.#tableReply(type, req, items.map((o) => o.obj), next)
     const gv = groupVersion(type.group, type.version)
     let meta = `{"resourceVersion":${JSON.stringify(rv)}`
-    if (next) meta += `,"continue":${JSON.stringify(next)},"remainingItemCount":${remaining}`
+    if (next) meta += `,"continue":${JSON.stringify(next)},"remainingItemCount":${page.remainingItemCount ?? 0}`
     meta += '}'
     const parts = type.custom ? items.map((o) => this.#jsonFor(type, o)) : items.map((o) => o.itemJson)
     return { status: 200, json: `{"kind":${JSON.stringify(type.listKind)},"apiVersion":${JSON.stringify(gv)},"metadata":${meta},"items":[${parts.join(',')}]}` }
@@ -1391,6 +1373,7 @@ export class Cluster implements ClusterAccess {
     let filter: WatchFilter
     try {
       type = this.#typeOf({ ...req, verb: 'watch', name: undefined })
+      validateListOptions(req.query, true)
       filter = this.#filterOf(type, req)
     } catch (e) {
       if (e instanceof SelectorError) throw badRequest(e.message)
@@ -1404,7 +1387,11 @@ export class Cluster implements ClusterAccess {
     const table = tableOf(type)
     const rvParam = req.query.get('resourceVersion') ?? ''
     const bookmarks = req.query.get('allowWatchBookmarks') === 'true'
-    const sendInitial = req.query.get('sendInitialEvents') === 'true'
+    // sendInitialEvents=false with resourceVersion unset or 0 starts from now, with no initial
+    // events (apiserver `pkg/storage/cacher` `Watch`: "SendInitialEvents = false and
+    // resourceVersion = 0 means that the request would like to start watching from Any").
+    const sendInitialParam = sendInitialEventsOf(req.query)
+    const sendInitial = sendInitialParam === true
     let stopped = false
     let unsubscribe: () => void = () => {}
     const timers: NodeJS.Timeout[] = []
@@ -1430,7 +1417,9 @@ export class Cluster implements ClusterAccess {
       if (annotations) meta.annotations = annotations
       sink.event('BOOKMARK', JSON.stringify({ kind: type.kind, apiVersion: groupVersion(type.group, type.version), metadata: meta }))
     }
+    let gate: BookmarkGate | undefined
     const deliver = (e: StoreEvent): void => {
+      gate?.saw(e.rv)
       const now = storedMatches(filter, e.current)
       if (e.type === 'ADDED') {
         if (now) send('ADDED', e.current)
@@ -1444,8 +1433,10 @@ export class Cluster implements ClusterAccess {
       }
     }
     let since = 0
-    const initial = rvParam === '' || rvParam === '0' || sendInitial
-    if (!initial) {
+    const fromNow = sendInitialParam === false && (rvParam === '' || rvParam === '0')
+    const initial = !fromNow && (rvParam === '' || rvParam === '0' || sendInitial)
+    if (fromNow) since = this.store.resourceVersion
+    else if (!initial) {
       since = Number(rvParam)
       if (!Number.isInteger(since) || since < 0) throw badRequest(`invalid resource version "${rvParam}"`)
     }
@@ -1459,6 +1450,7 @@ export class Cluster implements ClusterAccess {
     }
     // Subscribe before replaying, and hold live events until the replay is out: a consumer that
     // writes while receiving the replay must still see its own write's event, after the replay.
+    gate = new BookmarkGate(initial ? this.store.resourceVersion : since)
     let replaying = true
     const held: StoreEvent[] = []
     unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)), { freezes: sink.object !== undefined })
@@ -1473,7 +1465,7 @@ export class Cluster implements ClusterAccess {
     if (bookmarks) {
       const tick = (): void => {
         if (stopped) return
-        bookmark()
+        if (gate?.due) bookmark()
         const t = setTimeout(tick, this.#bookmarkIntervalMs)
         t.unref()
         timers.push(t)
