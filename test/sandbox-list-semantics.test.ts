@@ -142,3 +142,14 @@ t.test('periodic bookmarks only once the watched type has moved past the watch',
   t.same(noBookmarks.events, [], 'none without allowWatchBookmarks')
   noBookmarks.stop()
 })
+
+t.test('a server with its WatchList feature off refuses watch-lists with 422, and serves other watches', async (t) => {
+  const c = createCluster({ watchList: false })
+  call(c, `POST ${CM}`, configMap('a'))
+  const w = collect(c, `GET ${CM}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`)
+  t.match(w.events, [{ type: 'ERROR', object: { code: 422, reason: 'Invalid', message: 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled' } }])
+  w.stop()
+  const plain = collect(c, `GET ${CM}?watch=true`)
+  t.same(plain.events.map((e) => e.type), ['ADDED'])
+  plain.stop()
+})

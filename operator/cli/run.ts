@@ -40,6 +40,8 @@ export interface RunOptions {
   gracefulShutdownTimeout?: string
   /** /healthz fails when an informer made no progress for this long (default 15 min; for tests). */
   informerStallMs?: number
+  /** Server-side timeout of the informers' watches (default 300–600 s at random; for tests). */
+  watchTimeoutSeconds?: number
   metricsBindAddress: string
   healthProbeBindAddress: string
   logLevel?: string
@@ -172,6 +174,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     ...(opts.selector !== undefined ? { selector: opts.selector } : {}),
     concurrency,
     resyncPeriodMs,
+    ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
     log,
     metrics: controllerMetrics(metrics),
   })

@@ -95,6 +95,8 @@ export interface MemcachedControllerOptions {
   selector?: string
   concurrency: number
   resyncPeriodMs: number
+  /** Server-side timeout of the informers' watches (default 300–600 s at random, as client-go; for tests). */
+  watchTimeoutSeconds?: number
   log: Logger
   metrics: ControllerMetrics
   /**
@@ -265,6 +267,7 @@ export class MemcachedController {
             // Secrets: never their content, only its checksum.
             transform: (o) => (metadataOnly ? foreignSummary(o, apiVersion, kind) : kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
             onError: onError(metadataOnly ? `${kind} (metadata)` : kind),
+            ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
           for (const [name, fn] of Object.entries(indexes)) informer.addIndex(name, fn)

@@ -104,6 +104,8 @@ export interface ClusterOptions {
   historyWindow?: number
   /** Interval of BOOKMARK events for watches that allow them (default 60 s). */
   bookmarkIntervalMs?: number
+  /** Watch-lists served (`sendInitialEvents`; default true), as kube-apiserver's WatchList feature, on by default since 1.34. */
+  watchList?: boolean
   /**
    * Simulated graceful termination of scheduled pods: a DELETE sets deletionTimestamp and
    * deletionGracePeriodSeconds, and the pod goes away this many ms later. 0 (default): at once.
@@ -289,6 +291,7 @@ export class Cluster implements ClusterAccess {
   #crd: CrdAdapter | undefined
   #table: TableRenderer | undefined
   #bookmarkIntervalMs: number
+  #watchList: boolean
   #podTerminationMs: number
   readonly #eventTtl: EventTtl
   /** Requests answered outside the storage pipeline (reviews, TokenRequest); set by the auth layer. */
@@ -303,6 +306,7 @@ export class Cluster implements ClusterAccess {
     this.#crd = opts.crd
     this.#table = opts.table
     this.#bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000
+    this.#watchList = opts.watchList ?? true
     this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
@@ -1373,7 +1377,7 @@ export class Cluster implements ClusterAccess {
     let filter: WatchFilter
     try {
       type = this.#typeOf({ ...req, verb: 'watch', name: undefined })
-      validateListOptions(req.query, true)
+      validateListOptions(req.query, true, this.#watchList)
       filter = this.#filterOf(type, req)
     } catch (e) {
       if (e instanceof SelectorError) throw badRequest(e.message)

@@ -28,10 +28,11 @@ export function sendInitialEventsOf(query: URLSearchParams): boolean | undefined
 
 /**
  * apimachinery `pkg/apis/meta/internalversion/validation` `ValidateListOptions` (and
- * `validateWatchOptions` for a watch), with the WatchList feature on, as it is by default since
- * Kubernetes 1.34: a refused option is 422 `ListOptions.meta.k8s.io "" is invalid: …`.
+ * `validateWatchOptions` for a watch): a refused option is 422 `ListOptions.meta.k8s.io "" is
+ * invalid: …`. `watchListEnabled`: the WatchList feature, on by default since Kubernetes 1.34 (off
+ * before, where a watch-list is refused).
  */
-export function validateListOptions(query: URLSearchParams, watch: boolean): void {
+export function validateListOptions(query: URLSearchParams, watch: boolean, watchListEnabled = true): void {
   const match = query.get('resourceVersionMatch') ?? ''
   const rv = query.get('resourceVersion') ?? ''
   const cont = query.get('continue') ?? ''
@@ -39,6 +40,7 @@ export function validateListOptions(query: URLSearchParams, watch: boolean): voi
   const causes: FieldCause[] = []
   if (watch) {
     if (sendInitial !== undefined && match !== NOT_OLDER_THAN) causes.push(forbiddenField('resourceVersionMatch', `sendInitialEvents requires setting resourceVersionMatch to ${NOT_OLDER_THAN}`))
+    if (sendInitial !== undefined && !watchListEnabled) causes.push(forbiddenField('sendInitialEvents', 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled'))
     if (match !== '') {
       if (sendInitial === undefined) causes.push(forbiddenField('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'))
       if (match !== NOT_OLDER_THAN) causes.push(notSupported('resourceVersionMatch', `"${match}"`, [NOT_OLDER_THAN]))
