@@ -173,3 +173,37 @@ t.test('a quiet watch the server ends at its timeout is resumed at once and not 
   )
   t.equal(server.requests[1]?.get('sendInitialEvents'), null, 'a plain watch, not a relist')
 })
+
+t.test('a watch-list\'s DELETED before the bookmark drops the object; an ERROR event falls back to a paginated list, reported', async (t) => {
+  let attempt = 0
+  const server = await scriptedServer(t, {
+    watch: (q, res) => {
+      if (q.get('sendInitialEvents') !== 'true') return
+      attempt++
+      if (attempt === 1) {
+        res.write(line('ADDED', policy(1)) + line('ADDED', policy(2)) + line('DELETED', policy(1)) + endBookmark('20'))
+        // Then the watch expires: a relist, which is a watch-list again, from the last resourceVersion.
+        setTimeout(() => {
+          res.write(line('ERROR', { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'too old resource version: 20 (30)', reason: 'Expired', code: 410 }))
+          res.end()
+        }, 50)
+        return
+      }
+      res.write(line('ERROR', { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'etcd is unhappy', reason: 'InternalError', code: 500 }))
+      res.end()
+    },
+  })
+  const errors: string[] = []
+  const inf = new Informer(server.client, { ...NP, onError: (e) => errors.push(e.message) })
+  t.teardown(() => inf.stop())
+  inf.start()
+  await inf.waitForSync()
+  t.same(inf.keys(), ['default/np-2'])
+  t.equal(inf.resourceVersion, '20')
+  await eventually(t, 'the fallback list', () => server.lists > 0)
+  t.equal(server.requests[1]?.get('sendInitialEvents'), 'true', 'the relist is a watch-list')
+  t.equal(server.requests[1]?.get('resourceVersion'), '20', 'from the last resourceVersion')
+  t.match(errors, [/etcd is unhappy/], 'its ERROR reported')
+  await eventually(t, 'the paginated list loaded', () => inf.keys().length === 0)
+  t.same(inf.keys(), [], 'the list is the state: np-2 is gone')
+})
