@@ -29,6 +29,8 @@ const root = resolve(import.meta.dirname, '..', '..')
 const N = Number(process.env.BENCH_CRS ?? 1000)
 const SIZE = Number(process.env.BENCH_SIZE ?? 3)
 const RESYNC_S = 30
+// Give up after this long (BENCH_LIMIT_S; a loaded shared machine can take far longer than the target).
+const LIMIT_S = Number(process.env.BENCH_LIMIT_S ?? 1800)
 
 const freePort = () => new Promise<number>((ok) => { const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => ok(p)) }) })
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -114,7 +116,7 @@ for (;;) {
   peak = Math.max(peak, rssOf(operator.pid!).peak)
   const done = complete.size
   if (done === N) break
-  if (performance.now() - start > 1_800_000) throw new Error(`only ${done}/${N} converged after 30 minutes`)
+  if (performance.now() - start > LIMIT_S * 1000) throw new Error(`only ${done}/${N} converged after ${LIMIT_S} s`)
   if (performance.now() >= nextProgress) {
     // A line every 30 s on stderr: how far, and what it costs so far (a long run on a busy machine).
     const u = process.cpuUsage(cpuStart.sandbox)
