@@ -155,10 +155,11 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   }
   const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal })
   if (opts.selector !== undefined) {
-    // The API server is the judge of a selector's syntax (one list of at most one item); any
-    // other failure is left to the informers, which retry.
+    // The API server is the judge of a selector's syntax (one request for at most one item: a
+    // consistent list with a limit is paginated, and its later pages are not wanted); any other
+    // failure is left to the informers, which retry.
     try {
-      await client.list({ apiVersion: API_VERSION, kind: KIND }, { labelSelector: opts.selector, limit: 1, ...(opts.namespace[0] ? { namespace: opts.namespace[0] } : {}) })
+      await client.list({ apiVersion: API_VERSION, kind: KIND }, { labelSelector: opts.selector, limit: 1, firstPageOnly: true, ...(opts.namespace[0] ? { namespace: opts.namespace[0] } : {}) })
     } catch (err) {
       if (err instanceof ApiError && err.status === 400) {
         client.close()

@@ -258,6 +258,8 @@ export interface ListOptions {
    * items are kept, never every raw page of the list at once.
    */
   transform?: ((item: KubeObject) => KubeObject) | undefined
+  /** Only the first page (a probe, e.g. of a selector's syntax): `continue` is not followed. */
+  firstPageOnly?: boolean | undefined
 }
 
 /** Options of {@link KubeClient.watch}. */
@@ -694,7 +696,7 @@ export class KubeClient {
       first ??= answer
       collect(answer)
       cont = answer.metadata?.continue || undefined
-      if (!cont) return result(first, answer !== first)
+      if (!cont || opts.firstPageOnly) return result(first, answer !== first || cont !== undefined)
     }
   }
 
