@@ -59,12 +59,13 @@ export function validateListOptions(query: URLSearchParams, watch: boolean, watc
 }
 
 /**
- * Whether a list is answered by the watch cache rather than etcd: apiserver
- * `pkg/storage/cacher` `shouldDelegateList` sends to etcd a consistent read (`resourceVersion`
- * unset, where the cache does not serve consistent reads), a `continue`, a `limit` with a
- * resourceVersion other than `"0"`, and an `Exact` match. The cache ignores `limit`: kubernetes
- * `test/integration/apiserver/apiserver_test.go` `testListOptionsCase` ("watch cache does not
- * respect limit … limit is ignored if watch cache is hit").
+ * Whether a list is answered whole by the watch cache, its `limit` ignored: apiserver
+ * `pkg/storage/cacher` `shouldDelegateList` sends to etcd, which paginates, a `continue`, a
+ * `limit` with a resourceVersion other than `"0"` (a consistent read, `resourceVersion` unset,
+ * included) and an `Exact` match; kubernetes `test/integration/apiserver/apiserver_test.go`
+ * `testListOptionsCase`: "watch cache does not respect limit … limit is ignored if watch cache is
+ * hit". (A consistent read without a limit may come from the cache on newer servers: whole
+ * either way.)
  */
 export function servedByWatchCache(query: URLSearchParams): boolean {
   const rv = query.get('resourceVersion') ?? ''
