@@ -90,3 +90,16 @@ t.test('a selector the API server refuses stops run with its message before anyt
   t.teardown(() => sb.close())
   await t.rejects(startOperator({ ...runOptions(sb.kubeconfigPath), selector: 'shard in (a' }, captureIO(), pino({ level: 'silent' })), { name: 'UsageError', message: /^--selector "shard in \(a": unable to parse requirement/ })
 })
+
+t.test('the selector\'s check is one request, however many Memcacheds it selects (a consistent list with a limit is paginated)', async (t) => {
+  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  t.teardown(() => sb.close())
+  const user = clientFor(sb, 'test-user/1', 'test-user')
+  t.teardown(() => user.close())
+  for (const name of ['s-1', 's-2', 's-3']) await user.create(mc(name, 'a'))
+  sb.requests.reset()
+  const op = await startOperator({ ...runOptions(sb.kubeconfigPath), selector: 'shard=a' }, captureIO(), pino({ level: 'silent' }))
+  t.teardown(() => op.stop())
+  const lists = sb.requests.log().filter((r) => r.verb === 'list' && r.resource === 'memcacheds' && r.userAgent?.startsWith('memcached-operator/'))
+  t.equal(lists.length, 1, 'one page of one item, its continue not followed')
+})

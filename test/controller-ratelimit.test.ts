@@ -1,7 +1,7 @@
 /**
  * Rate limits as client-go and controller-runtime have them: a client-side token bucket before
  * every request (flowcontrol.NewTokenBucketRateLimiter over golang.org/x/time/rate; `run`'s
- * --kube-api-qps/--kube-api-burst, 20/30 by default as controller-runtime had until v0.21), and under rate-limited
+ * --kube-api-qps/--kube-api-burst, off by default as in controller-runtime since v0.21), and under rate-limited
  * requeues the larger of the per-key backoff and a 10 qps / 100 burst bucket
  * (workqueue.DefaultTypedControllerRateLimiter).
  */
@@ -70,7 +70,7 @@ t.test('rate-limited requeues share a 10 qps / 100 burst bucket beside the per-k
 })
 
 t.test('run: --kube-api-qps and --kube-api-burst are checked (exit 2)', async (t) => {
-  t.equal(DEFAULT_KUBE_API_QPS, 20)
+  t.equal(DEFAULT_KUBE_API_QPS, -1, 'no client-side limit unless asked, as controller-runtime since v0.21')
   t.equal(DEFAULT_KUBE_API_BURST, 30)
   for (const args of [
     ['--kube-api-qps', '0'],

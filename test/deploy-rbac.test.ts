@@ -68,7 +68,10 @@ async function rendered(user: KubeClient, namespace: string, instance: string, e
 
 /** Runs the scenarios and returns what the operator's user agent asked the sandbox. */
 async function recordScenarios(t: Test): Promise<RequestRecord[]> {
-  const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 1_000_000, installCRDs: [memcachedCRD(chart) as unknown as KubeObject, ...crds] })
+  // A server without watch-lists (kube-apiserver before 1.34 has its WatchList feature off by
+  // default): the operator's fallback, lists in pages and then watches, needs both verbs, where a
+  // watch-list needs only `watch` (a watch from no resourceVersion has always sent every object).
+  const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 1_000_000, watchList: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject, ...crds] })
   t.teardown(() => sandbox.close())
   const user = clientFor(sandbox, 'test-user/1', 'test-user')
   t.teardown(() => user.close())

@@ -104,7 +104,7 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .option('--metrics-cert-dir <dir>', 'tls.crt and tls.key of the HTTPS metrics server (default: a self-signed certificate)')
       .option('--health-probe-bind-address <addr>', 'where /healthz and /readyz are served (0 disables)', ':8081')
       .option('--log-level <level>', 'trace, debug, info, warn, error (default: LOG_LEVEL or info)')
-      .option('--kube-api-qps <qps>', 'requests per second to the API server, retries included (client-side rate limit; negative: none)', '20')
+      .option('--kube-api-qps <qps>', 'requests per second to the API server, retries included (client-side rate limit; negative: none)', '-1')
       .option('--kube-api-burst <n>', 'requests that may go at once above --kube-api-qps', '30')
       .action(async (opts) => {
         const { runOperator } = await import('./run.ts')

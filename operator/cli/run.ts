@@ -46,6 +46,8 @@ export interface RunOptions {
   gracefulShutdownTimeout?: string
   /** /healthz fails when an informer made no progress for this long (default 15 min; for tests). */
   informerStallMs?: number
+  /** Server-side timeout of the informers' watches (default 300–600 s at random; for tests). */
+  watchTimeoutSeconds?: number
   metricsBindAddress: string
   /** /metrics over HTTPS with authentication and authorization (controller-runtime's secure metrics). */
   metricsSecure?: boolean
@@ -55,18 +57,19 @@ export interface RunOptions {
   metricsCertCheckMs?: number
   healthProbeBindAddress: string
   logLevel?: string
-  /** Requests per second to the API server (client-side token bucket; default 20; negative: no limit). */
+  /** Requests per second to the API server (client-side token bucket; default -1: no limit). */
   kubeApiQps?: string
   /** Requests that may go at once above the rate (default 30). */
   kubeApiBurst?: string
 }
 
 /**
- * The client rate limit controller-runtime set when unset (pkg/client/config: QPS 20, burst 30)
- * until v0.21, which disables it (QPS -1) to rely on API Priority and Fairness; a negative
- * --kube-api-qps does the same here, as client-go reads a negative QPS.
+ * No client-side limit unless asked, as controller-runtime since v0.21 (pkg/client/config: QPS -1)
+ * relies on API Priority and Fairness; what bounds a throttled operator is the server's Retry-After,
+ * honoured in the request, and the work queue's shared requeue bucket. A negative --kube-api-qps
+ * means no limit, as client-go reads a negative QPS; the burst applies only with a limit.
  */
-export const DEFAULT_KUBE_API_QPS = 20
+export const DEFAULT_KUBE_API_QPS = -1
 export const DEFAULT_KUBE_API_BURST = 30
 
 /** The namespace the operator runs in (in a cluster: its service account's), for its Lease. */
@@ -168,10 +171,11 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const rateLimiter = qps > 0 ? new TokenBucket({ qps, burst }) : undefined
   const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal, ...(rateLimiter ? { rateLimiter } : {}), onRequestResult: metrics.requestResult })
   if (opts.selector !== undefined) {
-    // The API server is the judge of a selector's syntax (one list of at most one item); any
-    // other failure is left to the informers, which retry.
+    // The API server is the judge of a selector's syntax (one request for at most one item: a
+    // consistent list with a limit is paginated, and its later pages are not wanted); any other
+    // failure is left to the informers, which retry.
     try {
-      await client.list({ apiVersion: API_VERSION, kind: KIND }, { labelSelector: opts.selector, limit: 1, ...(opts.namespace[0] ? { namespace: opts.namespace[0] } : {}) })
+      await client.list({ apiVersion: API_VERSION, kind: KIND }, { labelSelector: opts.selector, limit: 1, firstPageOnly: true, ...(opts.namespace[0] ? { namespace: opts.namespace[0] } : {}) })
     } catch (err) {
       if (err instanceof ApiError && err.status === 400) {
         client.close()
@@ -194,6 +198,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     ...(opts.selector !== undefined ? { selector: opts.selector } : {}),
     concurrency,
     resyncPeriodMs,
+    ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
     log,
     metrics: controllerMetrics(metrics, runtimeMetrics),
   })

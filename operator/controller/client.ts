@@ -255,6 +255,13 @@ export interface ListOptions {
    * be whole objects, so read only their `metadata`.
    */
   metadataOnly?: boolean | undefined
+  /**
+   * Applied to each item as its page arrives (e.g. an informer's transform): only the transformed
+   * items are kept, never every raw page of the list at once.
+   */
+  transform?: ((item: KubeObject) => KubeObject) | undefined
+  /** Only the first page (a probe, e.g. of a selector's syntax): `continue` is not followed. */
+  firstPageOnly?: boolean | undefined
 }
 
 /** Options of {@link KubeClient.watch}. */
@@ -270,6 +277,12 @@ export interface WatchOptions extends Omit<ListOptions, 'limit' | 'signal'> {
    * (a stalled connection); default `timeoutSeconds + 30` when a timeout is given, else none.
    */
   idleTimeoutMs?: number
+  /**
+   * A watch-list (`sendInitialEvents=true`, with `resourceVersionMatch=NotOlderThan`): the server
+   * streams the current objects as ADDED events, then a BOOKMARK annotated
+   * `k8s.io/initial-events-end: "true"`, then changes — a list that is never one answer.
+   */
+  sendInitialEvents?: boolean
 }
 
 /** Options of writes. */
@@ -697,7 +710,7 @@ export class KubeClient {
       for (const item of answer.items ?? []) {
         item.apiVersion ??= ref.apiVersion
         item.kind ??= ref.kind
-        items.push(item)
+        items.push(opts.transform ? (opts.transform(item) as T) : item)
       }
     }
     const result = (first: KubeList<T>, paginated: boolean): ListResult<T> => ({ apiVersion: first.apiVersion, kind: first.kind, metadata: { resourceVersion: first.metadata?.resourceVersion ?? '' }, items, paginated })
@@ -717,7 +730,7 @@ export class KubeClient {
       first ??= answer
       collect(answer)
       cont = answer.metadata?.continue || undefined
-      if (!cont) return result(first, answer !== first)
+      if (!cont || opts.firstPageOnly) return result(first, answer !== first || cont !== undefined)
     }
   }
 
@@ -734,6 +747,10 @@ export class KubeClient {
     if (opts.labelSelector) q.set('labelSelector', opts.labelSelector)
     if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector)
     if (opts.resourceVersion !== undefined) q.set('resourceVersion', opts.resourceVersion)
+    if (opts.sendInitialEvents !== undefined) {
+      q.set('sendInitialEvents', String(opts.sendInitialEvents))
+      q.set('resourceVersionMatch', 'NotOlderThan')
+    }
     if (opts.timeoutSeconds) q.set('timeoutSeconds', String(opts.timeoutSeconds))
     const idleMs = opts.idleTimeoutMs ?? (opts.timeoutSeconds ? (opts.timeoutSeconds + 30) * 1000 : undefined)
     let path: string

@@ -107,6 +107,8 @@ export interface MemcachedControllerOptions {
   selector?: string
   concurrency: number
   resyncPeriodMs: number
+  /** Server-side timeout of the informers' watches (default 300–600 s at random, as client-go; for tests). */
+  watchTimeoutSeconds?: number
   log: Logger
   metrics: ControllerMetrics
   /**
@@ -278,6 +280,7 @@ export class MemcachedController {
             // Secrets: never their content, only its checksum.
             transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
             onError: onError(kind),
+            ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
           for (const [name, fn] of Object.entries(indexes)) informer.addIndex(name, fn)

@@ -38,6 +38,7 @@ import { contentTypeOf, convertBody, negotiateOutput, type OutputTarget } from '
 import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
+import { BookmarkGate, pageOf, sendInitialEventsOf, validateListOptions } from './list-watch.ts'
 import { EVENT_TABLES, EventTtl } from './event-ttl.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
 import { admitOwnerReferences } from './admission/ownerreferences.ts'
@@ -107,6 +108,8 @@ export interface ClusterOptions {
   historyWindow?: number
   /** Interval of BOOKMARK events for watches that allow them (default 60 s). */
   bookmarkIntervalMs?: number
+  /** Watch-lists served (`sendInitialEvents`; default true), as kube-apiserver's WatchList feature, on by default since 1.34. */
+  watchList?: boolean
   /**
    * Simulated graceful termination of scheduled pods: a DELETE sets deletionTimestamp and
    * deletionGracePeriodSeconds, and the pod goes away this many ms later. 0 (default): at once.
@@ -296,6 +299,7 @@ export class Cluster implements ClusterAccess {
   #crd: CrdAdapter | undefined
   #table: TableRenderer | undefined
   #bookmarkIntervalMs: number
+  #watchList: boolean
   #podTerminationMs: number
   readonly #eventTtl: EventTtl
   /** Requests answered outside the storage pipeline (reviews, TokenRequest); set by the auth layer. */
@@ -318,6 +322,7 @@ export class Cluster implements ClusterAccess {
     this.#crd = opts.crd
     this.#table = opts.table
     this.#bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000
+    this.#watchList = opts.watchList ?? true
     this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
@@ -590,37 +595,18 @@ export class Cluster implements ClusterAccess {
   }
 
   #list(type: ResourceType, req: ApiRequest): Reply {
+    validateListOptions(req.query, false)
     const filter = this.#filterOf(type, req)
     let items = this.store.list(tableOf(type), filter.namespace)
     if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => storedMatches(filter, o))
     const rv = String(this.store.resourceVersion)
-    // limit/continue: the token is the key of the last item served; later pages see later writes.
-    const cont = req.query.get('continue')
-    if (cont) {
-      let after: { ns?: unknown; name?: unknown } | undefined
-      try {
-        after = JSON.parse(Buffer.from(cont, 'base64url').toString('utf8')) as { ns?: unknown; name?: unknown }
-      } catch {
-        throw badRequest('continue key is not valid: illegal base64 data')
-      }
-      // Compare as the list is ordered (namespace, then name), not as joined strings.
-      const ns = String(after?.ns ?? '')
-      const name = String(after?.name ?? '')
-      items = items.filter((o) => o.namespace > ns || (o.namespace === ns && o.name > name))
-    }
-    const limit = Number(req.query.get('limit') ?? '0')
-    let next: string | undefined
-    let remaining = 0
-    if (limit > 0 && items.length > limit) {
-      remaining = items.length - limit
-      items = items.slice(0, limit)
-      const last = items[items.length - 1]
-      if (last) next = Buffer.from(JSON.stringify({ ns: last.namespace, name: last.name, rv })).toString('base64url')
-    }
+    const page = pageOf(items, req.query, rv)
+    items = page.items
+    const next = page.continue
     if (this.#wantsTable(req)) return this.#tableReply(type, req, items.map((o) => o.obj), next)
     const gv = groupVersion(type.group, type.version)
     let meta = `{"resourceVersion":${JSON.stringify(rv)}`
-    if (next) meta += `,"continue":${JSON.stringify(next)},"remainingItemCount":${remaining}`
+    if (next) meta += `,"continue":${JSON.stringify(next)},"remainingItemCount":${page.remainingItemCount ?? 0}`
     meta += '}'
     const parts = type.custom ? items.map((o) => this.#jsonFor(type, o)) : items.map((o) => o.itemJson)
     return { status: 200, json: `{"kind":${JSON.stringify(type.listKind)},"apiVersion":${JSON.stringify(gv)},"metadata":${meta},"items":[${parts.join(',')}]}` }
@@ -1424,6 +1410,7 @@ export class Cluster implements ClusterAccess {
     let filter: WatchFilter
     try {
       type = this.#typeOf({ ...req, verb: 'watch', name: undefined })
+      validateListOptions(req.query, true, this.#watchList)
       filter = this.#filterOf(type, req)
     } catch (e) {
       if (e instanceof SelectorError) throw badRequest(e.message)
@@ -1437,7 +1424,11 @@ export class Cluster implements ClusterAccess {
     const table = tableOf(type)
     const rvParam = req.query.get('resourceVersion') ?? ''
     const bookmarks = req.query.get('allowWatchBookmarks') === 'true'
-    const sendInitial = req.query.get('sendInitialEvents') === 'true'
+    // sendInitialEvents=false with resourceVersion unset or 0 starts from now, with no initial
+    // events (apiserver `pkg/storage/cacher` `Watch`: "SendInitialEvents = false and
+    // resourceVersion = 0 means that the request would like to start watching from Any").
+    const sendInitialParam = sendInitialEventsOf(req.query)
+    const sendInitial = sendInitialParam === true
     let stopped = false
     let unsubscribe: () => void = () => {}
     const timers: NodeJS.Timeout[] = []
@@ -1463,7 +1454,9 @@ export class Cluster implements ClusterAccess {
       if (annotations) meta.annotations = annotations
       sink.event('BOOKMARK', JSON.stringify({ kind: type.kind, apiVersion: groupVersion(type.group, type.version), metadata: meta }))
     }
+    let gate: BookmarkGate | undefined
     const deliver = (e: StoreEvent): void => {
+      gate?.saw(e.rv)
       const now = storedMatches(filter, e.current)
       if (e.type === 'ADDED') {
         if (now) send('ADDED', e.current)
@@ -1477,8 +1470,10 @@ export class Cluster implements ClusterAccess {
       }
     }
     let since = 0
-    const initial = rvParam === '' || rvParam === '0' || sendInitial
-    if (!initial) {
+    const fromNow = sendInitialParam === false && (rvParam === '' || rvParam === '0')
+    const initial = !fromNow && (rvParam === '' || rvParam === '0' || sendInitial)
+    if (fromNow) since = this.store.resourceVersion
+    else if (!initial) {
       since = Number(rvParam)
       if (!Number.isInteger(since) || since < 0) throw badRequest(`invalid resource version "${rvParam}"`)
     }
@@ -1492,6 +1487,7 @@ export class Cluster implements ClusterAccess {
     }
     // Subscribe before replaying, and hold live events until the replay is out: a consumer that
     // writes while receiving the replay must still see its own write's event, after the replay.
+    gate = new BookmarkGate(initial ? this.store.resourceVersion : since)
     let replaying = true
     const held: StoreEvent[] = []
     unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)), { freezes: sink.object !== undefined })
@@ -1506,7 +1502,7 @@ export class Cluster implements ClusterAccess {
     if (bookmarks) {
       const tick = (): void => {
         if (stopped) return
-        bookmark()
+        if (gate?.due) bookmark()
         const t = setTimeout(tick, this.#bookmarkIntervalMs)
         t.unref()
         timers.push(t)

@@ -96,16 +96,18 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
 }
 
 /**
- * Waits until every informer of the operator has its watch open (one watch per list): a cache is
- * synced once listed, but an object created before its watch opens reaches it only when the watch
- * does, which is the operator's documented window (docs/operator.md). Tests that create an object
+ * Waits until every informer of the operator has its watch open: a watch-list is synced on its own
+ * stream, but after a paginated list (a server that refuses watch-lists) an object created before
+ * the watch opens reaches the cache only when the watch does (docs/operator.md). Tests that create an object
  * just before the CR that must refuse it start from a watching operator, as a running one is.
  */
 export async function watchesOpen(sandbox: Sandbox, userAgent = 'memcached-operator/test'): Promise<void> {
   await eventually('the operator\'s watches are open', () => {
     const log = sandbox.requests.log().filter((r) => r.userAgent === userAgent && r.code === 200)
+    // A watch-list is its own watch; a paginated list (a server refusing watch-lists) is followed by one.
     const lists = log.filter((r) => r.verb === 'list').length
-    return lists > 0 && log.filter((r) => r.verb === 'watch').length >= lists ? true : undefined
+    const watches = log.filter((r) => r.verb === 'watch').length
+    return watches > 0 && watches >= lists ? true : undefined
   })
 }
 
