@@ -44,7 +44,11 @@ function helm(args: string[], kubeconfig?: string): Promise<{ code: number; stdo
 
 /** The objects of `helm template memcached-operator charts/memcached-operator -n memcached-operator-system --include-crds` with `args`. */
 async function render(...args: string[]): Promise<KubeObject[]> {
-  const r = await helm(['template', RELEASE, CHART, '--namespace', NS, '--include-crds', ...args])
+  return renderRelease(RELEASE, ...args)
+}
+
+async function renderRelease(release: string, ...args: string[]): Promise<KubeObject[]> {
+  const r = await helm(['template', release, CHART, '--namespace', NS, '--include-crds', ...args])
   if (r.code !== 0) throw new Error(`helm template failed: ${r.stderr}`)
   return parseAllDocuments(r.stdout)
     .map((d) => {
@@ -190,6 +194,26 @@ t.test('rbac.namespaced: the rules of kustomize/namespaced as a Role in each wat
   const grants = grantsFor(objects, NS, SA)
   t.same(sorted(grantsFor(namespaced, NS, SA).filter((g) => g.namespace !== 'memcached')), sorted(grants.filter((g) => g.namespace !== 'memcached' && g.namespace !== 'other-team')), 'the cluster-wide and own-namespace grants of kustomize/namespaced')
   t.notOk(grants.some((g) => g.namespace === undefined && (g.rule.resources ?? []).includes('secrets')), 'no cluster-wide Secret access')
+})
+
+t.test('a second release is a shard of its own: its names, its Lease, its pods', async (t) => {
+  const a = await render('--set', 'selector=cache.example.com/shard!=b')
+  const b = await renderRelease('memcached-operator-shard-b', '--set', 'selector=cache.example.com/shard=b')
+  t.same(b.map(key).filter((k) => a.map(key).includes(k)), ['CustomResourceDefinition /memcacheds.cache.example.com'], 'only the CRD is shared (Helm installs it once)')
+  const args = (objects: KubeObject[]) => only<Deployment>(objects, 'Deployment').spec.template.spec.containers[0]!.args
+  t.ok(args(a).includes('--selector=cache.example.com/shard!=b'))
+  t.ok(args(b).includes('--selector=cache.example.com/shard=b'))
+  t.ok(args(b).includes('--leader-election-id=memcached-operator-shard-b-leader'), 'a Lease of its own')
+  const leaseRole = b.find((o) => o.kind === 'Role' && o.metadata.name === 'memcached-operator-shard-b-leader-election-role') as unknown as { rules: { resourceNames?: string[] }[] }
+  t.same(leaseRole.rules[0]!.resourceNames, ['memcached-operator-shard-b-leader'], 'which its Role lets it take')
+  const selects = (from: KubeObject[], pods: KubeObject[]) => {
+    const sel = only<Deployment>(from, 'Deployment').spec.selector.matchLabels
+    const labels = only<Deployment>(pods, 'Deployment').spec.template.metadata.labels
+    return Object.entries(sel).every(([k, v]) => labels[k] === v)
+  }
+  t.notOk(selects(a, b), "the first Deployment does not select shard b's pods")
+  t.notOk(selects(b, a), 'nor the other way round')
+  t.equal(only(b, 'Service').metadata.name, 'memcached-operator-shard-b-controller-manager-metrics-service')
 })
 
 t.test('bad values are refused with what and where', async (t) => {
