@@ -181,6 +181,27 @@ t.test('values become the flags, the scheduling and the RBAC they name', async (
   t.equal(only(objects, 'ClusterRole', 'memcached-operator-manager-role').kind, 'ClusterRole', 'without rbac.namespaced the rules stay cluster-wide')
 })
 
+t.test('the ServiceAccount, RBAC, Service and pod metadata can be left out or named', async (t) => {
+  const objects = await render(
+    '--set', 'serviceAccount.create=false,serviceAccount.name=platform-operator',
+    '--set', 'rbac.create=false',
+    '--set', 'metrics.service.enabled=false',
+    '--set', 'imagePullSecrets[0].name=registry',
+    '--set', 'podLabels.team=cache,podAnnotations.example\\.com/owner=cache',
+    '--set', 'priorityClassName=system-cluster-critical',
+  )
+  t.same(objects.map((o) => o.kind).sort(), ['CustomResourceDefinition', 'Deployment'], 'the CRD and the Deployment only')
+  const d = only<Deployment>(objects, 'Deployment')
+  const pod = d.spec.template.spec
+  t.equal(pod.serviceAccountName, 'platform-operator')
+  t.same(pod.imagePullSecrets, [{ name: 'registry' }])
+  t.equal(pod.priorityClassName, 'system-cluster-critical')
+  t.match(d.spec.template.metadata, { labels: { ...d.spec.selector.matchLabels, team: 'cache' }, annotations: { 'example.com/owner': 'cache' } })
+  const named = await render('--set', 'serviceAccount.name=platform-operator,serviceAccount.annotations.example\\.com/role=operator')
+  t.match(only(named, 'ServiceAccount').metadata, { name: 'platform-operator', annotations: { 'example.com/role': 'operator' } })
+  t.same(grantsFor(named, NS, 'platform-operator').length, grantsFor(kustomized, NS, SA).length, 'the bindings name it')
+})
+
 t.test('rbac.namespaced: the rules of kustomize/namespaced as a Role in each watched namespace', async (t) => {
   const objects = await render('--set', 'rbac.namespaced=true', '--set', 'namespaces={memcached,other-team}')
   const roles = objects.filter((o) => o.metadata.name === 'memcached-operator-manager-role' || o.metadata.name === 'memcached-operator-manager-rolebinding')
@@ -228,6 +249,7 @@ t.test('bad values are refused with what and where', async (t) => {
   await refused(['--set', 'extraArgs={concurrency=8}'], /at '\/extraArgs\/0'/, 'an extra argument is a flag')
   await refused(['--set', 'rbac.namespaced=true'], /rbac\.namespaced=true needs namespaces/, 'namespaced RBAC needs the namespaces')
   await refused(['--set', 'leaderElection.enabled=false'], /replicas > 1 needs leaderElection\.enabled/, 'two replicas without a Lease would both reconcile')
+  await refused(['--set', 'podLabels.control-plane=other'], /podLabels\.control-plane: the Deployment's selector sets this label/, 'a pod label cannot unselect the pods')
   await refused(['--set', 'metrics.service.enabled=false', '--set', 'serviceMonitor.enabled=true'], /serviceMonitor\.enabled needs metrics\.service\.enabled/, 'a ServiceMonitor needs the Service')
   const single = await render('--set', 'leaderElection.enabled=false', '--set', 'replicas=1')
   t.notOk(only<Deployment>(single, 'Deployment').spec.template.spec.containers[0]!.args.some((a) => a.startsWith('--leader-elect')), 'one replica without leader election')

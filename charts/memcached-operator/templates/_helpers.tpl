@@ -44,4 +44,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.rbac.namespaced (not .Values.namespaces) -}}
 {{- fail "rbac.namespaced=true needs namespaces: the manager's Roles are created in the namespaces it watches" -}}
 {{- end -}}
+{{- range $k, $v := .Values.podLabels -}}
+{{- if hasKey (include "memcached-operator.selectorLabels" $ | fromYaml) $k -}}
+{{- fail (printf "podLabels.%s: the Deployment's selector sets this label" $k) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
