@@ -89,6 +89,9 @@ t.test("the chart's CRD and the manager's rules are the generated ones", async (
   const crd = await cli(['crd'])
   t.equal(crd.code, 0)
   t.equal(readFileSync(join(CHART, 'crds/cache.example.com_memcacheds.yaml'), 'utf8'), crd.out, 'regenerate with: npx memcached-operator crd > charts/memcached-operator/crds/cache.example.com_memcacheds.yaml')
+  const chartYaml = parseAllDocuments(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'))[0]!.toJS() as { apiVersion: string; appVersion: string }
+  t.equal(chartYaml.apiVersion, 'v2')
+  t.equal(chartYaml.appVersion, packageVersion(), "the appVersion (the image's default tag) is the package's version")
   const rbac = await cli(['rbac'])
   t.equal(rbac.code, 0)
   t.equal(readFileSync(join(CHART, 'files/manager-role.yaml'), 'utf8'), rbac.out, 'regenerate with: npx memcached-operator rbac > charts/memcached-operator/files/manager-role.yaml')
