@@ -71,7 +71,7 @@ export async function stormPhase(opts: { crs: number; windowS: number; qps: numb
     'window (s)': Number(secs.toFixed(1)),
     'requests sent in the window': window.length,
     'requests per second': Number((window.length / secs).toFixed(1)),
-    'bound: qps + burst / window': Number((opts.qps + opts.burst / secs).toFixed(1)),
+    'bound: qps + burst / window': opts.qps > 0 ? Number((opts.qps + opts.burst / secs).toFixed(1)) : 'none (no client-side limit)',
     'of which 429': rejected,
     'rejected per CR per second': Number((rejected / opts.crs / secs).toFixed(3)),
     'status writes attempted': statusWrites,
