@@ -306,7 +306,7 @@ export class MemcachedController {
     this.#secrets = make<SecretSummary>('v1', 'Secret', INPUT_SELECTOR, {})
     this.#workloadEvents = new InformerSet(
       (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
-        const informer = new Informer<FailedCreateEvent>(opts.client, { apiVersion: 'v1', kind: 'Event', ...(namespace ? { namespace } : {}), fieldSelector: FAILED_CREATE_SELECTOR, transform: failedCreateSummary, onError: onError('Event (FailedCreate)') })
+        const informer = new Informer<FailedCreateEvent>(opts.client, { apiVersion: 'v1', kind: 'Event', ...(namespace ? { namespace } : {}), fieldSelector: FAILED_CREATE_SELECTOR, transform: failedCreateSummary, onError: onError('Event (FailedCreate)'), ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}) })
         informer.addIndex(INVOLVED_UID_INDEX, (e) => (e.involvedObject.uid ? [e.involvedObject.uid] : []))
         return informer
       }),
