@@ -107,7 +107,8 @@ function tame(v: unknown): unknown {
   return v
 }
 
-const LOCATED_RENDER = /^(spec(\.|\[|:)|templates\/[^:]+:\d+: |(ServiceAccount|ConfigMap|Service|Deployment|PodDisruptionBudget)\/)/
+// A guard's refusal names the template, then the object (`templates/deployment.ejs: Deployment/x: …`).
+const LOCATED_RENDER = /^(spec(\.|\[|:)|templates\/[^:]+:\d+: |(templates\/[^:]+: )?(ServiceAccount|ConfigMap|Service|Deployment|PodDisruptionBudget)\/)/
 const LOCATED_API = /(metadata\.(name|labels|annotations)|spec(\.[A-Za-z_]|\[|:| in body| Invalid| must))/
 
 /** A condition message: one located problem, or `N problems:` and one located problem a line. */
