@@ -29,6 +29,10 @@ export interface RunOptions {
   chart?: string
   concurrency: string
   resyncPeriod: string
+  /** Workloads re-created at a time across the fleet (default 1; 0: no limit). */
+  maxConcurrentRecreations?: string
+  /** Go duration (default 10m): how long a re-creation holds its slot while its replacement is not ready. */
+  recreationTimeout?: string
   leaderElect?: boolean
   leaderElectionNamespace?: string
   leaderElectionId: string
@@ -110,6 +114,9 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const concurrency = Number(opts.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${JSON.stringify(opts.concurrency)}`)
   const resyncPeriodMs = parseDuration(opts.resyncPeriod)
+  const maxConcurrentRecreations = Number(opts.maxConcurrentRecreations ?? '1')
+  if (!Number.isInteger(maxConcurrentRecreations) || maxConcurrentRecreations < 0) throw new UsageError(`--max-concurrent-recreations must be a non-negative integer (0: no limit), not ${JSON.stringify(opts.maxConcurrentRecreations)}`)
+  const recreationTimeoutMs = parseDuration(opts.recreationTimeout ?? '10m')
   const leaseDurationMs = parseDuration(opts.leaderElectLeaseDuration ?? '15s')
   const renewDeadlineMs = parseDuration(opts.leaderElectRenewDeadline ?? '10s')
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
@@ -172,6 +179,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     ...(opts.selector !== undefined ? { selector: opts.selector } : {}),
     concurrency,
     resyncPeriodMs,
+    maxConcurrentRecreations,
+    recreationTimeoutMs,
     log,
     metrics: controllerMetrics(metrics),
   })

@@ -10,6 +10,7 @@ import type { Logger } from 'pino'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { discoverKinds } from '../controller/discovery.ts'
+import { RecreationPacer } from './pacing.ts'
 import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
@@ -68,6 +69,8 @@ export interface ControllerMetrics extends ReconcileMetrics {
   reconciled(result: 'success' | 'error' | 'requeue' | 'requeue_after', seconds: number): void
   /** What discovery found of a declared kind (`apiVersion/Kind`). */
   kindServed?(kind: string, served: boolean): void
+  /** Workload re-creations waiting for a slot and under way (pacing.ts). */
+  recreations?(queued: number, inFlight: number): void
   queueHooks: QueueHooks
 }
 
@@ -81,6 +84,10 @@ export function controllerMetrics(m: OperatorMetrics): ControllerMetrics {
     failed: (reason) => m.reconcileFailures.inc({ reason }),
     reconciled: (result, seconds) => m.observeReconcile(CONTROLLER_NAME, result, seconds),
     kindServed: (kind, served) => m.kindServed.set({ kind }, served ? 1 : 0),
+    recreations: (queued, inFlight) => {
+      m.recreations.set({ state: 'queued' }, queued)
+      m.recreations.set({ state: 'in_flight' }, inFlight)
+    },
     queueHooks: m.queueHooks(CONTROLLER_NAME),
   }
 }
@@ -103,6 +110,13 @@ export interface MemcachedControllerOptions {
    * (their CRD may be uninstalled); default one minute. No request when there are neither.
    */
   discoveryPeriodMs?: number
+  /**
+   * Workloads deleted and re-created at a time across every Memcached (a field the server will not
+   * change in place); 0: no limit. Default {@link MAX_CONCURRENT_RECREATIONS}.
+   */
+  maxConcurrentRecreations?: number
+  /** How long a re-creation holds its slot at most while its replacement is not ready; default {@link RECREATION_TIMEOUT_MS}. */
+  recreationTimeoutMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
 }
@@ -111,6 +125,15 @@ export interface MemcachedControllerOptions {
 function clusterScoped(k: ChartKind): string {
   return `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)`
 }
+
+/**
+ * The default of {@link MemcachedControllerOptions.maxConcurrentRecreations}: one instance without
+ * pods at a time, as a Deployment's default maxUnavailable takes a quarter of one instance's pods
+ * (docs/operator.md, "Re-creating objects").
+ */
+export const MAX_CONCURRENT_RECREATIONS = 1
+/** The default of {@link MemcachedControllerOptions.recreationTimeoutMs}: a Deployment's default progressDeadlineSeconds (600). */
+export const RECREATION_TIMEOUT_MS = 600_000
 
 /** The default of {@link MemcachedControllerOptions.discoveryPeriodMs}. */
 export const DISCOVERY_PERIOD_MS = 60_000
@@ -288,6 +311,16 @@ export class MemcachedController {
     this.#secrets = make<SecretSummary>('v1', 'Secret', INPUT_SELECTOR, {})
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
+    const pacer = new RecreationPacer({
+      max: opts.maxConcurrentRecreations ?? MAX_CONCURRENT_RECREATIONS,
+      timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS,
+      onFree: (key) => {
+        if (this.#active) this.#queue.add(key, PRIORITY.changed)
+      },
+      onChange: (queued, inFlight) => opts.metrics.recreations?.(queued, inFlight),
+      onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
+    })
+    opts.metrics.recreations?.(0, 0)
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,
@@ -301,6 +334,7 @@ export class MemcachedController {
       memory: this.#memory,
       events: recorder,
       metrics: opts.metrics,
+      pacer,
     })
     this.#wire()
   }
