@@ -19,7 +19,7 @@ import { isWorkload } from './status.ts'
 
 /** What a reconcile asks a slot for. */
 export interface RecreationRequest {
-  /** The workload ({@link objectKey}: `apiVersion/kind/namespace/name`). */
+  /** The workload (owner.ts objectKey: `Deployment.apps/namespace/name`). */
   key: string
   /** uid of the CR that re-creates it. */
   owner: string
