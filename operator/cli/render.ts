@@ -23,7 +23,12 @@ export interface RenderOptions {
   setString: string[]
   output: string
   namespace?: string
+  /** `kubernetes` (default) or `openshift`: the chart's values for that platform (platforms/<name>.yaml), as the operator finds it by discovery. */
+  platform?: string
 }
+
+/** The platforms `--platform` accepts: what the operator's discovery can find (controller/platform.ts). */
+export const PLATFORMS = ['kubernetes', 'openshift'] as const
 
 /** Reads `-f` inputs; `-` is standard input (once). */
 export async function readInputs(files: string[], io: CliIO): Promise<{ source: string; text: string }[]> {
@@ -77,6 +82,8 @@ export function namespaceOf(cr: Memcached, flag: string | undefined): string {
 /** Runs `render`; returns the exit code. */
 export async function runRender(opts: RenderOptions, io: CliIO): Promise<number> {
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError(`--output must be yaml or json, not ${JSON.stringify(opts.output)}`)
+  const platform = opts.platform ?? 'kubernetes'
+  if (!(PLATFORMS as readonly string[]).includes(platform)) throw new UsageError(`--platform must be ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
   const overrides = readOverrides(opts, io)
   const crs: Memcached[] = []
@@ -88,7 +95,7 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
   for (const cr of crs) {
     try {
       const namespace = namespaceOf(cr, opts.namespace)
-      const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets })
+      const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets, platform })
       result.objects.forEach((object, i) => items.push({ source: `${chart.name}/${result.sources[i]}`, object }))
       for (const s of result.secrets) secrets.add(s)
     } catch (err) {

@@ -33,6 +33,8 @@ export interface RunOptions {
   maxConcurrentRecreations?: string
   /** Go duration (default 10m): how long a re-creation holds its slot while its replacement is not ready. */
   recreationTimeout?: string
+  /** `auto` (default: discovery), `kubernetes` or `openshift`. */
+  platform?: string
   leaderElect?: boolean
   leaderElectionNamespace?: string
   leaderElectionId: string
@@ -117,6 +119,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const maxConcurrentRecreations = Number(opts.maxConcurrentRecreations ?? '1')
   if (!Number.isInteger(maxConcurrentRecreations) || maxConcurrentRecreations < 0) throw new UsageError(`--max-concurrent-recreations must be a non-negative integer (0: no limit), not ${JSON.stringify(opts.maxConcurrentRecreations)}`)
   const recreationTimeoutMs = parseDuration(opts.recreationTimeout ?? '10m')
+  const platform = opts.platform ?? 'auto'
+  if (platform !== 'auto' && platform !== 'kubernetes' && platform !== 'openshift') throw new UsageError(`--platform must be auto, kubernetes or openshift, not ${JSON.stringify(opts.platform)}`)
   const leaseDurationMs = parseDuration(opts.leaderElectLeaseDuration ?? '15s')
   const renewDeadlineMs = parseDuration(opts.leaderElectRenewDeadline ?? '10s')
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
@@ -181,6 +185,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     resyncPeriodMs,
     maxConcurrentRecreations,
     recreationTimeoutMs,
+    ...(platform !== 'auto' ? { platform } : {}),
     log,
     metrics: controllerMetrics(metrics),
   })

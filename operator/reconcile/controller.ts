@@ -11,6 +11,7 @@ import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { discoverKinds } from '../controller/discovery.ts'
 import { RecreationPacer } from './pacing.ts'
+import { detectPlatform, type Platform } from '../controller/platform.ts'
 import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
@@ -117,6 +118,11 @@ export interface MemcachedControllerOptions {
   maxConcurrentRecreations?: number
   /** How long a re-creation holds its slot at most while its replacement is not ready; default {@link RECREATION_TIMEOUT_MS}. */
   recreationTimeoutMs?: number
+  /**
+   * The platform to render for; default: found by discovery at start (controller/platform.ts),
+   * `kubernetes` when discovery fails (logged).
+   */
+  platform?: Platform
   /** Overrides for tests. */
   recorder?: EventRecorder
 }
@@ -267,6 +273,8 @@ export class MemcachedController {
   #memory = new AppliedMemory()
   #aggregator = new EventAggregator()
   #reconciler: Reconciler
+  /** What the reconciles render for: decided at start, before any reconcile. */
+  #platform: Platform = 'kubernetes'
   #workers: Promise<void>[] = []
   /** Events are queued only once the workers run (on the leader): a standby's queue stays empty. */
   #active = false
@@ -335,6 +343,7 @@ export class MemcachedController {
       events: recorder,
       metrics: opts.metrics,
       pacer,
+      platform: () => this.#platform,
     })
     this.#wire()
   }
@@ -534,6 +543,11 @@ export class MemcachedController {
    * an informer. @throws ClusterScopedKindError when the chart declares a cluster-scoped kind
    */
   async start(): Promise<void> {
+    this.#platform = this.#o.platform ?? (await detectPlatform(this.#o.client).catch((err: unknown) => {
+      this.#o.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'platform discovery failed: rendering for kubernetes (set --platform)')
+      return 'kubernetes' as const
+    }))
+    this.#o.log.info({ platform: this.#platform, ...(this.#o.platform ? {} : { by: 'discovery' }) }, 'platform')
     await this.#discover(true)
     this.#started = true
     const informers = this.#all().flatMap((s) => s.informers)

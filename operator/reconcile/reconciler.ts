@@ -77,6 +77,8 @@ export interface ReconcilerDeps {
   references?: SecretReferences
   events: EventRecorder
   metrics: ReconcileMetrics
+  /** The platform rendered for (controller/platform.ts): the chart's platforms/<name>.yaml applies. */
+  platform?: () => string | undefined
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
   now?: () => Date
@@ -279,7 +281,7 @@ export class Reconciler {
 
   /** The render's inputs from the CR, and the optional kinds left out (which change what is applied), as one text. */
   #inputsOf(cr: MemcachedObject): string {
-    return JSON.stringify([cr.metadata.name, cr.metadata.namespace ?? '', cr.spec ?? {}, [...(this.#d.unserved ?? new Map<string, string>()).keys()].sort()])
+    return JSON.stringify([cr.metadata.name, cr.metadata.namespace ?? '', cr.spec ?? {}, [...(this.#d.unserved ?? new Map<string, string>()).keys()].sort(), this.#d.platform?.() ?? ''])
   }
 
   /**
@@ -354,7 +356,8 @@ export class Reconciler {
       return sum
     }
     try {
-      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum } }), read: [...referred] }
+      const platform = this.#d.platform?.()
+      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum }, ...(platform !== undefined ? { platform } : {}) }), read: [...referred] }
     } finally {
       this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred.keys())
     }

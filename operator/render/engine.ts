@@ -22,6 +22,8 @@ export interface RenderInput {
   overrides?: Values[]
   /** Where `secretChecksum()` reads Secrets of the namespace; without one, every checksum is {@link OFFLINE_CHECKSUM}. */
   secrets?: SecretSource
+  /** The platform (`openshift`): the chart's platforms/<name>.yaml goes over its defaults, below the spec. */
+  platform?: string
 }
 
 /** The objects an instance should have, in apply order, with the template each came from. */
@@ -61,7 +63,8 @@ export function standardLabels(chart: Pick<Chart, 'name' | 'appVersion'>, instan
 export function resolveValues(chart: Chart, input: RenderInput): Values {
   const spec = input.spec ?? {}
   if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
-  const values = mergeAll([chart.defaults, cloneData(spec) as Values, ...(input.overrides ?? [])])
+  const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
+  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
   if (problems.length > 0) throw new RenderError('values', problems)
   return values

@@ -9,6 +9,7 @@
  * await sandbox.close()
  * ```
  */
+import { SCC_CRD } from './admission/scc.ts'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net'
@@ -72,6 +73,11 @@ export interface SandboxOptions {
   anonymous?: boolean
   /** Static bearer tokens besides the kubeconfig's (`--token-auth-file`). */
   tokens?: AuthOptions['tokens']
+  /**
+   * Act as OpenShift where a Memcached's pods meet it: serve SecurityContextConstraints
+   * (security.openshift.io/v1, a CRD) and admit Pods as the restricted-v2 SCC does (admission/scc.ts).
+   */
+  openshift?: boolean
 }
 
 /** A running sandbox. */
@@ -184,7 +190,8 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   if (opts.anonymous !== undefined) authOpts.anonymous = opts.anonymous
   if (opts.tokens !== undefined) authOpts.tokens = opts.tokens
   const { cluster, auth } = createAuthorizedCluster(cOpts, authOpts)
-  for (const crd of opts.installCRDs ?? []) {
+  if (opts.openshift) cluster.openshift = true
+  for (const crd of [...(opts.openshift ? [SCC_CRD] : []), ...(opts.installCRDs ?? [])]) {
     const res = cluster.respond({ verb: 'create', group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', body: structuredClone(crd), query: new URLSearchParams(), userAgent: 'sandbox' })
     if (res.status !== 201) throw new Error(`cannot install CRD ${crd.metadata.name ?? ''}: ${res.json ?? JSON.stringify(res.body)}`)
   }
