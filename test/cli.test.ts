@@ -247,3 +247,15 @@ t.test('the executable: exit codes and stdin through a real process', async (t) 
   const viaNpx = execFileSync('npx', ['--no-install', 'memcached-operator', '--version'], { cwd: root, encoding: 'utf8' })
   t.match(viaNpx.trim(), /^\d+\.\d+\.\d+$/, 'npx memcached-operator works from the checkout')
 })
+
+t.test('render --platform openshift renders as the operator does on OpenShift: no fixed UID or GID', async (t) => {
+  const podSc = (out: string) => docs(out).find((d) => d.kind === 'Deployment').spec.template.spec.securityContext
+  const plain = await run(['render', '-f', sample])
+  t.match(podSc(plain.out), { runAsUser: 11211, runAsGroup: 11211 })
+  const shift = await run(['render', '-f', sample, '--platform', 'openshift'])
+  t.equal(shift.code, 0, shift.err)
+  t.same(podSc(shift.out), { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })
+  const bad = await run(['render', '-f', sample, '--platform', 'openshift4'])
+  t.equal(bad.code, 2)
+  t.match(bad.err, /--platform.*openshift4/)
+})
