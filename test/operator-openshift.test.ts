@@ -5,14 +5,19 @@
  * against the sandbox's restricted-v2 admission (option `openshift`), which refuses the image's
  * UID 11211 as OpenShift does.
  */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { runCli } from '../operator/cli/program.ts'
 import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { detectPlatform } from '../operator/controller/platform.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { startSandbox, type Sandbox } from '../operator/sandbox/index.ts'
+import { captureIO } from './support/io.ts'
 import { clientFor, eventually, startOperatorOn } from './support/operator.ts'
+import { tempDir } from './support/tmp.ts'
 
 const NS = 'shift'
 const RANGE = { 'openshift.io/sa.scc.uid-range': '1000680000/10000', 'openshift.io/sa.scc.supplemental-groups': '1000680000/10000' }
@@ -97,6 +102,14 @@ t.test('the operator finds OpenShift by discovery and a default Memcached become
     t.equal((p.spec as PodSpec).containers.find((c) => c.name === 'memcached')?.securityContext?.runAsUser, 1000680000)
     t.equal(p.metadata.annotations?.['openshift.io/scc'], 'restricted-v2')
   }
+  // diff asks discovery as the operator does: what the operator applied is what it would apply.
+  const file = join(tempDir('mc-shift-'), 'cache.yaml')
+  writeFileSync(file, `apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: cache, namespace: ${NS}}\nspec: {size: 2}\n`)
+  const same = captureIO()
+  t.equal(await runCli(['diff', '-f', file, '--kubeconfig', sandbox.kubeconfigPath], same), 0, `no difference: ${same.out()}${same.err()}`)
+  const forced = captureIO()
+  t.equal(await runCli(['diff', '-f', file, '--kubeconfig', sandbox.kubeconfigPath, '--platform', 'kubernetes'], forced), 1, 'rendered for kubernetes, the UID differs')
+  t.match(forced.out(), /\+\s+runAsUser: 11211/)
 })
 
 t.test('on a cluster without security.openshift.io the platform is kubernetes', async (t) => {

@@ -23,6 +23,7 @@ import { splitSecretKey, unusableSecret } from '../reconcile/secrets.ts'
 import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 import { readInputs, readOverrides } from './render.ts'
 import { loadKubeConfig } from './run.ts'
+import { detectPlatform } from '../controller/platform.ts'
 
 export interface DiffOptions {
   filename: string[]
@@ -32,6 +33,8 @@ export interface DiffOptions {
   values: string[]
   set: string[]
   setString: string[]
+  /** `auto` (default: discovery, as the operator decides), `kubernetes` or `openshift`. */
+  platform?: string
 }
 
 /** What the server keeps for itself; kubectl diff hides managedFields, and the rest is noise of a dry run. */
@@ -146,6 +149,8 @@ const DIFF_CONCURRENCY = 8
 export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
   if (!opts.all && opts.filename.length === 0) throw new UsageError('no input: give -f FILE (or -f -), or --all for every Memcached in the cluster')
+  const platformFlag = opts.platform ?? 'auto'
+  if (!['auto', 'kubernetes', 'openshift'].includes(platformFlag)) throw new UsageError(`--platform must be auto, kubernetes or openshift, not ${JSON.stringify(opts.platform)}`)
   let kc: ReturnType<typeof loadKubeConfig>
   try {
     kc = loadKubeConfig(opts.kubeconfig, io)
@@ -161,6 +166,8 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     client.learnKinds(chart.kinds)
     const optional = new Set(chart.kinds.filter((k) => k.optional).map(kindKey))
     const overrides = readOverrides(opts, io)
+    // What the operator renders for: it asks discovery at start, and so does diff.
+    const platform = platformFlag === 'auto' ? await detectPlatform(client) : platformFlag
     let crs: Memcached[]
     let live: Live
     // One object at a time, for an object read again.
@@ -186,7 +193,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(liveCr?.metadata.uid ? { uid: liveCr.metadata.uid } : {}) } }
       let desired: RenderedObject[]
       try {
-        const rendered = (await renderWithSecrets(chart, { name, namespace, spec: cr.spec ?? {}, overrides }, live)).objects
+        const rendered = (await renderWithSecrets(chart, { name, namespace, spec: cr.spec ?? {}, overrides, platform }, live)).objects
         desired = liveCr ? stampOwner(rendered, cr) : rendered
       } catch (err) {
         // One CR that does not render must not hide what the others would change.

@@ -116,6 +116,7 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .option('--values <file>', 'a YAML file of values over each spec (repeatable)', collect, [])
       .option('--set <key=value>', 'a value over each spec (repeatable)', collect, [])
       .option('--set-string <key=value>', 'like --set, but the value is always a string (repeatable)', collect, [])
+      .option('--platform <platform>', 'auto (discovery, as the operator decides), kubernetes or openshift', 'auto')
       .action(async (opts) => {
         const { runDiff } = await import('./diff.ts')
         setCode(await runDiff(opts, io))
