@@ -70,6 +70,8 @@ async function renameUnder(t: Test, max: number | undefined) {
   t.teardown(stopSvcs)
   /** The Service's selector (app.kubernetes.io/name) when the CR first said it waits. */
   const selectorWhenQueued = new Map<string, string | undefined>()
+  /** The Ready condition of each status that says the CR waits. */
+  const readyWhenQueued: (Condition | undefined)[] = []
   // Every Progressing condition each CR shows from now on.
   const progressing = new Map<string, Condition[]>(NAMES.map((n) => [n, []]))
   const crRv = (await client.list(MC, { namespace: 'default', limit: 1 })).metadata.resourceVersion
@@ -79,6 +81,7 @@ async function renameUnder(t: Test, max: number | undefined) {
     if (p && seen && seen.at(-1)?.message !== p.message) seen.push(p)
     const name = e.object.metadata.name ?? ''
     if (p?.reason === 'RecreationQueued' && !selectorWhenQueued.has(name)) selectorWhenQueued.set(name, selectors.get(name))
+    if (p?.reason === 'RecreationQueued') readyWhenQueued.push(condition(e.object, 'Ready'))
   }, () => {})
   t.teardown(stopCrs)
 
@@ -93,11 +96,11 @@ async function renameUnder(t: Test, max: number | undefined) {
     }, 60_000)
   }
   for (const name of NAMES) await ready(client, name, 2)
-  return { maxAbsent, downAtDelete, progressing, selectorWhenQueued, selectors, metrics: second.metrics }
+  return { maxAbsent, downAtDelete, progressing, selectorWhenQueued, selectors, readyWhenQueued, metrics: second.metrics }
 }
 
 t.test('a selector change of every instance re-creates one Deployment at a time; the others wait RecreationQueued and each converges', async (t) => {
-  const { maxAbsent, downAtDelete, progressing, selectorWhenQueued, selectors, metrics } = await renameUnder(t, undefined)
+  const { maxAbsent, downAtDelete, progressing, selectorWhenQueued, selectors, readyWhenQueued, metrics } = await renameUnder(t, undefined)
   t.equal(downAtDelete.length, 3, 'each Deployment deleted once')
   t.equal(maxAbsent, 1, 'at most one Deployment absent at any time')
   t.same(downAtDelete, [[], [], []], 'each deleted while every other instance had all its replicas ready')
@@ -108,6 +111,7 @@ t.test('a selector change of every instance re-creates one Deployment at a time;
     t.equal(c.status, 'True')
     t.match(c.message, new RegExp(`^Deployment default/${n} must be deleted and re-created \\(spec\\.selector cannot change in place\\) and waits for its turn: [12] of [12] waiting; being re-created now: Deployment default/\\w+; nothing of this Memcached is applied until then`))
   }
+  t.ok(readyWhenQueued.length > 0 && readyWhenQueued.every((c) => c?.status === 'False' && c.reason === 'RecreationQueued'), 'Ready is False, RecreationQueued, while it waits')
   // Nothing of a waiting CR is applied: its Service keeps selecting the old pods until its turn.
   t.same([...selectorWhenQueued.values()], queued.map(() => 'memcached'), 'each waiting CR’s Service still had the old selector')
   t.same(NAMES.map((n) => selectors.get(n)), ['cache', 'cache', 'cache'], 'every Service has the new selector in the end')
