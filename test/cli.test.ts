@@ -137,7 +137,7 @@ t.test('--help and --version exit 0', async (t) => {
 t.test('lint passes on the bundled chart and its samples', async (t) => {
   const r = await run(['lint'])
   t.equal(r.code, 0, r.err)
-  t.match(r.out, /ok \(12 templates, 10 kinds, 5 instances rendered into \d+ objects\)/)
+  t.match(r.out, /ok \(12 templates, 10 kinds, 6 instances rendered into \d+ objects\)/)
 })
 
 t.test('lint reports a broken chart: schema, templates and renders', async (t) => {
@@ -258,4 +258,11 @@ t.test('render --platform openshift renders as the operator does on OpenShift: n
   const bad = await run(['render', '-f', sample, '--platform', 'openshift4'])
   t.equal(bad.code, 2)
   t.match(bad.err, /--platform.*openshift4/)
+})
+
+t.test('lint renders each platform’s values: a platform file the schema refuses is a problem named by its platform', async (t) => {
+  const dir = chartWith({ 'platforms/openshift.yaml': 'podSecurityContext:\n  runAsUser: 0\n' })
+  const r = await run(['lint', '--chart', dir])
+  t.equal(r.code, 1)
+  t.match(r.err, /minimal values on platform openshift \(size 3\): podSecurityContext\.runAsUser/)
 })

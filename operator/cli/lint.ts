@@ -37,6 +37,8 @@ export async function runLint(opts: { chart?: string; filename: string[] }, io: 
   const inputs: { label: string; input: RenderInput }[] = [
     { label: 'minimal values (size 1)', input: { name: 'lint', namespace: 'default', spec: { size: 1 } } },
     { label: 'minimal values (size 3)', input: { name: 'lint', namespace: 'default', spec: { size: 3 } } },
+    // Each platform's values (platforms/<name>.yaml) go through the schema and the templates too.
+    ...Object.keys(chart.platforms).map((platform) => ({ label: `minimal values on platform ${platform} (size 3)`, input: { name: 'lint', namespace: 'default', spec: { size: 3 }, platform } })),
   ]
   const files = opts.filename.length > 0 ? opts.filename : defaultSamples(dir)
   for (const f of files.length > 0 ? await readInputs(files, io) : []) {
