@@ -264,5 +264,5 @@ t.test('lint renders each platform’s values: a platform file the schema refuse
   const dir = chartWith({ 'platforms/openshift.yaml': 'podSecurityContext:\n  runAsUser: 0\n' })
   const r = await run(['lint', '--chart', dir])
   t.equal(r.code, 1)
-  t.match(r.err, /minimal values on platform openshift \(size 3\): podSecurityContext\.runAsUser/)
+  t.match(r.err, /minimal values on platform openshift \(size 3\): spec\.podSecurityContext\.runAsUser: must be >= 1 \(got 0\)/)
 })
