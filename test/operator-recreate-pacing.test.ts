@@ -125,3 +125,49 @@ t.test('--max-concurrent-recreations 0: every instance is re-created at once, as
   t.ok(maxAbsent >= 2, `several Deployments absent at once (${maxAbsent})`)
   t.notOk(NAMES.some((n) => progressing.get(n)!.some((c) => c.reason === 'RecreationQueued')), 'none waited')
 })
+
+t.test('a StatefulSet’s podManagementPolicy changed by the chart: re-created one at a time, the other waits naming the field', async (t) => {
+  const chart = loadChart()
+  const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
+  t.teardown(() => sandbox.close())
+  const client = clientFor(sandbox, 'test-user/1', 'test-user')
+  t.teardown(() => client.close())
+  const STS = { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: 'default' } as const
+  const names = ['s-one', 's-two']
+  const first = await startOperatorOn(sandbox, { chart, concurrency: 4 })
+  for (const name of names) await client.create({ ...MC, metadata: { name, namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: true } } })
+  for (const name of names) await ready(client, name, 2)
+  await first.stop()
+
+  const present = new Set(names)
+  let maxAbsent = 0
+  const rv = (await client.list(STS, { namespace: 'default', limit: 1 })).metadata.resourceVersion
+  const stop = client.watch(STS, { namespace: 'default', resourceVersion: rv }, (e) => {
+    if (e.type === 'DELETED') present.delete(e.object.metadata.name ?? '')
+    else present.add(e.object.metadata.name ?? '')
+    maxAbsent = Math.max(maxAbsent, names.filter((n) => !present.has(n)).length)
+  }, () => {})
+  t.teardown(stop)
+  const queued: string[] = []
+  const crRv = (await client.list(MC, { namespace: 'default', limit: 1 })).metadata.resourceVersion
+  const stopCrs = client.watch(MC, { namespace: 'default', resourceVersion: crRv }, (e) => {
+    const p = condition(e.object, 'Progressing')
+    if (p?.reason === 'RecreationQueued') queued.push(p.message)
+  }, () => {})
+  t.teardown(stopCrs)
+
+  const values = readFileSync(join(DEFAULT_CHART_DIR, 'values.yaml'), 'utf8').replace(/^ {2}podManagementPolicy: Parallel$/m, '  podManagementPolicy: OrderedReady')
+  const changed = loadChart(chartWith({ 'values.yaml': values }))
+  const second = await startOperatorOn(sandbox, { chart: changed, concurrency: 4 })
+  t.teardown(() => second.stop())
+  for (const name of names) {
+    await eventually(`${name}'s StatefulSet re-created OrderedReady`, async () => {
+      const s = await client.get({ ...STS, name }).catch(() => undefined)
+      return (s?.spec as { podManagementPolicy?: string } | undefined)?.podManagementPolicy === 'OrderedReady' ? s : undefined
+    }, 60_000)
+  }
+  for (const name of names) await ready(client, name, 2)
+  t.equal(maxAbsent, 1, 'at most one StatefulSet absent at any time')
+  t.ok(queued.length > 0, 'the other waited')
+  t.match(queued[0], /^StatefulSet default\/s-(one|two) must be deleted and re-created \(spec\.podManagementPolicy cannot change in place\) and waits for its turn: 1 of 1 waiting/)
+})
