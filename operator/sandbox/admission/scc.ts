@@ -77,6 +77,9 @@ export function admitRestrictedV2(type: ResourceType, pod: KubeObject, old: Kube
   pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), [SCC_ANNOTATION]: SCC }
 }
 
+/** The ranges the sandbox gives namespace `default` with the option `openshift` (the size OpenShift allocates: 10,000). */
+export const OPENSHIFT_DEFAULT_RANGES: Record<string, string> = { [UID_RANGE_ANNOTATION]: '1000000000/10000', [SUPPLEMENTAL_GROUPS_ANNOTATION]: '1000000000/10000' }
+
 /** The CRD that serves SecurityContextConstraints on OpenShift 4 (what the operator's discovery looks for). */
 export const SCC_CRD: KubeObject = {
   apiVersion: 'apiextensions.k8s.io/v1',
