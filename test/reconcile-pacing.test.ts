@@ -1,5 +1,10 @@
 /** The fleet-wide budget of workload re-creations (reconcile/pacing.ts), alone. */
+import pino from 'pino'
 import t from 'tap'
+import { ApiError, type KubeClient } from '../operator/controller/client.ts'
+import { loadChart } from '../operator/render/chart.ts'
+import { AppliedMemory } from '../operator/reconcile/applied.ts'
+import { CONTROLLER_INDEX, kindKey, Reconciler, type Cache, type MemcachedObject } from '../operator/reconcile/reconciler.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { objectKey } from '../operator/reconcile/owner.ts'
@@ -144,4 +149,75 @@ t.test('planRecreations: asks only for workloads that need it, gives back what i
   const res = planRecreations(two.p, cr('x'), [x, y], new Map<string, KubeObject>([[key(x), live('x', 'old')], [key(y), live('y', 'old', 'StatefulSet')]]), yes, no)
   t.match(res.queued, /^StatefulSet default\/y must be deleted and re-created \(spec\.selector cannot change in place\)/)
   t.same(two.p.counts(), { queued: 1, inFlight: 1 }, 'x’s slot given back while y waits')
+})
+
+t.test('a re-creation the plan did not foresee (the server refuses a field that looked unchanged) waits for a slot too: no delete, RecreationQueued', async (t) => {
+  const cr = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'w', namespace: 'default', uid: 'cr-w', resourceVersion: '1', generation: 1 }, spec: { size: 1 } } as MemcachedObject
+  const stored = new Map<string, KubeObject>()
+  const calls: string[] = []
+  const statuses: unknown[] = []
+  let n = 0
+  // A webhook that refuses every change of the Deployment once it exists, as the selector's refusal words it.
+  const refusal = () => new ApiError(422, 'Invalid', 'Deployment.apps "w" is invalid: spec.selector: Invalid value: {}: field is immutable', { causes: [{ reason: 'FieldValueInvalid', field: 'spec.selector', message: 'Invalid value: {}: field is immutable' }] })
+  const client = {
+    async apply(obj: KubeObject, opts: { subresource?: string }) {
+      if (opts.subresource === 'status') {
+        statuses.push(obj.status)
+        return { ...cr, status: obj.status }
+      }
+      calls.push(`apply ${obj.kind}`)
+      if (obj.kind === 'Deployment' && stored.has('Deployment')) throw refusal()
+      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
+      stored.set(obj.kind, live)
+      return live
+    },
+    async applyObject(obj: KubeObject, opts: { subresource?: string }) {
+      const created = !stored.has(obj.kind)
+      return { object: await client.apply(obj, opts), created }
+    },
+    async delete(ref: { kind: string }) {
+      calls.push(`delete ${ref.kind}`)
+      stored.delete(ref.kind)
+      return { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success' }
+    },
+  } as unknown as KubeClient
+  const chart = loadChart()
+  const cache = (kind: string): Cache => ({
+    // Drift by another manager (a label): the next reconcile applies again.
+    get: () => {
+      const o = stored.get(kind)
+      return o ? ({ ...o, metadata: { ...o.metadata, resourceVersion: `${o.metadata.resourceVersion}-drifted`, labels: {} } } as KubeObject) : undefined
+    },
+    byIndex: (index) => (index === CONTROLLER_INDEX && stored.has(kind) ? [stored.get(kind) as KubeObject] : []),
+  })
+  const { p } = pacer(1)
+  p.request(req('elsewhere', 'other-cr'))
+  const recorded: string[] = []
+  const reconciler = new Reconciler({
+    client,
+    chart: () => chart,
+    memcacheds: { get: () => cr, byIndex: () => [cr] },
+    children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
+    foreign: new Map(chart.kinds.map((k) => [kindKey(k), { get: () => undefined, byIndex: () => [] }])),
+    pods: { get: () => undefined, byIndex: () => [] },
+    memory: new AppliedMemory(),
+    events: { record: async (_o, type, reason, message) => void recorded.push(`${type} ${reason}: ${message}`) },
+    metrics: { applied() {}, skipped() {}, pruned() {}, failed() {} },
+    pacer: p,
+  })
+  const log = pino({ level: 'silent' })
+  await reconciler.reconcile('default', 'w', log) // creates everything
+  calls.length = 0
+  const result = await reconciler.reconcile('default', 'w', log)
+  t.same(result, { requeueAfterMs: 30_000 })
+  t.notOk(calls.some((c) => c.startsWith('delete')), 'nothing deleted')
+  t.ok(recorded.includes('Normal Updated: Updated Service default/w (.metadata.labels)'), 'what came before the workload in apply order was applied: only the plan keeps a CR from half-applying')
+  t.match(recorded.find((r) => r.includes('RecreationQueued')), /^Normal RecreationQueued: Deployment default\/w must be deleted and re-created \(spec\.selector cannot change in place\) and waits for its turn: 1 of 1 waiting; being re-created now: Deployment default\/elsewhere/)
+  t.match(statuses.at(-1), { conditions: [{ type: 'Available' }, { type: 'Progressing', status: 'True', reason: 'RecreationQueued' }] })
+  t.same(p.counts(), { queued: 1, inFlight: 1 })
+  p.release(req('elsewhere').key)
+  await reconciler.reconcile('default', 'w', log)
+  t.same(calls.filter((c) => c.startsWith('delete')), ['delete Deployment'], 'deleted once its turn came')
+  reconciler.forget('cr-w')
+  t.same(p.counts(), { queued: 0, inFlight: 0 }, 'a deleted CR gives its slot back')
 })

@@ -263,7 +263,7 @@ export class Reconciler {
       }
     } catch (err) {
       // The server forced a re-creation the plan did not foresee, and there is no slot for it.
-      if (err instanceof RecreationQueued) return this.#queued(cr, err.message, optional, log)
+      if (err instanceof RecreationQueued) return await this.#queued(cr, err.message, optional, log)
       throw err
     } finally {
       // A slot taken for a re-creation that did not happen (the server changed it in place, or an
