@@ -21,7 +21,7 @@ import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { isControlledBy, stampOwner } from '../reconcile/owner.ts'
 import { splitSecretKey, unusableSecret } from '../reconcile/secrets.ts'
 import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
-import { readInputs, readOverrides } from './render.ts'
+import { PLATFORMS, readInputs, readOverrides } from './render.ts'
 import { loadKubeConfig } from './run.ts'
 import { detectPlatform } from '../controller/platform.ts'
 
@@ -150,7 +150,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
   if (!opts.all && opts.filename.length === 0) throw new UsageError('no input: give -f FILE (or -f -), or --all for every Memcached in the cluster')
   const platformFlag = opts.platform ?? 'auto'
-  if (!['auto', 'kubernetes', 'openshift'].includes(platformFlag)) throw new UsageError(`--platform must be auto, kubernetes or openshift, not ${JSON.stringify(opts.platform)}`)
+  if (platformFlag !== 'auto' && !(PLATFORMS as readonly string[]).includes(platformFlag)) throw new UsageError(`--platform must be auto, ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   let kc: ReturnType<typeof loadKubeConfig>
   try {
     kc = loadKubeConfig(opts.kubeconfig, io)

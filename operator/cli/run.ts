@@ -17,6 +17,7 @@ import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { PLATFORMS } from './render.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
@@ -120,7 +121,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   if (!Number.isInteger(maxConcurrentRecreations) || maxConcurrentRecreations < 0) throw new UsageError(`--max-concurrent-recreations must be a non-negative integer (0: no limit), not ${JSON.stringify(opts.maxConcurrentRecreations)}`)
   const recreationTimeoutMs = parseDuration(opts.recreationTimeout ?? '10m')
   const platform = opts.platform ?? 'auto'
-  if (platform !== 'auto' && platform !== 'kubernetes' && platform !== 'openshift') throw new UsageError(`--platform must be auto, kubernetes or openshift, not ${JSON.stringify(opts.platform)}`)
+  if (platform !== 'auto' && platform !== 'kubernetes' && platform !== 'openshift') throw new UsageError(`--platform must be auto, ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   const leaseDurationMs = parseDuration(opts.leaderElectLeaseDuration ?? '15s')
   const renewDeadlineMs = parseDuration(opts.leaderElectRenewDeadline ?? '10s')
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
