@@ -3,21 +3,25 @@
 # sources, the chart, and the production dependencies. test/image/assemble.ts builds the same file
 # tree without a Docker engine and starts it (CI runs it through test/deploy-image.test.ts).
 
+# Both base images are pinned by digest (the multi-architecture index of the tag), so that a
+# rebuild gets the same bytes; refresh both digests together to pick up Node and Debian fixes.
+#
 # Production dependencies only, installed exactly from the lockfile. Nothing of this stage but
 # node_modules reaches the image (no npm cache, no devDependencies, no build tools).
-FROM node:24-bookworm-slim AS deps
+FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 # Distroless Node 24: node and its libraries, no shell, no package manager.
-FROM gcr.io/distroless/nodejs24-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY operator ./operator
-COPY charts ./charts
+# The chart the operator renders; not charts/memcached-operator, the Helm chart that installs it.
+COPY charts/memcached ./charts/memcached
 # `lint` and `sandbox` use the sample CRs beside the chart.
 COPY kustomize/samples ./kustomize/samples
 # Numeric, so that Kubernetes can verify runAsNonRoot (distroless' nonroot user).

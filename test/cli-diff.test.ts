@@ -108,7 +108,8 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
   t.equal(await runCli(['diff', '-f', file, '--set', 'memoryMB=128', ...kc], one), 1, one.err())
   t.equal(all.out(), one.out(), 'the same differences as object by object')
 
-  // Somebody else's Service where f-3's was: not in the operator's lists, so read alone.
+  // Somebody else's Service where f-3's was: not in the operator's lists, so read alone (and a
+  // conflict, as the operator would report it).
   await operator.stop()
   await bed.client.delete({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'f-3' })
   await bed.client.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'f-3', namespace: 'default' }, spec: { clusterIP: 'None', selector: { app: 'other' }, ports: [{ name: 'http', port: 80 }] } })
@@ -116,7 +117,8 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
   const foreign = captureIO()
   t.equal(await runCli(['diff', '--all', ...kc], foreign), 1, foreign.err())
   t.same(reads().filter((r) => r.verb === 'get').map((r) => `${r.resource}/${r.name}`), ['services/f-3'])
-  t.match(foreign.out(), /--- live\/v1\.Service\.default\.f-3\n[\s\S]*\n-    app: other\n/, 'compared with what is really there')
+  t.match(foreign.err(), /Memcached default\/f-3: Service default\/f-3 exists and has no controller; it was not created by this Memcached and is left alone \(the operator would report OwnershipConflict\)/, 'judged by what is really there: somebody else\'s, which the operator leaves alone')
+  t.notMatch(foreign.out(), /v1\.Service\.default\.f-3/, 'no diff of an object the apply would not touch')
 })
 
 t.test('diff: an object that changed between its read and its dry run (a status the controllers wrote) is read again: the diff is of the apply alone', async (t) => {
@@ -163,5 +165,9 @@ t.test('diff with an optional kind the cluster does not serve: left out as the o
     t.equal(await runCli(['diff', ...args, '--chart', dir, '--kubeconfig', bed.sandbox.kubeconfigPath], io), 0, `${args[0]}: no difference (${io.err()})`)
     t.equal(io.out(), '')
     t.match(io.err(), /ServiceMonitor default\/memcached-sample: not applied, the cluster does not serve monitoring\.coreos\.com\/v1 ServiceMonitor \(optional in kinds\.yaml\)/)
+    const json = captureIO()
+    t.equal(await runCli(['diff', ...args, '--chart', dir, '--kubeconfig', bed.sandbox.kubeconfigPath, '-o', 'json'], json), 0, json.err())
+    const monitor = (JSON.parse(json.out()) as { memcacheds: { objects: { kind: string; action: string; reason?: string }[] }[] }).memcacheds[0]!.objects.find((o) => o.kind === 'ServiceMonitor')
+    t.same(monitor && { action: monitor.action, reason: monitor.reason }, { action: 'omit', reason: 'the cluster does not serve monitoring.coreos.com/v1 ServiceMonitor' }, 'left out, in the summary too')
   }
 })

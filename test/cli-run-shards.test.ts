@@ -57,6 +57,13 @@ t.test('two shards by label, each with its own Lease: a Memcached is reconciled 
   t.same([...(writers.get('b-1') ?? [])], ['b'])
   t.notOk(writers.has('none'), 'a Memcached no shard selects is left alone')
   t.same((await user.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: 'default' })).items.map((d) => d.metadata.name).sort(), ['a-1', 'a-2', 'b-1'])
+  // Each shard's caches hold its own Memcacheds' objects and pods only: they carry their CR's shard label.
+  const instanceOf = (entry: string) => /^\w+ default\/(a-1|a-2|b-1|none)/.exec(entry)?.[1]
+  for (const [i, own] of [[0, ['a-1', 'a-2']], [1, ['b-1']]] as const) {
+    const cached = shards[i]!.controller.cachedObjects()
+    t.ok(cached.some((e) => e.startsWith('Deployment ')) && cached.some((e) => e.startsWith('Pod ')), `shard ${'ab'[i]} caches its children and pods`)
+    t.same([...new Set(cached.map(instanceOf))].sort(), own, `shard ${'ab'[i]} caches only its own`)
+  }
   const leases = (await user.list({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, { namespace: 'default' })).items.map((l) => l.metadata.name).sort()
   t.same(leases, ['memcached-operator-shard-a', 'memcached-operator-shard-b'])
 
@@ -68,10 +75,31 @@ t.test('two shards by label, each with its own Lease: a Memcached is reconciled 
   t.same([...(statusWriters(sb).get('a-2') ?? [])], ['b'], 'only shard b wrote a-2 after the move')
   const deploymentWriters = new Set(sb.requests.log().filter((r) => r.resource === 'deployments' && r.name === 'a-2' && r.verb === 'patch').map((r) => /\((\w+)\)$/.exec(r.userAgent ?? '')?.[1]))
   t.same([...deploymentWriters], ['b'])
+  await eventually('a-2 in shard b\'s caches, gone from a\'s', async () => (shards[1]!.controller.cachedObjects().some((e) => e.startsWith('Deployment default/a-2')) && !shards[0]!.controller.cachedObjects().some((e) => e.includes('default/a-2')) ? true : undefined))
+  t.pass('its objects moved from shard a\'s caches to shard b\'s')
+})
+
+t.test('a shard selector on a label the operator sets on every object is refused before anything starts', async (t) => {
+  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  t.teardown(() => sb.close())
+  await t.rejects(startOperator({ ...runOptions(sb.kubeconfigPath), selector: 'app.kubernetes.io/instance in (a,b)' }, captureIO(), pino({ level: 'silent' })), { name: 'UsageError', message: /^--selector: label selector "app\.kubernetes\.io\/instance in \(a,b\)": app\.kubernetes\.io\/instance is set by the operator on every object/ })
 })
 
 t.test('a selector the API server refuses stops run with its message before anything starts', async (t) => {
   const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
   t.teardown(() => sb.close())
   await t.rejects(startOperator({ ...runOptions(sb.kubeconfigPath), selector: 'shard in (a' }, captureIO(), pino({ level: 'silent' })), { name: 'UsageError', message: /^--selector "shard in \(a": unable to parse requirement/ })
+})
+
+t.test('the selector\'s check is one request, however many Memcacheds it selects (a consistent list with a limit is paginated)', async (t) => {
+  const sb = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+  t.teardown(() => sb.close())
+  const user = clientFor(sb, 'test-user/1', 'test-user')
+  t.teardown(() => user.close())
+  for (const name of ['s-1', 's-2', 's-3']) await user.create(mc(name, 'a'))
+  sb.requests.reset()
+  const op = await startOperator({ ...runOptions(sb.kubeconfigPath), selector: 'shard=a' }, captureIO(), pino({ level: 'silent' }))
+  t.teardown(() => op.stop())
+  const lists = sb.requests.log().filter((r) => r.verb === 'list' && r.resource === 'memcacheds' && r.userAgent?.startsWith('memcached-operator/'))
+  t.equal(lists.length, 1, 'one page of one item, its continue not followed')
 })

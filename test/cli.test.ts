@@ -92,12 +92,13 @@ t.test('invalid input: exit 1, every reason on stderr, nothing on stdout', async
 
 t.test('input that is not a Memcached is refused with its place', async (t) => {
   const cases: [string, RegExp][] = [
-    ['apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n', /document 1: expected apiVersion cache\.example\.com\/v1alpha1 and kind Memcached/],
+    ['apiVersion: cache.example.com/v1\nkind: Memcached\nmetadata: {name: x}\n', /document 1: expected apiVersion cache\.example\.com\/v1alpha1 and kind Memcached/],
+    ['apiVersion: v1\nkind: ConfigMap\n', /document 1: not a Kubernetes object: expected apiVersion cache\.example\.com\/v1alpha1 and kind Memcached, or another object with apiVersion, kind and metadata\.name/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: Bad_Name}\n', /metadata\.name "Bad_Name" must be a DNS subdomain/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nspec: {}\n', /metadata is required/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: "A b"}\n', /metadata\.namespace "A b" must be a DNS label/],
     ['apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: [1]\n', /spec must be a map/],
-    ['- 1\n', /not a map/],
+    ['- 1\n', /document 1: not a Kubernetes object/],
     ['a: [\n', /:\d+: /],
     ['# nothing\n', /no Memcached resource in the input/],
   ]
@@ -108,13 +109,13 @@ t.test('input that is not a Memcached is refused with its place', async (t) => {
   }
   const missing = await run(['render', '-f', join(tmp, 'missing.yaml')])
   t.equal(missing.code, 1)
-  t.match(missing.err, /missing\.yaml: cannot read: ENOENT/)
+  t.match(missing.err, /missing\.yaml: cannot read: no such file or directory \(ENOENT\)/)
   const badValues = await run(['render', '-f', sample, '--values', file('v.yaml', '- 1\n')])
   t.match(badValues.err, /a values file must be a map/)
   const brokenValues = await run(['render', '-f', sample, '--values', file('v2.yaml', 'a: [\n')])
   t.match(brokenValues.err, /v2\.yaml:\d+: /)
   const missingValues = await run(['render', '-f', sample, '--values', join(tmp, 'none.yaml')])
-  t.match(missingValues.err, /none\.yaml: cannot read: ENOENT/)
+  t.match(missingValues.err, /none\.yaml: cannot read: no such file or directory \(ENOENT\)/)
 })
 
 t.test('usage errors exit 2', async (t) => {
@@ -134,10 +135,10 @@ t.test('--help and --version exit 0', async (t) => {
   t.equal(version.out.trim(), JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)
 })
 
-t.test('lint passes on the bundled chart and its samples', async (t) => {
+t.test('lint passes on the bundled chart: minimal values (on each platform too) and its ci/ example values', async (t) => {
   const r = await run(['lint'])
   t.equal(r.code, 0, r.err)
-  t.match(r.out, /ok \(12 templates, 10 kinds, 6 instances rendered into \d+ objects\)/)
+  t.match(r.out, /ok \(12 templates, 10 kinds, 12 instances rendered into \d+ objects: minimal values \(also on openshift\), 9 ci\/ values files\)/)
 })
 
 t.test('lint reports a broken chart: schema, templates and renders', async (t) => {
@@ -156,7 +157,7 @@ t.test('lint reports a broken chart: schema, templates and renders', async (t) =
   t.match(r.err, /values\.schema\.json: spec\.extra\.type: must not be empty/)
   t.match(r.err, /values\.schema\.json: spec\.uniq: uniqueItems: true is not allowed/)
   t.match(r.err, /values\.schema\.json: spec\.ref: keyword "\$ref" is not allowed/)
-  t.match(r.err, /minimal values \(size 1\): Secret\/lint: kind v1 Secret is not one the operator manages/)
+  t.match(r.err, /every instance: templates\/bad\.ejs: Secret\/lint: kind v1 Secret is not one the operator manages/, 'once, naming the template')
   const broken = await run(['lint', '--chart', chartWith({ 'templates/bad.ejs': '<% if ( %>' })])
   t.equal(broken.code, 1)
   t.match(broken.err, /templates\/bad\.ejs:1: /)
@@ -174,7 +175,8 @@ t.test('lint checks the declared kinds: namespaced, under their resource; a kind
   t.match(bad.err, `kinds.yaml: kinds[${n + 3}] (apps/v1 Revision): resource controllerrevisions is of kind ControllerRevision`)
   const crd = await run(['lint', '--chart', extra('  - {apiVersion: monitoring.coreos.com/v1, kind: PodMonitor, resource: podmonitors, optional: true}\n')])
   t.equal(crd.code, 0, crd.err)
-  t.match(crd.out, /monitoring\.coreos\.com\/v1 PodMonitor is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced/)
+  t.match(crd.err, /^lint: note: kinds\.yaml: monitoring\.coreos\.com\/v1 PodMonitor is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced$/m, 'a note, on stderr')
+  t.equal(crd.out.split('\n').filter(Boolean).length, 1, 'stdout is the one line of the result')
   t.match(crd.out, `ok (12 templates, ${n + 1} kinds, `)
 })
 
@@ -264,5 +266,5 @@ t.test('lint renders each platform’s values: a platform file the schema refuse
   const dir = chartWith({ 'platforms/openshift.yaml': 'podSecurityContext:\n  runAsUser: 0\n' })
   const r = await run(['lint', '--chart', dir])
   t.equal(r.code, 1)
-  t.match(r.err, /minimal values on platform openshift \(size 3\): spec\.podSecurityContext\.runAsUser: must be >= 1 \(got 0\)/)
+  t.match(r.err, /minimal values on platform openshift \(size 3\): platforms\/openshift\.yaml: podSecurityContext\.runAsUser: must be >= 1 \(got 0\) \(a value of the chart on this platform: neither the spec nor an override sets podSecurityContext\)/)
 })

@@ -94,6 +94,9 @@ t.test('CRUD on plain JSON with the server Status on errors', async (t) => {
   t.match(all.metadata.resourceVersion, /^\d+$/)
   const paged = await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { limit: 1 })
   t.equal(paged.items.length, 3, 'pages are followed')
+  const probe = await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { limit: 1, firstPageOnly: true })
+  t.equal(probe.items.length, 1, 'firstPageOnly: one page, its continue not followed')
+  t.equal(probe.paginated, true)
   const inNs = await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { namespace: 'default' })
   t.same(inNs.items.map((i) => i.metadata.name).sort(), ['one', 'two'])
   const selected = await client.list({ apiVersion: 'v1', kind: 'ConfigMap' }, { labelSelector: 'pick=me' })
@@ -175,8 +178,10 @@ t.test('status subresource writes', async (t) => {
   t.equal((applied.status as { replicas: number }).replicas, 5)
 })
 
-t.test('a 429 carries Retry-After seconds', async (t) => {
-  const { client, sb } = await sandbox(t)
+t.test('a 429 the client does not retry (maxRetries 0) carries Retry-After seconds', async (t) => {
+  const { kc, sb } = await sandbox(t)
+  const client = new KubeClient(kc, { userAgent: UA, maxRetries: 0 })
+  t.teardown(() => client.close())
   sb.faults.set({ throttleRate: 1, retryAfterS: 7, verbs: ['get'] })
   const err = await client.get({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name: 'x' }).catch((e: unknown) => e)
   t.ok(err instanceof ApiError)

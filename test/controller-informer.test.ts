@@ -169,7 +169,8 @@ t.test('a periodic resync hands every cached object to onUpdate as (obj, obj)', 
 t.test('a failing list is retried with backoff until it succeeds', async (t) => {
   const { client, sb } = await setup(t)
   await client.create(cm('a'))
-  sb.faults.set({ errorRate: 1, verbs: ['list'] })
+  // The first list is a watch-list; when it fails, a paginated list is tried: both fail.
+  sb.faults.set({ errorRate: 1, verbs: ['list', 'watch'] })
   const errors: [string, InformerPhase][] = []
   const inf = informer(t, client, { onError: (e, phase) => errors.push([e.message, phase]) })
   const m = mirror(inf)
@@ -221,10 +222,11 @@ t.test('410 Expired relists and turns the difference into deletes, updates and a
   inf.start()
   await inf.waitForSync()
   log.length = 0
-  const listsBefore = sb.requests.counts().byVerb.list ?? 0
+  const watchesBefore = sb.requests.counts().byVerb.watch ?? 0
   // Cut the watch and make resuming it impossible, then change the world while it is away.
   sb.faults.set({ paused: false, watchDropS: 0.02, expireOnResume: true, verbs: ['watch'] })
-  await eventually(t, 'a relist', () => (sb.requests.counts().byVerb.list ?? 0) > listsBefore)
+  // A relist is a watch-list: a resume refused, then the watch-list.
+  await eventually(t, 'a relist', () => (sb.requests.counts().byVerb.watch ?? 0) > watchesBefore + 1)
   sb.faults.set({ expireOnResume: true, verbs: ['watch'] })
   await client.patch({ ...CM, namespace: 'default', name: 'change' }, { data: { v: '1' } }, { type: 'merge' })
   await client.delete({ ...CM, namespace: 'default', name: 'remove' })
@@ -445,17 +447,19 @@ t.test('a watch that goes silent (no bytes, no FIN) is replaced after the idle t
 })
 
 /** The query parameters of every request for default's ConfigMaps that reaches the proxy, in order; `reply` may answer instead of the server. */
-async function recordedClient(t: Test, sb: Sandbox, reply?: (q: Record<string, string>) => ProxyReply | void): Promise<{ client: KubeClient; lists: Record<string, string>[]; watches: Record<string, string>[] }> {
+async function recordedClient(t: Test, sb: Sandbox, reply?: (q: Record<string, string>) => ProxyReply | void, replyWatch?: (q: Record<string, string>) => ProxyReply | void): Promise<{ client: KubeClient; lists: Record<string, string>[]; watches: Record<string, string>[] }> {
   const lists: Record<string, string>[] = []
   const watches: Record<string, string>[] = []
   const url = await recordingProxy(
     t,
     sb.url,
     (req) => {
-      if (!req.url?.startsWith('/api/v1/namespaces/default/configmaps?')) return
+      if (req.url !== '/api/v1/namespaces/default/configmaps' && !req.url?.startsWith('/api/v1/namespaces/default/configmaps?')) return
       const q = params(req.url)
-      if (q.watch === 'true') watches.push(q)
-      else {
+      if (q.watch === 'true') {
+        watches.push(q)
+        return replyWatch?.(q)
+      } else {
         lists.push(q)
         return reply?.(q)
       }
@@ -471,71 +475,96 @@ function manyConfigMaps(sb: Sandbox, n: number): void {
 
 const status = (code: number, reason: string, message: string, details?: unknown): ProxyReply => ({ status: code, body: JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code, ...(details ? { details } : {}) }) })
 
-t.test('the first list asks for resourceVersion=0 in pages of 500 and follows continue without a resourceVersion, as client-go\'s reflector; the watch starts from the list', async (t) => {
-  const { sb } = await setup(t)
+t.test('the first list is a watch-list from no resourceVersion, as client-go\'s reflector with WatchListClient, and its stream goes on as the watch; no list is sent', async (t) => {
+  const { sb, client: direct } = await setup(t)
   manyConfigMaps(sb, 501)
   const { client, lists, watches } = await recordedClient(t, sb)
   const inf = informer(t, client, { namespace: 'default' })
   const m = mirror(inf)
   inf.start()
   await inf.waitForSync()
-  t.equal(lists.length, 2)
-  t.same(lists[0], { limit: '500', resourceVersion: '0' }, 'served from the watch cache on a real server')
-  t.same(Object.keys(lists[1] ?? {}).sort(), ['continue', 'limit'], 'a later page carries its token and no resourceVersion')
-  t.equal(lists[1]?.limit, '500')
-  t.equal(m.counts.add, 501)
-  await eventually(t, 'the watch', () => watches.length > 0)
-  t.equal(watches[0]?.resourceVersion, inf.resourceVersion)
-  t.equal(watches[0]?.allowWatchBookmarks, 'true')
+  t.same(lists, [], 'no list at all, so never a resourceVersion=0 list the watch cache answers in one piece')
+  t.equal(watches.length, 1)
   const timeout = Number(watches[0]?.timeoutSeconds)
+  t.same(watches[0], { watch: 'true', allowWatchBookmarks: 'true', sendInitialEvents: 'true', resourceVersionMatch: 'NotOlderThan', timeoutSeconds: String(timeout) }, 'no resourceVersion: the latest state')
   t.ok(timeout >= 300 && timeout < 600, 'a server-side timeout of 5–10 minutes')
+  t.equal(m.counts.add, 501)
+  t.equal(inf.resourceVersion, String(sb.cluster.store.resourceVersion), 'at the initial-events-end bookmark\'s resourceVersion')
+  await direct.create(cm('later'))
+  await eventually(t, 'a change on the same stream', () => m.state.has('default/later'))
+  t.equal(watches.length, 1, 'no second watch')
   t.same(m.violations, [])
 })
 
-t.test('a 410 Expired on a later page lists again in one piece at the resourceVersion first asked for, as client-go\'s pager', async (t) => {
+t.test('a server that refuses watch-lists (422) is listed consistently in pages of 500, never at resourceVersion=0, and so are its relists', async (t) => {
+  const { sb } = await setup(t)
+  manyConfigMaps(sb, 501)
+  const refusal = status(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch')
+  const errors: string[] = []
+  const { client, lists, watches } = await recordedClient(t, sb, undefined, (q) => (q.sendInitialEvents ? refusal : undefined))
+  const inf = informer(t, client, { namespace: 'default', onError: (e) => errors.push(e.message) })
+  const m = mirror(inf)
+  inf.start()
+  await inf.waitForSync()
+  t.equal(watches[0]?.sendInitialEvents, 'true', 'a watch-list first')
+  t.equal(lists.length, 2)
+  t.same(lists[0], { limit: '500' }, 'then a consistent list, which a real server paginates')
+  t.same(Object.keys(lists[1] ?? {}).sort(), ['continue', 'limit'], 'a later page carries its token and no resourceVersion')
+  t.equal(m.counts.add, 501)
+  t.same(errors, [], 'a refused watch-list is no failure')
+  await eventually(t, 'the watch', () => watches.length > 1)
+  t.equal(watches[1]?.resourceVersion, inf.resourceVersion)
+  t.equal(watches[1]?.sendInitialEvents, undefined)
+  sb.faults.set({ watchDropS: 0.02, expireOnResume: true, verbs: ['watch'] })
+  await eventually(t, 'a relist', () => lists.length > 2)
+  sb.faults.set({})
+  t.same(lists[2], { limit: '500' }, 'a relist pages too, and tries no watch-list again')
+  t.equal(watches.filter((q) => q.sendInitialEvents).length, 1)
+  t.same(m.violations, [])
+})
+
+t.test('a 410 Expired on a later page lists again in one piece, as client-go\'s pager', async (t) => {
   const { sb } = await setup(t)
   manyConfigMaps(sb, 501)
   let expired = 0
   const { client, lists } = await recordedClient(t, sb, (q) => {
     if (q.continue && expired++ === 0) return status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.')
   })
-  const inf = informer(t, client, { namespace: 'default' })
+  const inf = informer(t, client, { namespace: 'default', watchList: false })
   const m = mirror(inf)
   inf.start()
   await inf.waitForSync()
-  t.same(lists.map((q) => Object.keys(q).sort().join('&')), ['limit&resourceVersion', 'continue&limit', 'resourceVersion'])
-  t.same(lists[2], { resourceVersion: '0' }, 'no continue, no limit')
+  t.same(lists.map((q) => Object.keys(q).sort().join('&')), ['limit', 'continue&limit', ''])
   t.equal(m.counts.add, 501, 'the first page is not added twice')
   t.same(m.violations, [])
 })
 
-t.test('a relist asks for the last resourceVersion; when the server has it no longer (410) or not yet (504 too large) it lists consistently in pages, as client-go\'s reflector', async (t) => {
+t.test('a relist is a watch-list from the last resourceVersion; when the server has it no longer (410) or not yet (504 too large) it is asked again at once without one, as client-go\'s reflector', async (t) => {
   const { sb, client: direct } = await setup(t)
   for (const n of ['a', 'b']) await direct.create(cm(n))
   let refused = 0
-  const { client, lists } = await recordedClient(t, sb, (q) => {
-    if (q.resourceVersion === undefined || q.resourceVersion === '0') return
-    return refused++ === 0 ? status(504, 'Timeout', `Too large resource version: ${q.resourceVersion}, current: 1`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }) : status(410, 'Expired', `too old resource version: ${q.resourceVersion} (1)`)
+  const expiredEvent = (rv: string): ProxyReply => ({ status: 200, body: JSON.stringify({ type: 'ERROR', object: JSON.parse(status(410, 'Expired', `too old resource version: ${rv} (1)`).body) }) + '\n' })
+  const { client, lists, watches } = await recordedClient(t, sb, undefined, (q) => {
+    if (!q.sendInitialEvents || q.resourceVersion === undefined) return
+    return refused++ % 2 === 0 ? status(504, 'Timeout', `Too large resource version: ${q.resourceVersion}, current: 1`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }) : expiredEvent(q.resourceVersion)
   })
-  const inf = informer(t, client, { namespace: 'default' })
+  const errors: string[] = []
+  const inf = informer(t, client, { namespace: 'default', onError: (e) => errors.push(e.message) })
   const m = mirror(inf)
   inf.start()
   await inf.waitForSync()
-  t.same(lists, [{ limit: '500', resourceVersion: '0' }])
   const synced = inf.resourceVersion
   sb.faults.set({ watchDropS: 0.02, expireOnResume: true, verbs: ['watch'] })
-  await eventually(t, 'two refused relists, each followed by a consistent list', () => refused >= 2 && lists.at(-1)?.resourceVersion === undefined)
+  await eventually(t, 'two refused relists, each followed by one without a resourceVersion', () => refused >= 2 && watches.at(-1)?.sendInitialEvents === 'true' && watches.at(-1)?.resourceVersion === undefined)
   sb.faults.set({})
-  t.same(lists[1], { resourceVersion: synced }, 'the relist after an expired watch: the last resourceVersion, unpaginated (the watch cache answers)')
+  const relists = watches.filter((q) => q.sendInitialEvents)
+  t.same(relists[0], { watch: 'true', allowWatchBookmarks: 'true', sendInitialEvents: 'true', resourceVersionMatch: 'NotOlderThan', timeoutSeconds: relists[0]?.timeoutSeconds ?? '' }, 'the first list: no resourceVersion')
+  t.equal(relists[1]?.resourceVersion, synced, 'the relist after an expired watch: the last resourceVersion seen')
+  t.equal(relists[2]?.resourceVersion, undefined, 'refused, then at once without one')
   await direct.create(cm('c'))
   const server = await serverState(direct)
   await eventually(t, 'the cache to match the server', () => same(m.state, server))
   t.same(m.violations, [])
-  // Pairs: a relist at a resourceVersion, refused, then the consistent one (a last relist may still be under way).
-  t.ok(lists.length >= 5)
-  for (let i = 1; i + 1 < lists.length; i += 2) {
-    t.not(lists[i]?.resourceVersion, undefined)
-    t.not(lists[i]?.resourceVersion, '0')
-    t.same(lists[i + 1], { limit: '500' }, 'then a consistent list from etcd, in pages')
-  }
+  t.same(lists, [], 'never a list')
+  t.notOk(errors.some((e) => /Too large|too old/.test(e)), 'a missing resourceVersion is handled, not reported')
 })

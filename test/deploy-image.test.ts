@@ -14,7 +14,7 @@ const patterns = dockerignorePatterns(readFileSync(join(ROOT, '.dockerignore'), 
 t.test('the Dockerfile: multi-stage on Node 24, production dependencies from the lockfile, numeric non-root user, exec ENTRYPOINT with the shebang\'s flags', async (t) => {
   const froms = instructions.filter((i) => i.op === 'FROM').map((i) => i.args)
   t.ok(froms.length >= 2, 'multi-stage')
-  for (const f of froms) t.match(f, /^(node:24[-.\w]*slim|gcr\.io\/distroless\/nodejs24-[\w.:-]+)(\s+AS\s+\w+)?$/i, `a small Node 24 base: ${f}`)
+  for (const f of froms) t.match(f, /^(node:24[-.\w]*slim|gcr\.io\/distroless\/nodejs24-[\w.:-]+)@sha256:[0-9a-f]{64}(\s+AS\s+\w+)?$/i, `a small Node 24 base, pinned by digest: ${f}`)
   const runs = instructions.filter((i) => i.op === 'RUN').map((i) => i.args)
   t.ok(runs.some((r) => /\bnpm ci\b.*--omit=dev/.test(r)), 'npm ci --omit=dev')
   t.notOk(runs.some((r) => /\bnpm (i|install)\b/.test(r)), 'never npm install (it may change the lockfile)')
@@ -30,7 +30,7 @@ t.test('the Dockerfile: multi-stage on Node 24, production dependencies from the
 })
 
 t.test('.dockerignore keeps tests, dev files and local state out of the context', async (t) => {
-  for (const path of ['test/deploy-image.test.ts', 'test/golden/x.yaml', '.git/HEAD', 'node_modules/yaml/package.json', '.ci/run', '.tap/x', 'coverage/x', 'README.md', 'kustomize/default/kustomization.yaml', 'Dockerfile', 'tsconfig.json', '.taprc', 'operator/x.test.ts']) t.ok(ignored(patterns, path), `${path} excluded`)
+  for (const path of ['test/deploy-image.test.ts', 'test/golden/x.yaml', '.git/HEAD', 'node_modules/yaml/package.json', '.ci/run', '.tap/x', 'coverage/x', 'README.md', 'kustomize/default/kustomization.yaml', 'charts/memcached-operator/Chart.yaml', 'Dockerfile', 'tsconfig.json', '.taprc', 'operator/x.test.ts']) t.ok(ignored(patterns, path), `${path} excluded`)
   for (const path of ['package.json', 'package-lock.json', 'operator/cli/main.js', 'charts/memcached/values.yaml', 'kustomize/samples/kustomization.yaml']) t.notOk(ignored(patterns, path), `${path} included`)
   const files = contextFiles(ROOT, patterns)
   t.ok(files.includes('operator/cli/main.js'))
@@ -62,6 +62,7 @@ t.test('the image tree: assembled as the Dockerfile says, production dependencie
   const app = join(out, 'stage-1', 'app')
   t.same(readdirSync(app).sort(), ['charts', 'kustomize', 'node_modules', 'operator', 'package.json'])
   t.same(readdirSync(join(app, 'kustomize')), ['samples'])
+  t.same(readdirSync(join(app, 'charts')), ['memcached'], 'the chart it renders, not the Helm chart that installs it')
   for (const dep of Object.keys(pkg.dependencies)) t.ok(existsSync(join(app, 'node_modules', dep, 'package.json')), `dependency ${dep}`)
   // Only the lockfile's production packages (a devDependency may also be a production one's dependency, as @types/node is).
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> }

@@ -29,7 +29,7 @@ const pod = deployment.spec.template.spec
 const manager = pod.containers[0]!
 
 t.test('kustomize/default: the namespace, the CRD, RBAC, the manager and a metrics Service, prefixed', async (t) => {
-  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
+  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
   t.equal(one('Namespace').metadata.name, NS)
   for (const o of objects) {
     if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') continue
@@ -42,18 +42,20 @@ t.test('kustomize/default: the namespace, the CRD, RBAC, the manager and a metri
 })
 
 t.test('no wildcard anywhere in the RBAC, and the bindings name the Deployment\'s ServiceAccount', async (t) => {
-  for (const dir of ['default', 'rbac']) {
+  for (const dir of ['default', 'rbac', 'sharded', 'namespaced']) {
     for (const role of kustomize(dir).filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')) {
       for (const rule of (role as { rules?: Record<string, string[]>[] }).rules ?? []) {
         for (const [field, values] of Object.entries(rule)) t.notOk(values.some((v) => v.includes('*')), `${dir}: ${role.kind} ${role.metadata.name} ${field}: ${values.join(',')}`)
-        t.notOk('nonResourceURLs' in rule, 'no non-resource URLs (discovery is every authenticated user\'s)')
+        // Discovery is every authenticated user's; the one non-resource URL is what a scraper reads.
+        if ('nonResourceURLs' in rule) t.same([role.metadata.name?.endsWith('metrics-reader'), rule.nonResourceURLs, rule.verbs], [true, ['/metrics'], ['get']], 'only the metrics reader names a non-resource URL')
       }
     }
   }
   const sa = one('ServiceAccount')
   t.equal(pod.serviceAccountName, sa.metadata.name)
   const grants = grantsFor(objects, NS, sa.metadata.name ?? '')
-  t.same([...new Set(grants.map((g) => `${g.from} ${g.namespace ?? 'cluster-wide'}`))].sort(), [`ClusterRole/${PREFIX}manager-role cluster-wide`, `Role/${NS}/${PREFIX}leader-election-role ${NS}`])
+  t.same([...new Set(grants.map((g) => `${g.from} ${g.namespace ?? 'cluster-wide'}`))].sort(), [`ClusterRole/${PREFIX}manager-role cluster-wide`, `ClusterRole/${PREFIX}metrics-auth-role cluster-wide`, `Role/${NS}/${PREFIX}leader-election-role ${NS}`])
+  t.notOk(grants.some((g) => g.from.endsWith('metrics-reader')), 'the operator reads no metrics: the reader role is for scrapers')
 })
 
 t.test('the manager: 2 replicas with leader election, probes, metrics, resources, restricted security', async (t) => {
@@ -65,7 +67,8 @@ t.test('the manager: 2 replicas with leader election, probes, metrics, resources
   t.notOk(manager.command, 'the image\'s ENTRYPOINT (node with the executable\'s flags, `run`) is kept')
   const args = manager.args ?? []
   t.ok(args.includes('--leader-elect'))
-  t.ok(args.includes('--metrics-bind-address=:8080'))
+  t.ok(args.includes('--metrics-bind-address=:8443'))
+  t.ok(args.includes('--metrics-secure'), 'HTTPS with authentication and authorization, as kubebuilder scaffolds it')
   t.ok(args.includes('--health-probe-bind-address=:8081'))
   const port = (name: string | number) => (typeof name === 'number' ? name : manager.ports?.find((p) => p.name === name)?.containerPort)
   t.equal(manager.livenessProbe.httpGet.path, '/healthz')
@@ -98,7 +101,7 @@ t.test('the manager: 2 replicas with leader election, probes, metrics, resources
   const svc = one('Service') as KubeObject & { spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string | number }[] } }
   t.equal(svc.metadata.name, `${PREFIX}controller-manager-metrics-service`)
   t.match(deployment.spec.template.metadata.labels, svc.spec.selector, 'the metrics Service selects the manager pods')
-  t.same(svc.spec.ports.map((p) => [p.name, p.port, port(p.targetPort)]), [['metrics', 8080, 8080]])
+  t.same(svc.spec.ports.map((p) => [p.name, p.port, port(p.targetPort)]), [['https', 8443, 8443]])
 })
 
 t.test('kustomize/prometheus: default/ plus a ServiceMonitor of the metrics Service', async (t) => {
@@ -108,7 +111,8 @@ t.test('kustomize/prometheus: default/ plus a ServiceMonitor of the metrics Serv
   const m = monitors[0]!
   t.equal(m.apiVersion, 'monitoring.coreos.com/v1')
   t.equal(m.metadata.namespace, NS)
-  t.same(m.spec.endpoints.map((e) => [e.port, e.path]), [['metrics', '/metrics']])
+  t.same(m.spec.endpoints.map((e) => [e.port, e.path]), [['https', '/metrics']])
+  t.match(m.spec.endpoints[0], { scheme: 'https', bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } }, 'Prometheus sends its token over TLS to the self-signed endpoint')
   const svc = built.find((o) => o.kind === 'Service')!
   t.match(svc.metadata.labels, m.spec.selector.matchLabels, 'it selects the metrics Service')
   t.same(built.filter((o) => o.kind !== 'ServiceMonitor'), objects, 'everything else is default/ unchanged')

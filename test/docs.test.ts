@@ -14,6 +14,7 @@ import { dirname, join, resolve } from 'node:path'
 import t from 'tap'
 import { eventually } from './support/operator.ts'
 import { tempDir } from './support/tmp.ts'
+import { MEMCACHED_PACKAGES } from './support/memcached.ts'
 import { helmPath, kubectlPath } from './support/tools.ts'
 
 const root = resolve(import.meta.dirname, '..')
@@ -116,7 +117,12 @@ t.test("the README's set-up commands are the package's own, and CI runs nothing 
   const npmCalls = [...ci.matchAll(/(?:^|[;&|]|\$\()\s*(npx|npm)\s+(\S+)/gm)].map((m) => `${m[1]} ${m[2]}`)
   // `npm install --prefix … node@24` is the Node.js download; the project's own steps are ci and test.
   t.same([...new Set(npmCalls.filter((c) => c !== 'npm install' && !c.startsWith('npm --version')))].sort(), ['npm ci', 'npm test'])
-  t.match(ci, /npm install --no-save --no-audit --no-fund --prefix "\$node24" node@24/, 'the only install is Node.js itself')
+  t.match(ci, /npm install --no-save --no-audit --no-fund --prefix "\$node24" node@24/, 'the only npm install is Node.js itself')
+  // Besides npm: the packages the memcached conformance tests need, the same the README tells a contributor to install.
+  const packages = MEMCACHED_PACKAGES.join(' ')
+  t.match(ci, `mc_packages="${packages}"`, 'CI installs the memcached tests\' packages')
+  t.same([...ci.matchAll(/apt-get install[^\n]*/g)].map((m) => m[0]), ['apt-get install -y -qq $mc_packages >/dev/null; } || { echo "apt-get install $mc_packages failed"; echo "0 passed, 1 failed"; exit 1; }'], 'and installs nothing else')
+  t.match(readFileSync(join(root, 'README.md'), 'utf8').replace(/\s+/g, ' '), `apt-get install -y ${packages}`, 'the README names the same command')
 })
 
 t.test('npm start runs the operator on the sandbox, applies the sample and prints its status.nodes; Ctrl-C stops it', async (t) => {

@@ -304,7 +304,7 @@ t.test('metrics with a ServiceMonitor and a PrometheusRule: left out while their
   t.same(monitor.spec, { selector: { matchLabels: SELECTOR('mon') }, endpoints: [{ port: 'metrics', path: '/metrics', interval: '30s', scrapeTimeout: '10s' }] })
   const groups = (rule.spec as { groups: { name: string; rules: { alert: string; expr: string }[] }[] }).groups
   t.same(groups.map((g) => g.name), ['memcached.default.mon'])
-  t.same(groups[0]!.rules.map((r) => r.alert), ['MemcachedDown', 'MemcachedEvictions', 'MemcachedConnectionLimitNear', 'MemcachedConnectionsRejected', 'MemcachedOutOfMemory'])
+  t.same(groups[0]!.rules.map((r) => r.alert), ['MemcachedDown', 'MemcachedPodsMissing', 'MemcachedConnectionLimitNear', 'MemcachedConnectionLimitReached', 'MemcachedConnectionsRejected', 'MemcachedOutOfMemory'])
   t.equal(groups[0]!.rules[0]!.expr, 'memcached_up{namespace="default", service="mon"} == 0')
   const served = await eventually('OptionalKindsServed True', async () => {
     const o = await getMc(bed.client, 'mon')
@@ -407,15 +407,15 @@ t.test('an invalid combination is InvalidSpec with the path, applies nothing, an
   bed.sandbox.requests.reset()
   await patchMc(bed.client, 'good', { resources: { limits: { memory: '40Mi' } } })
   const invalid = await degraded(bed.client, 'good', 'InvalidSpec')
-  t.match(invalid.message, 'spec.resources.limits.memory: must be at least 48Mi, spec.memoryMB (16) plus 32Mi of memcached\'s own overhead (got "40Mi")')
+  t.match(invalid.message, 'spec.resources.limits.memory: must be at least 51Mi: spec.memoryMB (16) + 2Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "40Mi"); leave it out to get exactly that')
   t.equal(condition(await getMc(bed.client, 'good'), 'Ready')?.reason, 'InvalidSpec')
   t.same(objectWrites(bed, 'good'), [], 'nothing was applied')
   t.same((await live()).map((o) => o.metadata.resourceVersion), before.map((o) => o.metadata.resourceVersion), 'the Deployment, Service and PodDisruptionBudget are unchanged')
   t.equal((await pods(bed.client, 'good')).length, 2, 'the pods still run')
 
   // Fixed: applied again.
-  await patchMc(bed.client, 'good', { resources: { limits: { memory: '48Mi' } } })
+  await patchMc(bed.client, 'good', { resources: { limits: { memory: '51Mi' } } })
   await converged(bed.client, 'good', 2)
   const fixed = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'good' })
-  t.equal((fixed.spec as { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } }).template.spec.containers[0]!.resources.limits.memory, '48Mi')
+  t.equal((fixed.spec as { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } }).template.spec.containers[0]!.resources.limits.memory, '51Mi')
 })

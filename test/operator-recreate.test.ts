@@ -224,9 +224,12 @@ t.test('a second identical refusal after a re-creation does not delete again: De
       stored.set(obj.kind, live)
       return live
     },
-    async applyObject(obj: KubeObject, opts: { subresource?: string }) {
-      const created = !stored.has(obj.kind)
-      return { object: await client.apply(obj, opts), created }
+    async create(obj: KubeObject) {
+      if (stored.has(obj.kind)) throw new ApiError(409, 'AlreadyExists', `${obj.kind} "${obj.metadata.name}" already exists`)
+      calls.push(`create ${obj.kind}`)
+      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
+      stored.set(obj.kind, live)
+      return live
     },
     async delete(ref: { kind: string }, opts: { preconditions?: { uid?: string } }) {
       calls.push(`delete ${ref.kind} ${opts.preconditions?.uid}`)
@@ -249,7 +252,6 @@ t.test('a second identical refusal after a re-creation does not delete again: De
     chart: () => chart,
     memcacheds: { get: () => cr, byIndex: () => [cr] },
     children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), { get: () => undefined, byIndex: () => [] }])),
     pods: { get: () => undefined, byIndex: () => [] },
     memory: new AppliedMemory(),
     events: { record: async (_o, type, reason) => void recorded.push(`${type} ${reason}`) },

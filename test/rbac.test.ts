@@ -27,7 +27,7 @@ t.test('the fixed rules, then each declared kind grouped by API group, then pods
   const role = YAML.parse(await rbac()) as { kind: string; metadata: { name: string }; rules: Rule[] }
   t.equal(role.kind, 'ClusterRole')
   t.equal(role.metadata.name, 'manager-role')
-  const kindVerbs = ['list', 'watch', 'patch', 'delete']
+  const kindVerbs = ['get', 'list', 'watch', 'create', 'patch', 'delete']
   t.same(role.rules, [
     { apiGroups: ['cache.example.com'], resources: ['memcacheds'], verbs: ['list', 'watch'] },
     { apiGroups: ['cache.example.com'], resources: ['memcacheds/status'], verbs: ['patch'] },
@@ -39,7 +39,7 @@ t.test('the fixed rules, then each declared kind grouped by API group, then pods
     { apiGroups: ['monitoring.coreos.com'], resources: ['servicemonitors', 'prometheusrules'], verbs: kindVerbs },
     { apiGroups: ['cert-manager.io'], resources: ['certificates'], verbs: kindVerbs },
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
   ])
 })
@@ -58,7 +58,7 @@ t.test('every rule keeps the comment that explains it', async (t) => {
   t.match(comment('memcacheds'), /never with a GET/)
   t.match(comment('memcacheds/status'), /server-side apply of the status subresource only/)
   t.match(comment('memcacheds/finalizers'), /OwnerReferencesPermissionEnforcement/)
-  t.match(comment('serviceaccounts'), /charts\/memcached\/kinds\.yaml.*metadata only.*no `get`/)
+  t.match(comment('serviceaccounts'), /charts\/memcached\/kinds\.yaml.*nobody else.s.*`create`.*read with `get`/)
   t.match(comment('pods'), /status\.nodes/)
   t.match(comment('events'), /`patch` to bump the count/)
   t.match(comment('secrets'), /secretChecksum\(name\).*cache\.example\.com\/memcached-input=true/)
@@ -69,7 +69,7 @@ t.test('a kind added to kinds.yaml gets its rule with no change to the operator:
     'kinds.yaml': `${kinds}  - apiVersion: networking.k8s.io/v1\n    kind: NetworkPolicy\n    resource: networkpolicies\n  - apiVersion: apps/v1\n    kind: StatefulSet\n    resource: statefulsets\n  - apiVersion: monitoring.coreos.com/v1\n    kind: ServiceMonitor\n    resource: servicemonitors\n    optional: true\n`,
   })
   const rules = (YAML.parse(await rbac(['--chart', chart])) as { rules: Rule[] }).rules
-  const kindVerbs = ['list', 'watch', 'patch', 'delete']
+  const kindVerbs = ['get', 'list', 'watch', 'create', 'patch', 'delete']
   t.same(rules.slice(3, 8), [
     { apiGroups: [''], resources: ['serviceaccounts', 'configmaps', 'services'], verbs: kindVerbs },
     { apiGroups: ['apps'], resources: ['deployments', 'statefulsets'], verbs: kindVerbs },

@@ -171,9 +171,11 @@ t.test('a re-creation the plan did not foresee (the server refuses a field that 
       stored.set(obj.kind, live)
       return live
     },
-    async applyObject(obj: KubeObject, opts: { subresource?: string }) {
-      const created = !stored.has(obj.kind)
-      return { object: await client.apply(obj, opts), created }
+    async create(obj: KubeObject) {
+      calls.push(`create ${obj.kind}`)
+      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
+      stored.set(obj.kind, live)
+      return live
     },
     async delete(ref: { kind: string }) {
       calls.push(`delete ${ref.kind}`)
@@ -198,7 +200,6 @@ t.test('a re-creation the plan did not foresee (the server refuses a field that 
     chart: () => chart,
     memcacheds: { get: () => cr, byIndex: () => [cr] },
     children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), { get: () => undefined, byIndex: () => [] }])),
     pods: { get: () => undefined, byIndex: () => [] },
     memory: new AppliedMemory(),
     events: { record: async (_o, type, reason, message) => void recorded.push(`${type} ${reason}: ${message}`) },

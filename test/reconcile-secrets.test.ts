@@ -24,6 +24,7 @@ t.test('a cached Secret keeps its identity, labels and checksum, and nothing of 
     kind: 'Secret',
     metadata: { name: 's', namespace: 'team', uid: 'u1', resourceVersion: '7', labels: { 'cache.example.com/memcached-input': 'true' } },
     checksum: secretChecksum({ type: 'Opaque', stringData: { k: value } }),
+    keys: ['k'],
   })
   const text = JSON.stringify(summary)
   t.notOk(text.includes(value) || text.includes(Buffer.from(value).toString('base64')), 'neither the value nor its base64 (annotations, which may copy it, are dropped too)')
@@ -34,6 +35,7 @@ t.test('a malformed Secret is summarised too: the transform never fails (the inf
     const summary = secretSummary({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'n' }, ...odd } as unknown as KubeObject)
     t.match(summary.checksum, /^[0-9a-f]{64}$/, JSON.stringify(odd))
     t.notOk('data' in summary || 'stringData' in summary)
+    t.ok(Array.isArray(summary.keys))
   }
 })
 

@@ -34,9 +34,9 @@ t.test('a reconcile on a CR cache that has not seen the last status write does n
       stored.set(`${obj.kind}/${obj.metadata.name}`, live)
       return live
     },
-    async applyObject(obj: KubeObject, opts: { subresource?: string }) {
-      const created = !stored.has(`${obj.kind}/${obj.metadata.name}`)
-      return { object: await client.apply(obj, opts), created }
+    async create(obj: KubeObject) {
+      if (stored.has(`${obj.kind}/${obj.metadata.name}`)) throw new ApiError(409, 'AlreadyExists', `${obj.kind} "${obj.metadata.name}" already exists`)
+      return client.apply(obj, {})
     },
     async delete() {
       throw new Error('nothing to prune')
@@ -50,7 +50,6 @@ t.test('a reconcile on a CR cache that has not seen the last status write does n
     // The CR cache never catches up: it keeps the object read before the status write.
     memcacheds: { get: () => cr, byIndex: () => [cr] },
     children: new Map(chart.kinds.map((k) => [kindKey(k), empty])),
-    foreign: new Map(chart.kinds.map((k) => [kindKey(k), empty])),
     pods: empty,
     memory: new AppliedMemory(),
     events: { record: async () => {} },

@@ -50,7 +50,7 @@ t.test('conditions through the life of an instance', async (t) => {
     { name: 'replicas omitted means 1', over: { desiredWorkload: rendered(null), liveWorkload: ready(1) }, want: { Available: 'True/AllReplicasReady', Progressing: 'False/RolloutComplete', Degraded: 'False/AsExpected', Ready: 'True/Reconciled' } },
     {
       name: 'rollout stuck',
-      over: { liveWorkload: { ...liveDep({ replicas: 4, updatedReplicas: 1, readyReplicas: 3 }), status: { observedGeneration: 5, replicas: 4, updatedReplicas: 1, readyReplicas: 3, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "cache-x" has timed out progressing.' }] } } },
+      over: { liveWorkload: { ...liveDep({ replicas: 4, updatedReplicas: 1, readyReplicas: 3 }), status: { observedGeneration: 5, replicas: 4, updatedReplicas: 1, readyReplicas: 3, availableReplicas: 3, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "cache-x" has timed out progressing.' }] } } },
       want: { Available: 'True/AllReplicasReady', Progressing: 'False/ProgressDeadlineExceeded', Degraded: 'True/ProgressDeadlineExceeded', Ready: 'False/ProgressDeadlineExceeded' },
       messages: { Degraded: 'ReplicaSet "cache-x" has timed out progressing.' },
     },

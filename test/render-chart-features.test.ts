@@ -37,13 +37,17 @@ t.test('by default: a Deployment, memcached alone in its pod, soft anti-affinity
   t.notOk('volumes' in pod || 'imagePullSecrets' in pod || 'terminationGracePeriodSeconds' in pod)
   t.notOk('lifecycle' in pod.containers[0]!)
   t.notOk('minReadySeconds' in workload(objects).spec || 'strategy' in workload(objects).spec)
-  t.same(pod.containers[0]?.resources, { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '128Mi' } }, 'the resources of before')
+  t.same(find(objects, 'PodDisruptionBudget')?.spec, { maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } } }, 'a crash-looping or Pending pod never blocks a drain')
+  t.same(pod.containers[0]?.resources, { requests: { cpu: '50m', memory: '103Mi' }, limits: { memory: '103Mi' } }, 'memory: what memcached needs at most, as request and limit')
 })
 
-t.test('memory the spec does not give follows memoryMB; memory it gives is kept', async (t) => {
-  t.same(container(render({ memoryMB: 1024 }), 'memcached')?.resources, { requests: { cpu: '50m', memory: '1056Mi' }, limits: { memory: '1088Mi' } })
+t.test('memory the spec does not give follows memoryMB, maxConnections and TLS (request = limit); memory it gives is kept', async (t) => {
+  t.same(container(render({ memoryMB: 1024 }), 'memcached')?.resources, { requests: { cpu: '50m', memory: '1153Mi' }, limits: { memory: '1153Mi' } }, '1024 + 96 (1.5 times the hash table) + 1 (1024 connections) + 32')
+  t.same(container(render({ memoryMB: 1024, maxConnections: 4096, tls: { enabled: true, secretName: 'mc-tls' } }), 'memcached')?.resources.limits, { memory: '1216Mi' }, '4096 TLS connections: 64Mi')
+  t.same(container(render({ memoryMB: 577 }), 'memcached')?.resources.limits, { memory: '706Mi' }, 'just past a doubling of the hash table')
   t.same(container(render({ memoryMB: 256, resources: { requests: { memory: '1Gi' } } }), 'memcached')?.resources, { requests: { cpu: '50m', memory: '1Gi' }, limits: { memory: '1Gi' } }, 'never a limit below the request')
-  t.same(container(render({ memoryMB: 256, resources: { requests: { cpu: '1' }, limits: { memory: '2Gi', cpu: '2' } } }), 'memcached')?.resources, { requests: { cpu: '1', memory: '288Mi' }, limits: { memory: '2Gi', cpu: '2' } })
+  t.same(container(render({ memoryMB: 256, resources: { requests: { cpu: '1' }, limits: { memory: '2Gi', cpu: '2' } } }), 'memcached')?.resources, { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '2Gi', cpu: '2' } }, 'a limit alone is the request too, as the API server defaults it')
+  t.same(container(render({ resources: { requests: { cpu: '500m' }, limits: { cpu: '500m' } } }), 'memcached')?.resources, { requests: { cpu: '500m', memory: '103Mi' }, limits: { cpu: '500m', memory: '103Mi' } }, 'CPU requests equal to limits: a Guaranteed pod')
 })
 
 t.test('anti-affinity: hard requires one pod per node, none renders nothing, and an explicit affinity wins', async (t) => {
@@ -75,9 +79,9 @@ t.test('memcached flags: threads, item size, verbosity, in that order before ext
   t.same(container(render({ verbosity: 1 }), 'memcached')?.args.slice(6), ['-v'])
 })
 
-t.test('graceful stop: a preStop sleep action and the grace period', async (t) => {
+t.test('graceful stop: a preStop exec of sleep (any Kubernetes version; the sleep action needs 1.30) and the grace period', async (t) => {
   const objects = render({ lifecycle: { preStopSleepSeconds: 15 }, terminationGracePeriodSeconds: 45 })
-  t.same(container(objects, 'memcached')?.lifecycle, { preStop: { sleep: { seconds: 15 } } })
+  t.same(container(objects, 'memcached')?.lifecycle, { preStop: { exec: { command: ['sleep', '15'] } } })
   t.equal(workload(objects).spec.template.spec.terminationGracePeriodSeconds, 45)
   t.same(workload(render({ imagePullSecrets: ['a', 'b'] })).spec.template.spec.imagePullSecrets, [{ name: 'a' }, { name: 'b' }])
 })
@@ -104,9 +108,13 @@ t.test('metrics: ServiceMonitor, PrometheusRule with the exporter\'s metric name
   t.same(sm.spec, { selector: { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } }, endpoints: [{ port: 'metrics', path: '/metrics', interval: '30s', scrapeTimeout: '10s' }] })
   const rule = find(objects, 'PrometheusRule')!
   const rules = (rule.spec.groups as { rules: { alert: string; expr: string }[] }[])[0]!.rules
-  t.same(rules.map((r) => r.alert), ['MemcachedDown', 'MemcachedEvictions', 'MemcachedConnectionLimitNear', 'MemcachedConnectionsRejected', 'MemcachedOutOfMemory'])
+  t.same(rules.map((r) => r.alert), ['MemcachedDown', 'MemcachedPodsMissing', 'MemcachedConnectionLimitNear', 'MemcachedConnectionLimitReached', 'MemcachedConnectionsRejected', 'MemcachedOutOfMemory'], 'no alert on evictions: every full cache evicts')
   const used = new Set(rules.flatMap((r) => r.expr.match(/memcached_[a-z_]+/g) ?? []))
-  t.same([...used].sort(), ['memcached_connections_listener_disabled_total', 'memcached_connections_rejected_total', 'memcached_current_connections', 'memcached_items_evicted_total', 'memcached_max_connections', 'memcached_slab_items_outofmemory_total', 'memcached_up'])
+  t.same([...used].sort(), ['memcached_connections_listener_disabled_total', 'memcached_connections_rejected_total', 'memcached_current_connections', 'memcached_max_connections', 'memcached_slab_items_outofmemory_total', 'memcached_up'])
+  const missing = rules.find((r) => r.alert === 'MemcachedPodsMissing') as unknown as { expr: string; for: string; labels: { severity: string } }
+  t.equal(missing.expr, '(count(memcached_up{namespace="team", service="cache"} == 1) or vector(0)) < 3', 'a pod that is gone has no series: the pods up are counted against the size')
+  const rejected = rules.find((r) => r.alert === 'MemcachedConnectionsRejected') as unknown as { for: string; labels: { severity: string } }
+  t.same([rejected.for, rejected.labels.severity], ['5m', 'warning'], 'not paged on a single rejected connection')
   t.ok(rules.every((r) => r.expr.includes('namespace="team", service="cache"')), 'each alert looks at this instance only')
   const own = [{ alert: 'Mine', expr: 'vector(1)' }]
   const replaced = find(render({ metrics: { enabled: true, prometheusRule: { enabled: true, rules: own } } }), 'PrometheusRule')!
@@ -149,19 +157,37 @@ t.test('cert-manager: a Certificate for the Service and every pod name, labelled
   t.match(find(render({ clusterDomain: 'corp.example', tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca' } } } }), 'Certificate')?.spec.dnsNames, ['cache', 'cache.team', 'cache.team.svc', 'cache.team.svc.corp.example'])
 })
 
-t.test('auth: -Y with the Secret\'s key mounted read-only, or -S with memcached\'s password database and a SASL configuration', async (t) => {
+t.test('auth: -Y with the Secret\'s key mounted read-only, or -S with a password database qualified by the pod\'s realm and a SASL configuration', async (t) => {
   const file = render({ auth: { enabled: true, secretName: 'users' } })
   t.same(container(file, 'memcached')?.args.slice(6), ['-Y', '/etc/memcached/auth/passwords'])
   t.same(workload(file).spec.template.spec.volumes, [{ name: 'auth', secret: { secretName: 'users', items: [{ key: 'passwords', path: 'passwords' }] } }])
   t.same(container(file, 'memcached')?.volumeMounts, [{ name: 'auth', mountPath: '/etc/memcached/auth', readOnly: true }])
+  t.notOk('initContainers' in workload(file).spec.template.spec, 'no init step for the auth file')
   const sasl = render({ auth: { enabled: true, mode: 'sasl', secretName: 'users', secretKey: 'db' } })
   t.same(container(sasl, 'memcached')?.args.slice(6), ['-S'])
-  t.same(container(sasl, 'memcached')?.env, [{ name: 'MEMCACHED_SASL_PWDB', value: '/etc/memcached/auth/db' }, { name: 'SASL_CONF_PATH', value: '/etc/memcached/sasl' }])
+  t.same(container(sasl, 'memcached')?.env, [{ name: 'MEMCACHED_SASL_PWDB', value: '/etc/memcached/sasl-db/db' }, { name: 'SASL_CONF_PATH', value: '/etc/memcached/sasl' }])
   const conf = sasl.find((o) => o.kind === 'ConfigMap') as RenderedObject & { data: Record<string, string> }
   t.equal(conf.metadata.name, 'cache-sasl')
   t.same(conf.data, { 'memcached.conf': 'mech_list: plain\n' })
-  t.same(workload(sasl).spec.template.spec.volumes?.map((v) => v.name), ['auth', 'sasl'])
+  const pod = workload(sasl).spec.template.spec as PodSpec & { initContainers: Container[] & { command: string[] }[] }
+  t.same(pod.volumes, [{ name: 'auth', secret: { secretName: 'users', items: [{ key: 'db', path: 'db' }] } }, { name: 'sasl', configMap: { name: 'cache-sasl' } }, { name: 'sasl-db', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }])
+  t.same(container(sasl, 'memcached')?.volumeMounts?.map((m) => m.name), ['sasl', 'sasl-db'], 'memcached sees only the qualified lines')
+  const init = pod.initContainers[0] as unknown as Container & { command: string[] }
+  t.equal(init.image, container(sasl, 'memcached')?.image, 'the init step runs in the memcached image (its sh and sed)')
+  t.same(init.command, ['sh', '-c', 'umask 077 && sed "s/^\\([^:@]*\\):/\\1@$(cat /proc/sys/kernel/hostname):/" /etc/memcached/auth/db > /etc/memcached/sasl-db/db'])
+  t.same(init.securityContext, container(sasl, 'memcached')?.securityContext)
   t.notOk(file.some((o) => o.kind === 'ConfigMap'), 'no SASL configuration for the auth file')
+})
+
+t.test('extstore: ext_path on an emptyDir of the file\'s size plus 64Mi, writable by memcached alone, and 16Mi more memory', async (t) => {
+  const objects = render({ extstore: { enabled: true, sizeMB: 4096 }, tls: { enabled: true, secretName: 'mc-tls' }, metrics: { enabled: true } })
+  const mc = container(objects, 'memcached')!
+  t.same(mc.args.slice(-2), ['-o', 'ext_path=/var/lib/memcached/extstore:4096M'])
+  t.same(mc.volumeMounts?.at(-1), { name: 'extstore', mountPath: '/var/lib/memcached' })
+  t.same(workload(objects).spec.template.spec.volumes?.at(-1), { name: 'extstore', emptyDir: { sizeLimit: '4160Mi' } })
+  t.same(container(objects, 'metrics')?.volumeMounts?.map((m) => m.name), ['tls'], 'not the exporter')
+  t.same(container(render({ extstore: { enabled: true } }), 'memcached')?.resources.limits, { memory: '119Mi' }, '103Mi + 16Mi')
+  t.notOk(container(render({}), 'memcached')?.args.includes('-o'), 'off by default')
 })
 
 t.test('NetworkPolicy: ingress only, on memcached\'s port from the sources given (any when none), and on the metrics port', async (t) => {
@@ -175,8 +201,9 @@ t.test('NetworkPolicy: ingress only, on memcached\'s port from the sources given
 })
 
 t.test('every feature render passes Pod Security "restricted" (the sandbox\'s admission checks, at 1.34)', async (t) => {
-  const dir = join(import.meta.dirname, 'golden', 'features')
-  const files = readdirSync(dir).filter((f) => f.endsWith('.values.yaml'))
+  // The chart's example values (ci/), one feature each.
+  const dir = join(import.meta.dirname, '..', 'charts', 'memcached', 'ci')
+  const files = readdirSync(dir).filter((f) => f.endsWith('-values.yaml'))
   t.ok(files.length >= 8)
   for (const f of files) {
     const values = YAML.parse(readFileSync(join(dir, f), 'utf8')) as Record<string, unknown>
@@ -195,8 +222,8 @@ t.test('through the API server: the generated CRD accepts every sample and featu
   const specs: [string, Record<string, unknown>][] = readdirSync(samples)
     .filter((f) => f.startsWith('cache_'))
     .map((f) => [f, (YAML.parse(readFileSync(join(samples, f), 'utf8')) as { spec: Record<string, unknown> }).spec])
-  const features = join(import.meta.dirname, 'golden', 'features')
-  for (const f of readdirSync(features).filter((x) => x.endsWith('.values.yaml'))) specs.push([f, { ...classic, ...(YAML.parse(readFileSync(join(features, f), 'utf8')) as Record<string, unknown>) }])
+  const features = join(import.meta.dirname, '..', 'charts', 'memcached', 'ci')
+  for (const f of readdirSync(features).filter((x) => x.endsWith('-values.yaml'))) specs.push([f, { ...classic, ...(YAML.parse(readFileSync(join(features, f), 'utf8')) as Record<string, unknown>) }])
   t.ok(specs.some(([f]) => f === 'cache_v1alpha1_memcached_production.yaml'))
   let i = 0
   for (const [f, spec] of specs) {

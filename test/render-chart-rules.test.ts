@@ -40,14 +40,17 @@ t.test('a rolling-update configuration only with the rolling-update type, as app
   t.ok(renders({ workload: { strategy: { rollingUpdate: { maxSurge: 1 } } } }), 'RollingUpdate is the default type')
 })
 
-t.test('a memory limit below memoryMB + 32Mi is refused; quantities compare as Kubernetes reads them', async (t) => {
-  t.same(refusal({ memoryMB: 1024, resources: { limits: { memory: '1Gi' } } }).problems, [
-    'spec.resources.limits.memory: must be at least 1056Mi, spec.memoryMB (1024) plus 32Mi of memcached\'s own overhead (got "1Gi")',
+t.test('a memory limit below what memcached needs (templates/_memory.ejs) is refused; quantities compare as Kubernetes reads them', async (t) => {
+  t.same(refusal({ memoryMB: 1024, resources: { limits: { memory: '1100Mi' } } }).problems, [
+    'spec.resources.limits.memory: must be at least 1153Mi: spec.memoryMB (1024) + 96Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "1100Mi"); leave it out to get exactly that',
   ])
+  t.same(refusal({ memoryMB: 64, maxConnections: 4096, tls: { enabled: true, secretName: 'mc-tls' }, resources: { limits: { memory: '128Mi' } } }).problems, [
+    'spec.resources.limits.memory: must be at least 166Mi: spec.memoryMB (64) + 6Mi for memcached\'s hash table once full of small items + 64Mi for spec.maxConnections (4096) under TLS + 32Mi for the process (got "128Mi"); leave it out to get exactly that',
+  ], 'TLS connections cost 16Ki each')
   t.same(refusal({ memoryMB: 64, resources: { limits: { memory: '100M' } } }).problems, [
-    'spec.resources.limits.memory: must be at least 96Mi, spec.memoryMB (64) plus 32Mi of memcached\'s own overhead (got "100M")',
+    'spec.resources.limits.memory: must be at least 103Mi: spec.memoryMB (64) + 6Mi for memcached\'s hash table once full of small items + 1Mi for spec.maxConnections (1024) + 32Mi for the process (got "100M"); leave it out to get exactly that',
   ], '100M (decimal) is 95.4Mi')
-  t.ok(renders({ memoryMB: 64, resources: { limits: { memory: '96Mi' } } }), 'exactly memoryMB + 32Mi is enough')
+  t.ok(renders({ memoryMB: 64, resources: { limits: { memory: '103Mi' } } }), 'exactly what memcached needs is enough')
   t.ok(renders({ memoryMB: 1024, resources: { limits: { memory: '1.5Gi' } } }))
   t.ok(renders({ memoryMB: 64, resources: { limits: { memory: 200000000 } } }), 'a number of bytes')
   t.ok(renders({ memoryMB: 4096 }), 'without a limit of its own the limit follows memoryMB')
@@ -64,13 +67,25 @@ t.test('a preStop sleep must end before the grace period does', async (t) => {
   t.ok(renders({ lifecycle: { preStopSleepSeconds: 60 }, terminationGracePeriodSeconds: 90 }))
 })
 
-t.test('maxItemSize is held to memcached\'s own limits (memcached.c refuses to start otherwise)', async (t) => {
-  t.same(refusal({ maxItemSize: '512' }).problems, ['spec.maxItemSize: must be at least 1k (got "512")'])
-  t.same(refusal({ maxItemSize: '2048m', memoryMB: 8192, resources: { limits: { memory: '9Gi' } } }).problems, ['spec.maxItemSize: must be at most 1024m (got "2048m")'])
+t.test('maxItemSize is held to memcached\'s own start-up checks (test/memcached-start.test.ts runs the binary with them)', async (t) => {
+  t.same(refusal({ maxItemSize: '512' }).problems, ['spec.maxItemSize: must be a multiple of 512k (memcached\'s slab_chunk_max), e.g. 512k, 1m, 1536k, 2m (got "512")'])
+  t.same(refusal({ maxItemSize: '256k' }).problems, ['spec.maxItemSize: must be a multiple of 512k (memcached\'s slab_chunk_max), e.g. 512k, 1m, 1536k, 2m (got "256k")'], 'below slab_chunk_max')
+  t.same(refusal({ maxItemSize: '700k' }).problems, ['spec.maxItemSize: must be a multiple of 512k (memcached\'s slab_chunk_max), e.g. 512k, 1m, 1536k, 2m (got "700k")'], 'not evenly divisible')
+  t.same(refusal({ maxItemSize: '2048m', memoryMB: 8192 }).problems, ['spec.maxItemSize: must be at most 1024m (got "2048m")'])
   t.same(refusal({ maxItemSize: '33m' }).problems, ['spec.maxItemSize: must be at most half of spec.memoryMB (64), memcached refuses to start otherwise (got "33m")'])
+  t.same(refusal({ memoryMB: 1 }).problems, ["spec.memoryMB: must be at least 2, twice memcached's default item size of 1m (spec.maxItemSize unset)"], 'the default -I counts too')
   t.ok(renders({ maxItemSize: '32m' }), 'exactly half')
   t.ok(renders({ maxItemSize: '1024k' }))
+  t.ok(renders({ maxItemSize: '1536k' }))
+  t.ok(renders({ memoryMB: 1, maxItemSize: '512k' }))
   t.same(refusal({ maxItemSize: '1g' }).problems, ['spec.maxItemSize: must match pattern "^[1-9][0-9]*[kKmM]?$" (got "1g")'], 'the schema knows the units')
+})
+
+t.test('maxConnections leaves room for memcached\'s threads: it limits its open files to -c (test/memcached-start.test.ts runs the binary)', async (t) => {
+  t.same(refusal({ maxConnections: 20 }).problems, ["spec.maxConnections: must be at least 36, 5 per worker thread (spec.threads: unset, memcached's 4) and 16 more: memcached limits its open files to -c, and its threads take 5 each (got 20)"])
+  t.same(refusal({ maxConnections: 1024, threads: 1024 }).problems, ['spec.maxConnections: must be at least 5136, 5 per worker thread (spec.threads: 1024) and 16 more: memcached limits its open files to -c, and its threads take 5 each (got 1024)'])
+  t.ok(renders({ maxConnections: 36 }))
+  t.ok(renders({ maxConnections: 21, threads: 1 }))
 })
 
 t.test('TLS needs a Secret or cert-manager, and cert-manager an issuer', async (t) => {

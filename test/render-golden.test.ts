@@ -1,7 +1,7 @@
 /**
- * Golden renders of the samples, and of the classic sample with each values file of
- * test/golden/features (one chart feature each: `<feature>.values.yaml` renders into
- * `<feature>.yaml`). After an intended change to the chart, regenerate them with `npm run golden`
+ * Golden renders of the samples, and of the classic sample with each of the chart's example
+ * values files (charts/memcached/ci, one chart feature each, which lint renders too:
+ * `ci/<feature>-values.yaml` renders into test/golden/features/`<feature>.yaml`). After an intended change to the chart, regenerate them with `npm run golden`
  * and review the diff.
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { runCli } from '../operator/cli/program.ts'
 import { SAMPLES_DIR } from '../operator/cli/lint.ts'
+import { DEFAULT_CHART_DIR } from '../operator/render/chart.ts'
 import { captureIO } from './support/io.ts'
 
 const goldenDir = join(import.meta.dirname, 'golden')
@@ -32,17 +33,18 @@ for (const sample of samples) {
 }
 
 const featuresDir = join(goldenDir, 'features')
-const features = readdirSync(featuresDir).filter((f) => f.endsWith('.values.yaml')).sort()
+const ciDir = join(DEFAULT_CHART_DIR, 'ci')
+const features = readdirSync(ciDir).filter((f) => f.endsWith('-values.yaml')).sort()
 
 t.test('there is a feature values file for each part of the chart beyond the classic sample', async (t) => {
-  t.same(features, ['auth-authfile', 'auth-sasl', 'metrics', 'network-policy', 'rollout', 'statefulset', 'tls-cert-manager', 'tls-secret'].map((f) => `${f}.values.yaml`))
+  t.same(features, ['auth-authfile', 'auth-sasl', 'extstore', 'metrics', 'network-policy', 'rollout', 'statefulset', 'tls-cert-manager', 'tls-secret'].map((f) => `${f}-values.yaml`))
 })
 
 for (const values of features) {
-  t.test(`golden render of the classic sample with features/${values}`, async (t) => {
+  t.test(`golden render of the classic sample with ci/${values}`, async (t) => {
     const io = captureIO()
-    t.equal(await runCli(['render', '-f', join(SAMPLES_DIR, 'cache_v1alpha1_memcached.yaml'), '--values', join(featuresDir, values)], io), 0, io.err())
-    const golden = join(featuresDir, values.replace(/\.values\.yaml$/, '.yaml'))
+    t.equal(await runCli(['render', '-f', join(SAMPLES_DIR, 'cache_v1alpha1_memcached.yaml'), '--values', join(ciDir, values)], io), 0, io.err())
+    const golden = join(featuresDir, values.replace(/-values\.yaml$/, '.yaml'))
     if (update) writeFileSync(golden, io.out())
     t.ok(existsSync(golden), `${golden} exists (npm run golden writes it)`)
     t.equal(io.out(), readFileSync(golden, 'utf8'), 'matches the golden file')

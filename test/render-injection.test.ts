@@ -133,7 +133,7 @@ t.test('property: hostile annotation keys stay keys, or the render is refused na
       } catch (err) {
         refused++
         if (!(err instanceof RenderError) || err.kind !== 'guard') return false
-        return JSON.stringify(err.problems) === JSON.stringify(bad.map((k) => `Deployment/inj: invalid annotation key ${JSON.stringify(k)} (pod template)`))
+        return JSON.stringify(err.problems) === JSON.stringify(bad.map((k) => `templates/deployment.ejs: Deployment/inj: invalid annotation key ${JSON.stringify(k)} (pod template)`))
       }
       kept++
       const dep = r.objects.find((o) => o.kind === 'Deployment') as any
@@ -158,7 +158,7 @@ t.test('property: any spec either renders valid objects or is refused with locat
     },
     { requiredKeys: [] },
   )
-  const located = /^(spec(\.|\[|:)|templates\/[^:]+:\d+: |(ServiceAccount|Service|Deployment|PodDisruptionBudget)\/)/
+  const located = /^(spec(\.|\[|:)|templates\/[^:]+:\d+: |(templates\/[^:]+\.ejs: )?(ServiceAccount|Service|Deployment|PodDisruptionBudget)\/)/
   fc.assert(
     fc.property(arbSpec, (spec) => {
       try {

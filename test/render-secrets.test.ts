@@ -5,7 +5,7 @@
 import t from 'tap'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
-import { OFFLINE_CHECKSUM, secretChecksum, secretsFrom, SecretsNotFound } from '../operator/render/secrets.ts'
+import { OFFLINE_CHECKSUM, secretChecksum, secretKeys, SecretKeysMissing, secretsFrom, SecretsNotFound, type SecretSource } from '../operator/render/secrets.ts'
 import { chartWith, failure } from './support/chart.ts'
 
 const b64 = (s: string) => Buffer.from(s).toString('base64')
@@ -99,6 +99,31 @@ t.test('the bundled chart annotates the pods with the checksums of the TLS and a
   t.same(podAnnotations({ size: 1, tls: { enabled: true, certManager: issuer } }, [['team/c-tls', tlsSum]]), { 'checksum/tls-secret': tlsSum }, 'once written')
   const err = failure(() => podAnnotations({ size: 1, tls: { enabled: true, secretName: 'c-tls' } }, []))
   t.same((err as SecretsNotFound).missing, ['team/c-tls'], 'a Secret the user names must exist')
+})
+
+t.test('the key names of a Secret, from data and stringData, sorted, never a value', async (t) => {
+  t.same(secretKeys({ data: { 'tls.key': b64('k'), 'ca.crt': b64('c') }, stringData: { 'tls.crt': 'x', 'ca.crt': 'y' } }), ['ca.crt', 'tls.crt', 'tls.key'])
+  t.same(secretKeys({ data: null }), [])
+  t.same(secretKeys({ data: 'text' as unknown as Record<string, string> }), [])
+})
+
+t.test('a Secret found without a key the pods read fails the render, naming each key, its Secret and what reads it', async (t) => {
+  const have = new Map([['team/c-tls', ['tls.crt']], ['team/c-auth', ['other']]])
+  const source: SecretSource = { checksum: (ns, name) => (have.has(`${ns}/${name}`) ? 'sum' : undefined), keys: (ns, name) => have.get(`${ns}/${name}`) }
+  const render = (spec: Record<string, unknown>, s: SecretSource = source) => renderInstance(loadChart(), { name: 'c', namespace: 'team', spec: { size: 1, ...spec }, secrets: s })
+  const err = failure(() => render({ tls: { enabled: true, secretName: 'c-tls', clientAuth: 'once' }, auth: { enabled: true, secretName: 'c-auth' } }))
+  t.ok(err instanceof SecretKeysMissing)
+  t.equal((err as SecretKeysMissing).kind, 'secret')
+  t.same((err as SecretKeysMissing).problems, [
+    'Secret team/c-tls has no key "tls.key", which memcached serves TLS with (ssl_key)',
+    'Secret team/c-tls has no key "ca.crt", which memcached verifies client certificates against (spec.tls.clientAuth is once)',
+    'Secret team/c-auth has no key "passwords", which holds the user:password lines (spec.auth.secretKey)',
+  ])
+  have.set('team/c-tls', ['tls.crt', 'tls.key'])
+  t.ok(render({ tls: { enabled: true, secretName: 'c-tls' } }), 'without client certificates, no ca.crt is needed')
+  t.ok(render({ tls: { enabled: true, secretName: 'c-tls', clientAuth: 'require' } }, { checksum: () => 'sum' }), 'a source that knows no key names checks none (diff\'s GETs, offline)')
+  const missingSecret = failure(() => render({ tls: { enabled: true, secretName: 'gone' }, auth: { enabled: true, secretName: 'c-auth' } }))
+  t.ok(missingSecret instanceof SecretsNotFound, 'a Secret that is not there at all is said first')
 })
 
 t.test('a template error wins over a missing Secret: it has to be fixed first', async (t) => {

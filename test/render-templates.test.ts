@@ -35,18 +35,21 @@ t.test('raw output <%- is refused with its line', async (t) => {
   t.doesNotThrow(() => compileTemplate('t.ejs', 'literal: "<%%- not a tag"\n'), 'an escaped <%% is literal text')
 })
 
-t.test('a YAML error names the template and the line of its output', async (t) => {
+t.test('a YAML error names the template, its line, and the line of its output', async (t) => {
   const err = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n' }))
   t.equal(err.kind, 'yaml')
-  t.match(err.problems[0], /^templates\/extra\.ejs: output line 5: "name: b": Map keys must be unique/)
+  t.match(err.problems[0], /^templates\/extra\.ejs:5: Map keys must be unique \(output line 5: "name: b"\)/)
+  // A computed line cannot be found in the template: the output's line alone.
+  const computed = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  <%= "name" %>: b\n' }))
+  t.match(computed.problems[0], /^templates\/extra\.ejs: output line 5: "\\"name\\": b": Map keys must be unique/)
 })
 
 t.test('objects without apiVersion, kind or name are refused', async (t) => {
   const err = failure(() => renderWith({ 'templates/extra.ejs': 'kind: ConfigMap\nmetadata: {}\n---\n- a list\n' }))
   t.same(err.problems, [
-    'templates/extra.ejs: output line 1: "kind: ConfigMap": object without apiVersion, metadata.name',
-    'templates/extra.ejs: output line 4: "- a list": a document must be a map, not a list',
-  ])
+    'templates/extra.ejs:1: object without apiVersion, metadata.name (output line 1: "kind: ConfigMap")',
+    'templates/extra.ejs:4: a document must be a map, not a list (output line 4: "- a list")',
+  ], 'placed on the template\'s lines')
 })
 
 t.test('problems of several templates are all reported', async (t) => {
@@ -151,10 +154,10 @@ t.test('the guard refuses other namespaces, unmanaged kinds and duplicates', asy
   )
   t.equal(err.kind, 'guard')
   t.same(err.problems, [
-    'ConfigMap/elsewhere: namespace "kube-system" is not the instance\'s namespace "default"',
-    'ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (kinds.yaml declares v1 ServiceAccount, v1 ConfigMap, v1 Service, apps/v1 Deployment, apps/v1 StatefulSet, policy/v1 PodDisruptionBudget, networking.k8s.io/v1 NetworkPolicy, monitoring.coreos.com/v1 ServiceMonitor, monitoring.coreos.com/v1 PrometheusRule, cert-manager.io/v1 Certificate)',
-    'Service/x: rendered twice',
-  ])
+    'templates/extra.ejs: ConfigMap/elsewhere: namespace "kube-system" is not the instance\'s namespace "default"',
+    'templates/extra.ejs: ClusterRole/admin: kind rbac.authorization.k8s.io/v1 ClusterRole is not one the operator manages (kinds.yaml declares v1 ServiceAccount, v1 ConfigMap, v1 Service, apps/v1 Deployment, apps/v1 StatefulSet, policy/v1 PodDisruptionBudget, networking.k8s.io/v1 NetworkPolicy, monitoring.coreos.com/v1 ServiceMonitor, monitoring.coreos.com/v1 PrometheusRule, cert-manager.io/v1 Certificate)',
+    'templates/service.ejs: Service/x: rendered twice (first by templates/extra.ejs)',
+  ], 'each names its template, and a duplicate both')
 })
 
 t.test('the guard refuses invalid names and labels', async (t) => {
@@ -162,9 +165,9 @@ t.test('the guard refuses invalid names and labels', async (t) => {
     renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n  labels:\n    "bad key!": v\n    ok: "not valid!"\n' }),
   )
   t.same(err.problems, [
-    'ConfigMap/Bad_Name: invalid name: a DNS subdomain is required',
-    'ConfigMap/Bad_Name: invalid label key "bad key!"',
-    'ConfigMap/Bad_Name: invalid value of label "ok": "not valid!"',
+    'templates/extra.ejs: ConfigMap/Bad_Name: invalid name: a DNS subdomain is required',
+    'templates/extra.ejs: ConfigMap/Bad_Name: invalid label key "bad key!"',
+    'templates/extra.ejs: ConfigMap/Bad_Name: invalid value of label "ok": "not valid!"',
   ])
 })
 
@@ -172,9 +175,9 @@ t.test('the guard refuses annotation keys and pod-template labels the API server
   const err = failure(() => renderWith({}, { size: 1, podAnnotations: { 'x\ny': 'v', 'Example.COM/Fine': 'v', ['a'.repeat(64)]: 'v' }, podLabels: { 'ok/': 'v' } }))
   t.equal(err.kind, 'guard')
   t.same(err.problems, [
-    'Deployment/x: invalid label key "ok/" (pod template)',
-    'Deployment/x: invalid annotation key "x\\ny" (pod template)',
-    `Deployment/x: invalid annotation key "${'a'.repeat(64)}" (pod template)`,
+    'templates/deployment.ejs: Deployment/x: invalid label key "ok/" (pod template)',
+    'templates/deployment.ejs: Deployment/x: invalid annotation key "x\\ny" (pod template)',
+    `templates/deployment.ejs: Deployment/x: invalid annotation key "${'a'.repeat(64)}" (pod template)`,
   ], 'annotation keys are checked lower-cased, as ValidateAnnotations does')
 })
 

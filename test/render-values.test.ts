@@ -36,7 +36,7 @@ t.test('a null in the spec removes a chart default', async (t) => {
   const r = renderInstance(chart, { name: 'n', namespace: 'default', spec: { size: 1, resources: { requests: { cpu: null } } } })
   const dep = r.objects.find((o) => o.kind === 'Deployment') as any
   // The memory the chart derives from memoryMB stays; the CPU request the chart's values.yaml gives is gone.
-  t.same(dep.spec.template.spec.containers[0].resources, { requests: { memory: '96Mi' }, limits: { memory: '128Mi' } })
+  t.same(dep.spec.template.spec.containers[0].resources, { requests: { memory: '103Mi' }, limits: { memory: '103Mi' } })
 })
 
 t.test('--set follows Helm: types, lists, indexes, escapes, several pairs', async (t) => {

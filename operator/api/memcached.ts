@@ -3,7 +3,7 @@
  * user-supplied CR documents into checked values.
  */
 import YAML from 'yaml'
-import { RenderError, yamlProblems } from '../render/errors.ts'
+import { RenderError, yamlData, yamlProblems } from '../render/errors.ts'
 import { isDnsSubdomain } from '../render/names.ts'
 import { isPlainMap } from '../render/values.ts'
 
@@ -71,7 +71,14 @@ export function parseMemcacheds(text: string, source: string): Memcached[] {
       problems.push(...yamlProblems(source, doc.errors))
       return
     }
-    const value: unknown = doc.toJS({ maxAliasCount: 100 })
+    let value: unknown
+    try {
+      value = yamlData(doc, source, text)
+    } catch (err) {
+      if (!(err instanceof RenderError)) throw err
+      problems.push(...err.problems)
+      return
+    }
     if (value === null || value === undefined) return
     const items = isPlainMap(value) && value.kind === 'List' && Array.isArray(value.items) ? value.items : [value]
     items.forEach((item, j) => {

@@ -19,7 +19,7 @@ export interface Rule {
 }
 
 /** The verbs the operator uses on every declared kind. */
-export const KIND_VERBS = ['list', 'watch', 'patch', 'delete'] as const
+export const KIND_VERBS = ['get', 'list', 'watch', 'create', 'patch', 'delete'] as const
 
 /** The label of the Secrets the operator reads (a chart's `secretChecksum` inputs). */
 export const INPUT_SECRET_LABEL = `${GROUP}/memcached-input=true`
@@ -72,12 +72,12 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
       ...(first
         ? {
             why:
-              'The kinds the chart may render (charts/memcached/kinds.yaml): informers list and watch them\n' +
-              '(the objects labelled app.kubernetes.io/managed-by=memcached-operator in full, the others\n' +
-              'metadata only, to know without a `get` that an object about to be created is somebody\n' +
-              'else\'s), server-side apply writes them (apply is a PATCH: it creates what does not exist, so\n' +
-              'no `create`/`update`), and pruning deletes what a CR no longer renders. Every read comes from\n' +
-              'the caches: no `get`.',
+              'The kinds the chart may render (charts/memcached/kinds.yaml): informers list and watch the\n' +
+              'objects labelled app.kubernetes.io/managed-by=memcached-operator (nobody else\'s); an object\n' +
+              'they do not show is created with `create` (a POST never touches an existing object), and only\n' +
+              'when one is already there is it read with `get`, to tell whose it is; server-side apply and\n' +
+              'the move of a create\'s fields to the operator\'s apply entry `patch` them, and pruning deletes\n' +
+              'what a CR no longer renders.',
           }
         : {}),
     })
@@ -93,11 +93,13 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
     {
       apiGroups: [''],
       resources: ['events'],
-      verbs: ['create', 'patch'],
+      verbs: ['create', 'patch', 'list', 'watch'],
       why:
         'Events about a Memcached are written in the CR\'s own namespace, i.e. in any namespace, so they\n' +
         'belong here and not in the namespaced leader-election Role (which only reaches the operator\'s\n' +
-        'own namespace). `create` for a new event, `patch` to bump the count of a repeated one.',
+        'own namespace). `create` for a new event, `patch` to bump the count of a repeated one. `list`\n' +
+        'and `watch` for an informer of the StatefulSet controller\'s FailedCreate events only (a field\n' +
+        'selector), the one place it says why a StatefulSet\'s pods cannot be created.',
     },
     {
       apiGroups: [''],

@@ -8,21 +8,23 @@
 import { createTwoFilesPatch } from 'diff'
 import { resolve } from 'node:path'
 import { API_VERSION, KIND, parseMemcacheds, type Memcached } from '../api/memcached.ts'
-import { isNotFound, KubeClient, type KubeObject } from '../controller/client.ts'
+import { ApiError, isNotFound, KubeClient, type KubeObject } from '../controller/client.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { renderInstance, type RenderInput, type RenderResult } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { kindKey, type ChartKind } from '../render/kinds.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { labelValue } from '../render/names.ts'
-import { yamlText } from '../render/manifest.ts'
 import { offlineSecrets, secretChecksum, secretsFrom, type SecretContent } from '../render/secrets.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
-import { isControlledBy, stampOwner } from '../reconcile/owner.ts'
+import { describeObject, isControlledBy, stampOwner } from '../reconcile/owner.ts'
+import { immutableRefusal, keptImmutable, type ImmutableChange } from '../reconcile/recreate.ts'
 import { splitSecretKey, unusableSecret } from '../reconcile/secrets.ts'
+import { parseLabelSelector, SelectorError, type Selector } from '../sandbox/labels.ts'
+import { comparable, conflictOf, isWorkload, podsRestart, recreateReason, recreateRefused, type Action, type ObjectPrediction } from './diff-predict.ts'
 import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
+import { contextNamespace, identityOf, loadKubeConfig } from './kubeconfig.ts'
 import { PLATFORMS, readInputs, readOverrides } from './render.ts'
-import { loadKubeConfig } from './run.ts'
 import { detectPlatform } from '../controller/platform.ts'
 
 export interface DiffOptions {
@@ -30,22 +32,26 @@ export interface DiffOptions {
   all?: boolean
   chart?: string
   kubeconfig?: string
+  /** `--context`: a context of the kubeconfig instead of its current one. */
+  context?: string
+  /** `-n`: the namespace of CRs without one (else the context's, else default); with --all, the only one. */
+  namespace?: string
+  /** `-l`: only the CRs this label selector matches. */
+  selector?: string
+  /** `diff` (unified diffs) or `json` (a summary per CR and object). */
+  output?: string
   values: string[]
   set: string[]
   setString: string[]
+  setJson?: string[]
+  setFile?: string[]
   /** `auto` (default: discovery, as the operator decides), `kubernetes` or `openshift`. */
   platform?: string
 }
 
-/** What the server keeps for itself; kubectl diff hides managedFields, and the rest is noise of a dry run. */
-function comparable(obj: KubeObject | undefined): string {
-  if (!obj) return ''
-  const { managedFields: _m, resourceVersion: _r, generation: _g, uid: _u, creationTimestamp: _c, ...metadata } = obj.metadata
-  const { apiVersion, kind, metadata: _meta, ...rest } = obj
-  return yamlText({ apiVersion, kind, metadata, ...rest })
-}
+type Identity = { apiVersion: string; kind: string; metadata: { namespace?: string | undefined; name?: string | undefined } }
 
-const fileName = (o: { apiVersion: string; kind: string; metadata: { namespace?: string | undefined; name?: string | undefined } }) =>
+const fileName = (o: Identity) =>
   `${o.apiVersion.replace('/', '.')}.${o.kind}.${o.metadata.namespace ?? ''}.${o.metadata.name ?? ''}`
 
 /** Where diff reads live objects from: the server object by object, or lists read once. */
@@ -83,7 +89,7 @@ function liveByRequest(client: KubeClient): Live {
  * those lists do not hold (about to be created, or somebody else's of the same name) is read
  * alone, so that the diff shows what an apply would really land on.
  */
-async function liveByList(client: KubeClient, crs: Memcached[], kinds: readonly ChartKind[]): Promise<Live> {
+async function liveByList(client: KubeClient, crs: Memcached[], kinds: readonly ChartKind[], namespace: string | undefined): Promise<Live> {
   const key = (apiVersion: string, kind: string, namespace: string, name: string) => `${apiVersion}/${kind}/${namespace}/${name}`
   const memcacheds = new Map(crs.map((cr) => [`${cr.metadata.namespace ?? 'default'}/${cr.metadata.name}`, cr]))
   const objects = new Map<string, KubeObject>()
@@ -91,7 +97,7 @@ async function liveByList(client: KubeClient, crs: Memcached[], kinds: readonly 
   for (const k of kinds) {
     let items: KubeObject[]
     try {
-      items = (await client.list({ apiVersion: k.apiVersion, kind: k.kind }, { labelSelector: 'app.kubernetes.io/managed-by=memcached-operator' })).items
+      items = (await client.list({ apiVersion: k.apiVersion, kind: k.kind }, { ...(namespace !== undefined ? { namespace } : {}), labelSelector: 'app.kubernetes.io/managed-by=memcached-operator' })).items
     } catch (err) {
       // An optional kind the cluster does not serve has no objects.
       if (k.optional && isNotFound(err)) continue
@@ -137,6 +143,7 @@ async function renderWithSecrets(chart: Chart, input: RenderInput, live: Live): 
   return renderInstance(chart, { ...input, secrets: secretsFrom(checksums) })
 }
 
+
 /** How often an object that keeps changing between its read and its dry run is read again. */
 const RACE_TRIES = 3
 
@@ -145,21 +152,61 @@ const rv = (o: KubeObject | undefined): string => o?.metadata.resourceVersion ??
 /** CRs compared at once: their dry-run applies are what takes the time. */
 const DIFF_CONCURRENCY = 8
 
-/** Runs `diff`; returns 0 (no difference), 1 (differences) or 2 (error). */
+/** What comparing one CR found. */
+interface CrResult {
+  out: string[]
+  err: string[]
+  differences: number
+  failed: boolean
+  summary: { memcached: string; inCluster: boolean; error?: string; objects: ObjectPrediction[] }
+}
+
+/** The namespace of a CR from a file: its own, else `-n`, else the context's; a conflict with `-n` is kubectl's error. */
+function namespaceOf(cr: Memcached, flag: string | undefined, fromContext: string | undefined): string {
+  const own = cr.metadata.namespace
+  if (own && flag && own !== flag) {
+    throw new RenderError('input', [`the namespace from the provided object "${own}" does not match the namespace "${flag}". You must pass '--namespace=${own}' to perform this operation.`])
+  }
+  return own ?? flag ?? fromContext ?? 'default'
+}
+
+/** A DNS-1123 label, what a namespace name must be (apimachinery validation.IsDNS1123Label). */
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
+
+/** One line for an error from the server or the connection, naming who was refused where. */
+function describeError(err: unknown, kc: ReturnType<typeof loadKubeConfig>): string {
+  if (err instanceof ApiError && (err.status === 401 || err.status === 403) && err.details?.kind === undefined) {
+    return `the server refused the credentials of ${identityOf(kc)}: ${err.status} ${err.message || err.reason}`
+  }
+  return err instanceof Error ? err.message : String(err)
+}
+
+/** Runs `diff`; returns 0 (no difference), 1 (differences) or 2 (error), as kubectl diff does. */
 export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
   if (!opts.all && opts.filename.length === 0) throw new UsageError('no input: give -f FILE (or -f -), or --all for every Memcached in the cluster')
   const platformFlag = opts.platform ?? 'auto'
   if (platformFlag !== 'auto' && !(PLATFORMS as readonly string[]).includes(platformFlag)) throw new UsageError(`--platform must be auto, ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
+  const output = opts.output ?? 'diff'
+  if (output !== 'diff' && output !== 'json') throw new UsageError(`--output must be diff or json, not ${JSON.stringify(output)}`)
+  if (opts.namespace !== undefined && !NAMESPACE.test(opts.namespace)) throw new UsageError(`--namespace ${JSON.stringify(opts.namespace)}: a namespace must be a lowercase RFC 1123 label (a-z, 0-9 and -, at most 63 characters)`)
+  let selector: Selector | undefined
+  try {
+    selector = opts.selector === undefined ? undefined : parseLabelSelector(opts.selector)
+  } catch (err) {
+    if (err instanceof SelectorError) throw new UsageError(`--selector ${JSON.stringify(opts.selector)}: ${err.message}`)
+    throw err
+  }
   let kc: ReturnType<typeof loadKubeConfig>
   try {
-    kc = loadKubeConfig(opts.kubeconfig, io)
+    kc = loadKubeConfig(opts.kubeconfig, io, opts.context)
   } catch (err) {
     // Exit 1 means "differences": an error must not read as one.
     if (!(err instanceof InputError)) throw err
     io.stderr(`error: ${err.message}\n`)
     return 2
   }
+  const fromContext = contextNamespace(kc)
   const client = new KubeClient(kc, { userAgent: `memcached-operator-diff/${packageVersion()}`, fieldManager: FIELD_MANAGER })
   try {
     const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
@@ -173,23 +220,34 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     // One object at a time, for an object read again.
     const byRequest = liveByRequest(client)
     if (opts.all) {
-      crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND })).items
-      live = await liveByList(client, crs, chart.kinds)
+      const listed = await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND }, { ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}), ...(opts.selector ? { labelSelector: opts.selector } : {}) })
+      crs = listed.items
+      live = await liveByList(client, crs, chart.kinds, opts.namespace)
     } else {
       crs = []
-      for (const input of await readInputs(opts.filename, io)) crs.push(...parseMemcacheds(input.text, input.source))
+      for (const input of await readInputs(opts.filename, io)) {
+        for (const cr of parseMemcacheds(input.text, input.source)) {
+          if (selector && !selector.matches(cr.metadata.labels as Record<string, string> | undefined)) continue
+          crs.push({ ...cr, metadata: { ...cr.metadata, namespace: namespaceOf(cr, opts.namespace, fromContext) } })
+        }
+      }
       live = byRequest
     }
     let differences = 0
     let failed = false
     // Each CR is compared on its own (its reads and dry runs), a few at a time; what each prints
     // is kept and printed in the order of the CRs, as one after the other would print it.
-    const compare = async (given: Memcached): Promise<{ out: string[]; err: string[]; differences: number; failed: boolean }> => {
-      const r = { out: [] as string[], err: [] as string[], differences: 0, failed: false }
-      const namespace = given.metadata.namespace ?? 'default'
+    const compare = async (given: Memcached): Promise<CrResult> => {
+      const namespace = given.metadata.namespace ?? fromContext ?? 'default'
       const name = given.metadata.name
+      const r: CrResult = { out: [], err: [], differences: 0, failed: false, summary: { memcached: `${namespace}/${name}`, inCluster: false, objects: [] } }
+      const record = (id: Identity, action: Action, restart = false, reason?: string) => {
+        r.summary.objects.push({ apiVersion: id.apiVersion, kind: id.kind, namespace, name: id.metadata.name ?? '', action, podsRestart: restart, ...(reason !== undefined ? { reason } : {}) })
+        if (action !== 'none' && action !== 'omit') r.differences++
+      }
       // The live CR gives the uid the operator's ownerReferences carry.
       const liveCr = await live.memcached(namespace, name)
+      r.summary.inCluster = liveCr !== undefined
       const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(liveCr?.metadata.uid ? { uid: liveCr.metadata.uid } : {}) } }
       let desired: RenderedObject[]
       try {
@@ -199,18 +257,44 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
         // One CR that does not render must not hide what the others would change.
         if (!(err instanceof RenderError)) throw err
         r.err.push(`error: Memcached ${namespace}/${name}: ${err.message}\n`)
+        r.summary.error = err.message
         r.failed = true
         return r
       }
       if (!liveCr) r.err.push(`Memcached ${namespace}/${name} is not in the cluster: its objects are compared without ownerReferences\n`)
       const seen = new Set<string>()
+      const recreate = (d: RenderedObject, current: KubeObject, change: ImmutableChange) => {
+        const refused = recreateRefused(d, current, liveCr?.metadata.uid)
+        if (refused !== undefined) {
+          const message = `${describeObject(d)}: ${change.message} (not re-created: ${refused})`
+          r.err.push(`Memcached ${namespace}/${name}: ${message}; the operator would report ImmutableField\n`)
+          record(d, 'conflict', false, message)
+          return
+        }
+        r.err.push(`Memcached ${namespace}/${name}: ${describeObject(d)} would be ${recreateReason(change)}\n`)
+        patch(r.out, d, comparable(current), comparable(d), 'recreated')
+        record(d, 'recreate', isWorkload(d.kind), change.message)
+      }
       for (const d of desired) {
         seen.add(fileName(d))
         let current: KubeObject | undefined
         let merged: KubeObject
         const dryRun = () => client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
+        // A kind the cluster does not serve reads as absent (404): its dry run says more, below.
+        current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
+        // Somebody else's object: the operator leaves it alone and reports OwnershipConflict.
+        const conflict = conflictOf(d, current, cr)
+        if (conflict !== undefined) {
+          r.err.push(`Memcached ${namespace}/${name}: ${conflict} (the operator would report OwnershipConflict)\n`)
+          record(d, 'conflict', false, conflict)
+          continue
+        }
+        const kept = current ? keptImmutable(d, current) : undefined
+        if (current && kept) {
+          recreate(d, current, kept)
+          continue
+        }
         try {
-          current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
           merged = await dryRun()
           // A dry run answers with the resourceVersion of the object it applied to (none for a
           // create: apiserver pkg/registry/generic/registry/dryrun.go). Another one than the live
@@ -221,12 +305,19 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
             if (rv(merged) !== rv(current)) merged = await dryRun()
           }
         } catch (err) {
+          const refused = current ? immutableRefusal(err, d.kind) : undefined
+          if (current && refused) {
+            recreate(d, current, refused)
+            continue
+          }
           // What the operator does with an optional kind the cluster does not serve: leave it out.
           if (!optional.has(kindKey(d)) || !isNotFound(err)) throw err
-          r.err.push(`${d.kind} ${namespace}/${d.metadata.name}: not applied, the cluster does not serve ${d.apiVersion} ${d.kind} (optional in kinds.yaml)\n`)
+          omit(r, d, namespace)
+          record(d, 'omit', false, `the cluster does not serve ${d.apiVersion} ${d.kind}`)
           continue
         }
-        r.differences += patch(r.out, d, comparable(current), comparable(merged))
+        const changed = patch(r.out, d, comparable(current), comparable(merged), 'merged')
+        record(d, !changed ? 'none' : current ? 'update' : 'create', changed ? podsRestart(d.kind, current, merged) : false)
       }
       if (liveCr?.metadata.uid) {
         for (const kind of chart.kinds) {
@@ -241,42 +332,60 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
           for (const o of owned) {
             const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
             if (seen.has(fileName(id)) || !isControlledBy(o, liveCr)) continue
-            r.differences += patch(r.out, id, comparable(o), '')
+            patch(r.out, id, comparable(o), '', 'merged')
+            record(id, 'prune')
           }
         }
       }
       return r
     }
-    const results: ReturnType<typeof compare>[] = []
+    const results: Promise<CrResult>[] = []
     let next = 0
     const pool = Array.from({ length: Math.min(DIFF_CONCURRENCY, crs.length) }, async () => {
       while (next < crs.length) {
         const i = next++
-        results[i] = compare(crs[i]!)
-        await results[i]!.catch(() => {})
+        const given = crs[i]!
+        // A failure of one CR (a refused dry run, a lost connection) is said with its name, and
+        // the others are still compared.
+        results[i] = compare(given).catch((err: unknown) => {
+          const memcached = `${given.metadata.namespace ?? fromContext ?? 'default'}/${given.metadata.name}`
+          const message = describeError(err, kc)
+          return { out: [], err: [`error: Memcached ${memcached}: ${message}\n`], differences: 0, failed: true, summary: { memcached, inCluster: false, error: message, objects: [] } }
+        })
+        await results[i]
       }
     })
     await Promise.all(pool)
+    const summaries: CrResult['summary'][] = []
     for (const result of results) {
       const r = await result
-      for (const line of r.err) io.stderr(line)
-      for (const text of r.out) io.stdout(text)
+      if (output === 'diff') {
+        for (const line of r.err) io.stderr(line)
+        for (const text of r.out) io.stdout(text)
+      } else if (r.summary.error !== undefined) io.stderr(`error: Memcached ${r.summary.memcached}: ${r.summary.error}\n`)
+      summaries.push(r.summary)
       differences += r.differences
       failed ||= r.failed
     }
+    if (output === 'json') io.stdout(`${JSON.stringify({ differences, memcacheds: summaries }, null, 2)}\n`)
     return failed ? 2 : differences > 0 ? 1 : 0
   } catch (err) {
     if (err instanceof UsageError) throw err
-    io.stderr(`error: ${err instanceof RenderError ? err.message : err instanceof Error ? err.message : String(err)}\n`)
+    io.stderr(`error: ${err instanceof RenderError ? err.message : describeError(err, kc)}\n`)
     return 2
   } finally {
     client.close()
   }
 }
 
-/** Adds the unified diff of one object to `out`; returns 1 when there is one. */
-function patch(out: string[], id: Parameters<typeof fileName>[0], before: string, after: string): number {
-  if (before === after) return 0
-  out.push(createTwoFilesPatch(`live/${fileName(id)}`, `merged/${fileName(id)}`, before, after, undefined, undefined, { context: 3 }).replace(/^=+\n/, ''))
-  return 1
+/** Says that an object of an optional kind the cluster does not serve is left out, as the operator leaves it. */
+function omit(r: CrResult, d: RenderedObject, namespace: string): void {
+  r.err.push(`${d.kind} ${namespace}/${d.metadata.name}: not applied, the cluster does not serve ${d.apiVersion} ${d.kind} (optional in kinds.yaml)\n`)
+}
+
+/** Adds the unified diff of one object to `out` (`after` labelled `merged/` or `recreated/`); returns whether there is one. */
+function patch(out: string[], id: Identity, before: string, after: string, label: 'merged' | 'recreated'): boolean {
+  if (before === after && label === 'merged') return false
+  out.push(createTwoFilesPatch(`live/${fileName(id)}`, `${label}/${fileName(id)}`, before, after, undefined, undefined, { context: 3 }).replace(/^=+\n/, ''))
+  return true
 }

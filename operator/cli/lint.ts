@@ -1,25 +1,51 @@
 /**
  * `memcached-operator lint`: the chart's schema is valid and structural (it becomes the CRD), its
- * templates compile, its declared kinds (kinds.yaml) are namespaced, and minimal values and the
- * sample CRs render into valid objects of declared kinds.
+ * templates compile, its declared kinds (kinds.yaml) are namespaced, and minimal values (also on
+ * each platform the chart has a `platforms/` file for), the chart's example values (`ci/*.yaml`), `--values` files and `-f` CRs render into objects of
+ * declared kinds that a 1.34 API server would accept (check-objects.ts: types, undeclared fields,
+ * validation).
  */
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { structuralProblems } from '../api/crd.ts'
 import { parseMemcacheds } from '../api/memcached.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
-import { renderInstance, type RenderInput } from '../render/engine.ts'
+import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
+import { renderInstance, templateRunning, type RenderInput } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
-import type { ChartKind } from '../render/kinds.ts'
-import { builtinSpecs } from '../sandbox/registry.ts'
+import { renderedProblems } from './check-objects.ts'
 import type { CliIO } from './io.ts'
-import { readInputs } from './render.ts'
+import { kindScopes } from './kind-scopes.ts'
+import { readInputs, readOverrides } from './render.ts'
 
-/** The sample CRs shipped beside the chart: kustomize/samples of the checkout. */
+/** The sample CRs shipped beside the bundled chart: kustomize/samples of the checkout. */
 export const SAMPLES_DIR = resolve(DEFAULT_CHART_DIR, '..', '..', 'kustomize', 'samples')
 
+/** A chart's example values: `ci/*.yaml`, as chart-testing (`ct lint`) lints a Helm chart with each. */
+export const CI_DIR = 'ci'
+
+/** The chart's example values files, sorted (chart-relative paths). */
+function ciValues(chartDir: string): string[] {
+  const dir = join(chartDir, CI_DIR)
+  if (!existsSync(dir)) return []
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+    .sort()
+    .map((f) => join(CI_DIR, f))
+}
+
+/** How long lint's renders may run, all together, before a template is taken for one that never ends. */
+const LINT_DEADLINE_MS = 10_000
+
+export interface LintOptions {
+  chart?: string
+  filename: string[]
+  /** `--values FILE`, repeatable: each is one more instance, over minimal values. */
+  values?: string[]
+}
+
 /** Runs `lint`; returns the exit code (1 when the chart has problems). */
-export async function runLint(opts: { chart?: string; filename: string[] }, io: CliIO): Promise<number> {
+export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   const dir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
   const problems: string[] = []
   let chart
@@ -34,14 +60,26 @@ export async function runLint(opts: { chart?: string; filename: string[] }, io: 
   problems.push(...structuralProblems(chart.schema).map((p) => `values.schema.json: ${p}`))
   const scopes = kindScopes(chart.kinds)
   problems.push(...scopes.problems)
+  const minimal = (size: number) => ({ name: 'lint', namespace: 'default', spec: { size } })
+  const platforms = Object.keys(chart.platforms).sort()
   const inputs: { label: string; input: RenderInput }[] = [
-    { label: 'minimal values (size 1)', input: { name: 'lint', namespace: 'default', spec: { size: 1 } } },
-    { label: 'minimal values (size 3)', input: { name: 'lint', namespace: 'default', spec: { size: 3 } } },
+    { label: 'minimal values (size 1)', input: minimal(1) },
+    { label: 'minimal values (size 3)', input: minimal(3) },
     // Each platform's values (platforms/<name>.yaml) go through the schema and the templates too.
-    ...Object.keys(chart.platforms).map((platform) => ({ label: `minimal values on platform ${platform} (size 3)`, input: { name: 'lint', namespace: 'default', spec: { size: 3 }, platform } })),
+    ...platforms.map((platform) => ({ label: `minimal values on platform ${platform} (size 3)`, input: { ...minimal(3), platform } })),
   ]
-  const files = opts.filename.length > 0 ? opts.filename : defaultSamples(dir)
-  for (const f of files.length > 0 ? await readInputs(files, io) : []) {
+  // The chart's own examples (what a copy of the chart carries along), then the files given.
+  const valuesFiles = [...ciValues(dir).map((f) => ({ label: f, path: join(dir, f) })), ...(opts.values ?? []).map((f) => ({ label: f, path: resolve(io.cwd, f) }))]
+  for (const { label, path } of valuesFiles) {
+    try {
+      const [values] = readOverrides({ values: [path], set: [], setString: [] }, io)
+      inputs.push({ label, input: { ...minimal(1), overrides: [values!] } })
+    } catch (err) {
+      if (!(err instanceof RenderError)) throw err
+      problems.push(...err.problems.map((p) => p.replace(path, label)))
+    }
+  }
+  for (const f of opts.filename.length > 0 ? await readInputs(opts.filename, io) : []) {
     try {
       for (const cr of parseMemcacheds(f.text, f.source)) {
         inputs.push({ label: `${f.source} (${cr.metadata.name})`, input: { name: cr.metadata.name, namespace: cr.metadata.namespace ?? 'default', spec: cr.spec ?? {} } })
@@ -52,51 +90,37 @@ export async function runLint(opts: { chart?: string; filename: string[] }, io: 
     }
   }
   let objects = 0
-  for (const { label, input } of inputs) {
-    try {
-      objects += renderInstance(chart, input).objects.length
-    } catch (err) {
-      if (!(err instanceof RenderError)) throw err
-      problems.push(...err.problems.map((p) => `${label}: ${p}`))
-    }
+  let current = ''
+  // A problem of the chart shows in every instance: said once, with the instances it was found in.
+  const found = new Map<string, string[]>()
+  try {
+    withDeadline(LINT_DEADLINE_MS, () => {
+      for (const { label, input } of inputs) {
+        current = label
+        try {
+          const result = renderInstance(chart, input)
+          objects += result.objects.length
+          for (const p of renderedProblems(result.objects, result.sources)) found.set(p, [...(found.get(p) ?? []), label])
+        } catch (err) {
+          if (!(err instanceof RenderError)) throw err
+          for (const p of err.problems) found.set(p, [...(found.get(p) ?? []), label])
+        }
+      }
+    })
+  } catch (err) {
+    if (!(err instanceof DeadlineExceeded)) throw err
+    problems.push(`${current}: ${templateRunning() ?? 'templates'}: ${err.message}`)
   }
+  for (const [p, labels] of found) problems.push(`${labels.length === inputs.length && labels.length > 1 ? 'every instance' : labels.join(', ')}: ${p}`)
   if (problems.length > 0) {
     io.stderr(`lint: ${dir}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n${problems.map((p) => `  - ${p}`).join('\n')}\n`)
     return 1
   }
-  for (const k of scopes.unknown) io.stdout(`lint: kinds.yaml: ${k.apiVersion} ${k.kind} is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced\n`)
-  io.stdout(`lint: ${dir}: ok (${chart.templates.length} templates, ${chart.kinds.length} kinds, ${inputs.length} instances rendered into ${objects} objects)\n`)
+  // Notes, not problems: on stderr, so that stdout is the one line of the result.
+  for (const k of scopes.unknown) io.stderr(`lint: note: kinds.yaml: ${k.apiVersion} ${k.kind} is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced\n`)
+  const ci = valuesFiles.length - (opts.values?.length ?? 0)
+  io.stdout(`lint: ${dir}: ok (${chart.templates.length} templates, ${chart.kinds.length} kinds, ${inputs.length} instances rendered into ${objects} objects: minimal values${platforms.length > 0 ? ` (also on ${platforms.join(', ')})` : ''}, ${ci} ${CI_DIR}/ values file${ci === 1 ? '' : 's'}${opts.values?.length ? `, ${opts.values.length} --values` : ''}${opts.filename.length > 0 ? `, the CRs of ${opts.filename.length} -f` : ''})\n`)
   return 0
 }
 
-function defaultSamples(chartDir: string): string[] {
-  if (chartDir !== DEFAULT_CHART_DIR || !existsSync(SAMPLES_DIR)) return []
-  return readdirSync(SAMPLES_DIR)
-    .filter((f) => f.startsWith('cache_') && f.endsWith('.yaml'))
-    .sort()
-    .map((f) => join(SAMPLES_DIR, f))
-}
-
-/**
- * Checks each declared kind against the built-in kinds the sandbox serves (as a v1.34 cluster
- * does): it must be namespaced, under its real resource name. A kind that is not built in (a CRD's)
- * cannot be known offline: it is returned in `unknown`, and the operator checks it at start.
- */
-export function kindScopes(kinds: readonly ChartKind[]): { problems: string[]; unknown: ChartKind[] } {
-  const problems: string[] = []
-  const unknown: ChartKind[] = []
-  kinds.forEach((k, i) => {
-    const [group, version] = k.apiVersion.includes('/') ? k.apiVersion.split('/') : ['', k.apiVersion]
-    const builtin = builtinSpecs.find((b) => b.group === group && b.version === version && b.kind === k.kind)
-    const at = `kinds.yaml: kinds[${i}] (${k.apiVersion} ${k.kind})`
-    if (!builtin) {
-      const sameResource = builtinSpecs.find((b) => b.group === group && b.resource === k.resource)
-      if (sameResource) problems.push(`${at}: resource ${k.resource} is of kind ${sameResource.kind}`)
-      else unknown.push(k)
-      return
-    }
-    if (!builtin.namespaced) problems.push(`${at}: cluster-scoped; a chart may declare only namespaced kinds (everything it renders lives in its Memcached's namespace)`)
-    if (builtin.resource !== k.resource) problems.push(`${at}: resource is ${builtin.resource}, not ${k.resource}`)
-  })
-  return { problems, unknown }
-}
+export { kindScopes }

@@ -6,21 +6,27 @@
  * A leader that loses its lease aborts every request in flight and exits 1, as
  * controller-runtime's manager does.
  */
-import { KubeConfig } from '@kubernetes/client-node'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import { ApiError, KubeClient } from '../controller/client.ts'
-import { defaultKubeconfigFiles, loadKubeconfigFiles } from '../controller/credentials.ts'
 import { BindAddressError, parseBindAddress, startEndpoints, type Endpoints } from '../controller/health.ts'
 import { LeaderElector } from '../controller/leader.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { createMetrics } from '../controller/metrics.ts'
+import { createRuntimeMetrics } from '../controller/metrics-runtime.ts'
+import { kubeMetricsAuthorizer } from '../controller/metrics-auth.ts'
+import { certDirVersion, readCertDir, selfSignedCertificate, type KeyPair } from '../controller/metrics-tls.ts'
+import { TokenBucket } from '../controller/ratelimit.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { PLATFORMS } from './render.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
-import { InputError, packageVersion, processSignal, UsageError, type CliIO } from './io.ts'
+import { InputError, packageVersion, parseDuration, processSignal, UsageError, type CliIO } from './io.ts'
+import { loadKubeConfig } from './kubeconfig.ts'
+import { selectorKeys } from '../reconcile/shard.ts'
+
+export { loadKubeConfig, parseDuration }
 
 export interface RunOptions {
   kubeconfig?: string
@@ -47,19 +53,31 @@ export interface RunOptions {
   gracefulShutdownTimeout?: string
   /** /healthz fails when an informer made no progress for this long (default 15 min; for tests). */
   informerStallMs?: number
+  /** Server-side timeout of the informers' watches (default 300–600 s at random; for tests). */
+  watchTimeoutSeconds?: number
   metricsBindAddress: string
+  /** /metrics over HTTPS with authentication and authorization (controller-runtime's secure metrics). */
+  metricsSecure?: boolean
+  /** tls.crt and tls.key for the HTTPS metrics server (default: self-signed). */
+  metricsCertDir?: string
+  /** How often --metrics-cert-dir is checked for a rotated certificate (default 10 s; for tests). */
+  metricsCertCheckMs?: number
   healthProbeBindAddress: string
   logLevel?: string
+  /** Requests per second to the API server (client-side token bucket; default -1: no limit). */
+  kubeApiQps?: string
+  /** Requests that may go at once above the rate (default 30). */
+  kubeApiBurst?: string
 }
 
-const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-
-/** A Go duration (`10m`, `1h30m`, `500ms`) in milliseconds. */
-export function parseDuration(text: string): number {
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)]
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) throw new UsageError(`invalid duration ${JSON.stringify(text)} (use e.g. 30s, 10m, 1h30m)`)
-  return parts.reduce((ms, p) => ms + Number(p[1]) * UNITS[p[2]!]!, 0)
-}
+/**
+ * No client-side limit unless asked, as controller-runtime since v0.21 (pkg/client/config: QPS -1)
+ * relies on API Priority and Fairness; what bounds a throttled operator is the server's Retry-After,
+ * honoured in the request, and the work queue's shared requeue bucket. A negative --kube-api-qps
+ * means no limit, as client-go reads a negative QPS; the burst applies only with a limit.
+ */
+export const DEFAULT_KUBE_API_QPS = -1
+export const DEFAULT_KUBE_API_BURST = 30
 
 /** The namespace the operator runs in (in a cluster: its service account's), for its Lease. */
 function ownNamespace(): string {
@@ -70,22 +88,15 @@ function ownNamespace(): string {
   }
 }
 
-/** The kubeconfig of `--kubeconfig`, else KUBECONFIG, ~/.kube/config or the in-cluster service account. */
-export function loadKubeConfig(file: string | undefined, io: CliIO): KubeConfig {
-  let kc: KubeConfig
-  try {
-    const files = file ? [resolve(io.cwd, file)] : defaultKubeconfigFiles()
-    if (files.length > 0) kc = loadKubeconfigFiles(files)
-    else {
-      // In a pod: the service account's token (re-read by client-node) and CA.
-      kc = new KubeConfig()
-      kc.loadFromDefault()
-    }
-  } catch (err) {
-    throw new InputError(`kubeconfig ${file ?? process.env.KUBECONFIG ?? '~/.kube/config'}: ${err instanceof Error ? err.message : String(err)}`)
-  }
-  if (!kc.getCurrentCluster()) throw new InputError('no cluster: give --kubeconfig, set KUBECONFIG, or run in a cluster')
-  return kc
+/**
+ * A server that could not listen, as one line naming the flag (exit 1: it could not start), or
+ * `err` itself when it is something else.
+ */
+export function listenError(err: unknown, flag: string): unknown {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number }
+  const why: Record<string, string> = { EADDRINUSE: 'the address is already in use', EACCES: 'permission denied', EADDRNOTAVAIL: 'the address is not available on this host' }
+  if (typeof e?.code !== 'string' || why[e.code] === undefined) return err
+  return new InputError(`${flag}: cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: ${why[e.code]}`)
 }
 
 /** A running operator. */
@@ -127,6 +138,10 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
   if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) throw new UsageError('--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration must hold')
   const shutdownTimeoutMs = parseDuration(opts.gracefulShutdownTimeout ?? '20s')
+  const qps = Number(opts.kubeApiQps ?? DEFAULT_KUBE_API_QPS)
+  if (qps === 0 || !Number.isFinite(qps)) throw new UsageError(`--kube-api-qps must be a positive number (or negative for no limit), not ${JSON.stringify(opts.kubeApiQps)}`)
+  const burst = Number(opts.kubeApiBurst ?? DEFAULT_KUBE_API_BURST)
+  if (!Number.isInteger(burst) || burst < 1) throw new UsageError(`--kube-api-burst must be a positive integer, not ${JSON.stringify(opts.kubeApiBurst)}`)
   for (const [flag, address] of [['--metrics-bind-address', opts.metricsBindAddress], ['--health-probe-bind-address', opts.healthProbeBindAddress]] as const) {
     try {
       parseBindAddress(address)
@@ -163,20 +178,31 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     if (led && !stopping) elector?.isLeader()
     return work.signal
   }
-  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal })
+  const metrics = createMetrics()
+  // One bucket for every request of the controller, as client-go's rest.Config carries one.
+  const rateLimiter = qps > 0 ? new TokenBucket({ qps, burst }) : undefined
+  const client = new KubeClient(kc, { userAgent: `memcached-operator/${version}`, fieldManager: FIELD_MANAGER, requestSignal, ...(rateLimiter ? { rateLimiter } : {}), onRequestResult: metrics.requestResult })
   if (opts.selector !== undefined) {
-    // The API server is the judge of a selector's syntax (one list of at most one item); any
-    // other failure is left to the informers, which retry.
+    // The API server is the judge of a selector's syntax (one request for at most one item: a
+    // consistent list with a limit is paginated, and its later pages are not wanted); any other
+    // failure is left to the informers, which retry.
     try {
-      await client.list({ apiVersion: API_VERSION, kind: KIND }, { labelSelector: opts.selector, limit: 1, ...(opts.namespace[0] ? { namespace: opts.namespace[0] } : {}) })
+      await client.list({ apiVersion: API_VERSION, kind: KIND }, { labelSelector: opts.selector, limit: 1, firstPageOnly: true, ...(opts.namespace[0] ? { namespace: opts.namespace[0] } : {}) })
     } catch (err) {
       if (err instanceof ApiError && err.status === 400) {
         client.close()
         throw new UsageError(`--selector ${JSON.stringify(opts.selector)}: ${err.message}`)
       }
     }
+    try {
+      selectorKeys(opts.selector)
+    } catch (err) {
+      client.close()
+      throw new UsageError(`--selector: ${err instanceof Error ? err.message : String(err)}`)
+    }
   }
-  const metrics = createMetrics()
+  const runtimeMetrics = createRuntimeMetrics(metrics.registry)
+  if (opts.leaderElect) runtimeMetrics.setLeading(opts.leaderElectionId, false)
   const controller = new MemcachedController({
     client,
     chart,
@@ -187,24 +213,39 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     maxConcurrentRecreations,
     recreationTimeoutMs,
     ...(platform !== 'auto' ? { platform } : {}),
+    ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
     log,
-    metrics: controllerMetrics(metrics),
+    metrics: controllerMetrics(metrics, runtimeMetrics),
   })
+  const metricsTls = opts.metricsSecure ? await metricsCertificate(opts.metricsCertDir ? resolve(io.cwd, opts.metricsCertDir) : undefined) : undefined
+  if (!opts.metricsSecure && opts.metricsCertDir !== undefined) throw new UsageError('--metrics-cert-dir needs --metrics-secure')
   const informerStallMs = opts.informerStallMs ?? 15 * 60_000
-  const endpoints = await startEndpoints({
-    metricsBindAddress: opts.metricsBindAddress,
-    healthProbeBindAddress: opts.healthProbeBindAddress,
-    registry: metrics.registry,
-    // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
-    // wedged cache is only cured by a restart.
-    healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
-    // Ready once the caches are synced, whatever the leader-election role.
-    readyz: { informers: () => controller.hasSynced() },
-  })
-  log.info({ metrics: endpoints.metricsAddress, probes: endpoints.healthProbeAddress }, 'serving endpoints')
+  let leaseRefusal: () => string | undefined = () => undefined
+  let endpoints: Endpoints
+  try {
+    endpoints = await startEndpoints({
+      metricsBindAddress: opts.metricsBindAddress,
+      healthProbeBindAddress: opts.healthProbeBindAddress,
+      registry: metrics.registry,
+      ...(metricsTls ? { metricsTls, metricsAuth: kubeMetricsAuthorizer(client, { onError: (message, err) => log.error({ err: err.message }, message) }) } : {}),
+      // Alive while every informer makes progress (lists, events, bookmarks, watch restarts): a
+      // wedged cache is only cured by a restart.
+      healthz: { informers: () => controller.stalledInformers(informerStallMs).length === 0 },
+      // Ready once the caches are synced, whatever the leader-election role, unless the Lease is
+      // refused (403/401): a replica that can never lead is no standby (docs/install.md).
+      readyz: { informers: () => controller.hasSynced(), leaderElection: () => leaseRefusal() === undefined },
+    })
+  } catch (err) {
+    client.close()
+    throw listenError(err, `--metrics-bind-address ${opts.metricsBindAddress} / --health-probe-bind-address ${opts.healthProbeBindAddress}`)
+  }
+  log.info({ metrics: endpoints.metricsAddress, metricsScheme: endpoints.metricsSecure ? 'https' : 'http', probes: endpoints.healthProbeAddress }, 'serving endpoints')
+  const stopCertWatch = opts.metricsSecure && opts.metricsCertDir ? watchCertDir(resolve(io.cwd, opts.metricsCertDir), endpoints, log, opts.metricsCertCheckMs ?? 10_000) : () => {}
   // Stopping the informers ends their wait for sync, so a signal is not ignored until they sync.
   let aborting: Promise<void> | undefined
   const abort = (): void => {
+    // Nothing is in flight that must finish: requests waiting for the rate limiter end too.
+    work.abort()
     aborting ??= controller.stop()
   }
   if (signal?.aborted) abort()
@@ -231,24 +272,41 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   log.info('caches synced')
   // The elector has its own client: its requests are bounded by its own deadlines, and the
   // release on shutdown must pass after the controller's requests were aborted.
-  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}` }) : undefined
+  const leaseClient = opts.leaderElect ? new KubeClient(kc, { userAgent: `memcached-operator/${version}`, onRequestResult: metrics.requestResult }) : undefined
   if (leaseClient) {
+    let refused: string | undefined
+    const leaseNamespace = opts.leaderElectionNamespace ?? ownNamespace()
     elector = new LeaderElector({
       client: leaseClient,
-      namespace: opts.leaderElectionNamespace ?? ownNamespace(),
+      namespace: leaseNamespace,
       name: opts.leaderElectionId,
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
       onStartedLeading: () => {
         log.info('became the leader')
+        runtimeMetrics.setLeading(opts.leaderElectionId, true)
         led = true
         controller.runWorkers()
       },
-      onStoppedLeading: lose,
+      onStoppedLeading: () => {
+        runtimeMetrics.setLeading(opts.leaderElectionId, false)
+        lose()
+      },
       onNewLeader: (identity) => log.info({ leader: identity }, 'leader observed'),
-      onError: (err) => log.warn({ err: err.message }, 'leader election request failed'),
+      onError: (err) => {
+        const denied = leaseDenied(err)
+        if (denied === undefined) return log.warn({ err: err.message }, 'leader election request failed')
+        // Said once per refusal, not at every retry; readiness fails meanwhile.
+        if (refused !== denied) log.error({ err: err.message, lease: `${leaseNamespace}/${opts.leaderElectionId}` }, `cannot take the leader Lease: ${denied}; this replica will never lead until its RBAC allows get, create and update on this Lease (see docs/install.md, "Sharding a large fleet")`)
+        refused = denied
+      },
     })
+    const e = elector
+    leaseRefusal = () => {
+      if (e.lastError === undefined) refused = undefined
+      return leaseDenied(e.lastError)
+    }
     elector.start()
   } else controller.runWorkers()
 
@@ -272,7 +330,9 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
       if (elector) {
         if (await elector.release()) log.info('released the leader lease')
         await elector.stop()
+        runtimeMetrics.setLeading(opts.leaderElectionId, false)
       }
+      stopCertWatch()
       await endpoints.close()
       client.close()
       leaseClient?.close()
@@ -302,4 +362,38 @@ export async function runOperator(opts: RunOptions, io: CliIO, signal: AbortSign
   ])
   await operator.stop()
   return code
+}
+
+/** The refusal in a failed Lease request that retrying cannot cure (403 Forbidden, 401 Unauthorized), if it is one. */
+function leaseDenied(err: Error | undefined): string | undefined {
+  return err instanceof ApiError && (err.status === 403 || err.status === 401) ? err.message : undefined
+}
+
+/** The metrics server's certificate: from `dir`, or self-signed. */
+async function metricsCertificate(dir: string | undefined): Promise<KeyPair> {
+  if (dir === undefined) return selfSignedCertificate()
+  try {
+    return readCertDir(dir)
+  } catch (err) {
+    throw new InputError(err instanceof Error ? err.message : String(err))
+  }
+}
+
+/** Re-reads a rotated certificate (a Secret's volume is updated in place), as controller-runtime's certwatcher does. */
+function watchCertDir(dir: string, endpoints: Endpoints, log: Logger, everyMs: number): () => void {
+  let version = certDirVersion(dir)
+  const timer = setInterval(() => {
+    const now = certDirVersion(dir)
+    if (now === version || now === '') return
+    try {
+      endpoints.setMetricsCertificate(readCertDir(dir))
+      version = now
+      log.info({ dir }, 'reloaded the metrics certificate')
+    } catch (err) {
+      version = now
+      log.error({ err: err instanceof Error ? err.message : String(err) }, 'cannot reload the metrics certificate; serving the previous one')
+    }
+  }, everyMs)
+  timer.unref()
+  return () => clearInterval(timer)
 }

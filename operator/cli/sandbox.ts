@@ -5,18 +5,21 @@
  * `--no-operator` starts the cluster alone (for `memcached-operator run --kubeconfig …` in other
  * processes); `--watch-chart` re-renders every CR when a chart file changes.
  */
-import { watch, type FSWatcher } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join, relative, resolve } from 'node:path'
 import { memcachedCRD } from '../api/crd.ts'
 import { parseMemcacheds } from '../api/memcached.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
+import { renderInstance, templateRunning } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
+import { FaultSpecError, parseFaults } from '../sandbox/faults.ts'
 import { startSandbox, type Sandbox } from '../sandbox/index.ts'
 import type { KubeObject, WatchEvent } from '../sandbox/types.ts'
+import { watchChart, type ChartWatch } from './chart-watch.ts'
 import { processSignal, UsageError, type CliIO } from './io.ts'
-import { startOperator, type Operator } from './run.ts'
+import { listenError, startOperator, type Operator } from './run.ts'
 
 /** The sample the sandbox applies (relative to the checkout). */
 export const SAMPLE = resolve(DEFAULT_CHART_DIR, '..', '..', 'kustomize', 'samples', 'cache_v1alpha1_memcached.yaml')
@@ -37,6 +40,39 @@ export interface SandboxCommandOptions {
   kubeconfigFor?: string[]
   /** Act as OpenShift: SecurityContextConstraints served, Pods admitted as restricted-v2 (sandbox/admission/scc.ts). */
   openshift?: boolean
+  /** How long a changed chart's trial render of every CR may take (default {@link CHART_DEADLINE_MS}). */
+  chartDeadlineMs?: number
+}
+
+/** How long `--watch-chart`'s trial render of a changed chart may take before the chart is refused. */
+export const CHART_DEADLINE_MS = 10_000
+
+/**
+ * Renders every Memcached of the sandbox (and minimal values) with `chart` under a deadline; the
+ * problem when a template did not end, else undefined. Other render errors are the operator's to
+ * report, per CR, as usual.
+ */
+async function trialRender(sandbox: Sandbox, chart: Chart, deadlineMs: number): Promise<string | undefined> {
+  const res = await sandbox.cluster.handle({ verb: 'list', group: 'cache.example.com', version: 'v1alpha1', resource: 'memcacheds', query: new URLSearchParams(), userAgent: 'sandbox-watch-chart' } as Parameters<typeof sandbox.cluster.handle>[0])
+  const items = res.status === 200 ? ((res.body as { items?: { metadata: { name: string; namespace?: string }; spec?: unknown }[] }).items ?? []) : []
+  const inputs = [{ who: 'minimal values (size 1)', name: 'watch-chart', namespace: 'default', spec: { size: 1 } as unknown }, ...items.map((cr) => ({ who: `Memcached ${cr.metadata.namespace}/${cr.metadata.name}`, name: cr.metadata.name, namespace: cr.metadata.namespace ?? 'default', spec: cr.spec ?? {} }))]
+  let current = ''
+  try {
+    withDeadline(deadlineMs, () => {
+      for (const input of inputs) {
+        current = input.who
+        try {
+          renderInstance(chart, input)
+        } catch (err) {
+          if (!(err instanceof RenderError)) throw err
+        }
+      }
+    })
+  } catch (err) {
+    if (!(err instanceof DeadlineExceeded)) throw err
+    return `${current}: ${templateRunning() ?? 'templates'}: ${err.message}`
+  }
+  return undefined
 }
 
 /** Parses `--kubeconfig-for` values: `jane=FILE`, `jane,devs,ops=FILE`, `system:serviceaccount:ns:sa=FILE`. */
@@ -72,15 +108,28 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
   const podReadyDelayMs = integer('--pod-ready-delay', opts.podReadyDelay, 1000)
   const identities = parseKubeconfigFor(opts.kubeconfigFor ?? [])
   const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
+  if (opts.faults !== undefined) {
+    try {
+      parseFaults(opts.faults)
+    } catch (err) {
+      if (err instanceof FaultSpecError) throw new UsageError(`--faults: ${err.message}`)
+      throw err
+    }
+  }
   let chart: Chart = loadChart(chartDir)
-  const sandbox = await startSandbox({
-    port,
-    podReadyDelayMs,
-    installCRDs: [memcachedCRD(chart) as unknown as KubeObject],
-    ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
-    ...(opts.openshift ? { openshift: true } : {}),
-    ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
-  })
+  let sandbox: Sandbox
+  try {
+    sandbox = await startSandbox({
+      port,
+      podReadyDelayMs,
+      installCRDs: [memcachedCRD(chart) as unknown as KubeObject],
+      ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
+      ...(opts.openshift ? { openshift: true } : {}),
+      ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
+    })
+  } catch (err) {
+    throw listenError(err, `--port ${port}`)
+  }
   const written: string[] = []
   for (const id of identities) written.push(`kubeconfig for ${id.user}: ${await sandbox.kubeconfigFor({ user: id.user, groups: id.groups }, resolve(io.cwd, id.file))}`)
   const k = `kubectl --kubeconfig ${sandbox.kubeconfigPath}`
@@ -102,7 +151,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
   )
 
   let operator: Operator | undefined
-  let watcher: FSWatcher | undefined
+  let watcher: ChartWatch | undefined
   let stopNodes: (() => void) | undefined
   try {
     if (runOperator) {
@@ -115,21 +164,25 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       )
       stopNodes = reportNodes(sandbox, io)
       if (opts.watchChart) {
-        let timer: NodeJS.Timeout | undefined
-        watcher = watch(chartDir, { recursive: true }, () => {
-          // Editors write a file in several steps: reload once things are quiet.
-          clearTimeout(timer)
-          timer = setTimeout(() => {
+        const running = sandbox
+        watcher = watchChart(chartDir, () => {
+          void (async () => {
             try {
-              chart = loadChart(chartDir, true)
+              const next = loadChart(chartDir, true)
+              // A template that never ends would freeze the operator (and this process) at its
+              // first render: the new chart renders every CR once, under a deadline, first.
+              const stuck = await trialRender(running, next, opts.chartDeadlineMs ?? CHART_DEADLINE_MS)
+              if (stuck !== undefined) throw new RenderError('template', [stuck])
+              chart = next
               io.stdout(`chart ${chartDir} changed: re-rendering every Memcached\n`)
               operator?.controller.enqueueAll()
             } catch (err) {
               if (!(err instanceof RenderError)) throw err
               io.stderr(`chart ${chartDir} not reloaded:\n${err.problems.map((p) => `  - ${p}`).join('\n')}\n`)
             }
-          }, 200)
+          })()
         })
+        await watcher.ready
       }
     }
     if (opts.sample !== false) {
@@ -152,7 +205,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
     }
   } catch (err) {
     stopNodes?.()
-    watcher?.close()
+    await watcher?.close()
     await operator?.stop()
     await sandbox.close()
     throw err
@@ -162,7 +215,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
     operator,
     async close() {
       stopNodes?.()
-      watcher?.close()
+      await watcher?.close()
       await operator?.stop()
       await sandbox.close()
     },

@@ -10,6 +10,8 @@ import { gunzip } from 'node:zlib'
 import { promisify } from 'node:util'
 import { KubeConfig } from '@kubernetes/client-node'
 import { ExecCredentials, trimBearer, type ExecConfig, type ExecStatus } from './credentials.ts'
+import { proxyEnvFor } from './proxy.ts'
+import { withRetry } from './retry.ts'
 
 /** An owner reference (metav1.OwnerReference). */
 export interface OwnerReference {
@@ -253,6 +255,13 @@ export interface ListOptions {
    * be whole objects, so read only their `metadata`.
    */
   metadataOnly?: boolean | undefined
+  /**
+   * Applied to each item as its page arrives (e.g. an informer's transform): only the transformed
+   * items are kept, never every raw page of the list at once.
+   */
+  transform?: ((item: KubeObject) => KubeObject) | undefined
+  /** Only the first page (a probe, e.g. of a selector's syntax): `continue` is not followed. */
+  firstPageOnly?: boolean | undefined
 }
 
 /** Options of {@link KubeClient.watch}. */
@@ -268,6 +277,12 @@ export interface WatchOptions extends Omit<ListOptions, 'limit' | 'signal'> {
    * (a stalled connection); default `timeoutSeconds + 30` when a timeout is given, else none.
    */
   idleTimeoutMs?: number
+  /**
+   * A watch-list (`sendInitialEvents=true`, with `resourceVersionMatch=NotOlderThan`): the server
+   * streams the current objects as ADDED events, then a BOOKMARK annotated
+   * `k8s.io/initial-events-end: "true"`, then changes — a list that is never one answer.
+   */
+  sendInitialEvents?: boolean
 }
 
 /** Options of writes. */
@@ -334,6 +349,15 @@ export interface KubeClientOptions {
    * request is never sent once the signal has fired.
    */
   requestSignal?: () => AbortSignal | undefined
+  /**
+   * Waited on before every attempt of a request but watches, retries included (client-go's
+   * client-side rate limiter, `tryThrottle`): a {@link TokenBucket} of `--kube-api-qps`/`--kube-api-burst`.
+   */
+  rateLimiter?: { wait(signal?: AbortSignal): Promise<number> }
+  /** In-request retries of 429/5xx with `Retry-After` and of reset GETs (default 10, client-go's; 0: none). See retry.ts. */
+  maxRetries?: number
+  /** Called once per attempt sent, retries included, with its status code (`<error>` without an answer): `rest_client_requests_total`. */
+  onRequestResult?: (r: { code: string; method: string; host: string }) => void
 }
 
 const patchTypes: Record<PatchOptions['type'], string> = {
@@ -364,19 +388,8 @@ export interface RawResponse {
   body: string
 }
 
-/**
- * HTTPS_PROXY, HTTP_PROXY and NO_PROXY for a server, as client-go takes them from the environment
- * when the kubeconfig names no `proxy-url` (Go's http.ProxyFromEnvironment), through node's
- * built-in proxy support (the agents' `proxyEnv`, node 24.5 and later). As in Go, a loopback server
- * is never proxied.
- */
-export function proxyEnvFor(server: URL): { proxyEnv?: NodeJS.ProcessEnv } {
-  const host = server.hostname.replace(/^\[|\]$/g, '')
-  if (host === 'localhost' || /^127\./.test(host) || host === '::1') return {}
-  const env = process.env
-  const any = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy
-  return any ? { proxyEnv: env } : {}
-}
+/** The proxy choice (HTTPS_PROXY, HTTP_PROXY, NO_PROXY with CIDRs) lives in proxy.ts. */
+export { proxyEnvFor } from './proxy.ts'
 
 /** Whether two lists of TLS material (strings, Buffers, arrays of them) are equal. */
 function sameMaterial(a: readonly unknown[], b: readonly unknown[]): boolean {
@@ -508,10 +521,11 @@ export class KubeClient {
   /**
    * Opens a request and resolves at its response headers. `timeout.until` says what the timeout
    * bounds: the whole exchange (`end`), or only the wait for the headers (`response`, for watches).
-   * A GET or HEAD that fails with a reset before any answer on a reused keep-alive socket (one a
-   * load balancer or the server closed while it sat idle) is sent again on another connection, as
-   * Go's transport does for replayable requests (net/http `persistConn.shouldRetryRequest`); any
-   * other method may have been processed and is not retried.
+   * A request that fails with a reset before any answer on a reused keep-alive socket (one a load
+   * balancer or the server closed while it sat idle) is sent again on another connection, as Go's
+   * transport does (net/http `persistConn.shouldRetryRequest`): a GET or HEAD always, any other
+   * method only when none of it reached the socket (`nothingWrittenError`: the server cannot have
+   * processed it); a write that went out may have been processed and is not sent again.
    */
   async #open(req: RawRequest, timeout: { ms: number; until: 'end' | 'response' } | undefined, gzip = false): Promise<{ res: http.IncomingMessage; abort: () => void; exec?: ExecStatus }> {
     const conn = await this.#connection()
@@ -527,6 +541,9 @@ export class KubeClient {
     if (req.signal?.aborted) throw new Error(`${req.method} ${req.path}: aborted`)
     return new Promise((resolve, reject) => {
       const r = mod.request(url, { method: req.method, headers, agent: conn.agent, ...conn.tls })
+      // The socket's count before this request's bytes: node emits 'socket' before it writes them.
+      let sentBefore: number | undefined
+      r.once('socket', (s) => (sentBefore = s.bytesWritten))
       // Errors after the first (a socket failing after the answer began) must not go unhandled.
       r.on('error', () => {})
       let timer: NodeJS.Timeout | undefined
@@ -549,7 +566,8 @@ export class KubeClient {
         r.once('close', () => signal.removeEventListener('abort', aborted))
       }
       r.once('error', (err: NodeJS.ErrnoException) => {
-        if (r.reusedSocket && replayable(req.method) && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && !signal?.aborted) {
+        const nothingWritten = sentBefore !== undefined && r.socket?.bytesWritten === sentBefore
+        if (r.reusedSocket && (replayable(req.method) || nothingWritten) && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && !signal?.aborted) {
           if (timer) clearTimeout(timer)
           this.#open(req, timeout, gzip).then(resolve, reject)
           return
@@ -567,14 +585,43 @@ export class KubeClient {
   }
 
   /**
-   * Sends one request and reads the whole answer (any status). A 401 to a request made with an
+   * Sends a request and reads the whole answer (any status). Each attempt waits for the rate
+   * limiter; a 429 or 5xx with `Retry-After`, or a GET on a reset connection, is sent again up to
+   * `maxRetries` times (retry.ts), and the last answer is returned. A 401 to a request made with an
    * exec plugin's credential is sent once more with a fresh one (the server processed nothing).
    */
   async request(req: RawRequest): Promise<RawResponse> {
     const shared = this.#opts.requestSignal?.()
     if (shared) req = { ...req, signal: req.signal ? AbortSignal.any([req.signal, shared]) : shared }
-    const first = await this.#read(req)
-    return first.status === 401 && first.exec ? (await this.#read(req)) : first
+    const signal = req.signal
+    return withRetry(() => this.#attempt(req), { method: req.method, path: req.path, signal, ...(this.#opts.maxRetries !== undefined ? { maxRetries: this.#opts.maxRetries } : {}) })
+  }
+
+  /** One attempt of {@link request}: waits for the rate limiter, then sends. */
+  async #attempt(req: RawRequest): Promise<RawResponse & { exec?: ExecStatus }> {
+    if (this.#opts.rateLimiter) {
+      try {
+        await this.#opts.rateLimiter.wait(req.signal)
+      } catch {
+        throw new Error(`${req.method} ${req.path}: aborted`)
+      }
+    }
+    const first = await this.#counted(req)
+    return first.status === 401 && first.exec ? (await this.#counted(req)) : first
+  }
+
+  /** {@link #read}, counted in `rest_client_requests_total` (client-go's `updateURLMetrics`: one per attempt). */
+  async #counted(req: RawRequest): Promise<RawResponse & { exec?: ExecStatus }> {
+    const count = this.#opts.onRequestResult
+    if (!count) return this.#read(req)
+    let code = '<error>'
+    try {
+      const res = await this.#read(req)
+      code = String(res.status)
+      return res
+    } finally {
+      count({ code, method: req.method, host: this.#server.host })
+    }
   }
 
   /**
@@ -663,7 +710,7 @@ export class KubeClient {
       for (const item of answer.items ?? []) {
         item.apiVersion ??= ref.apiVersion
         item.kind ??= ref.kind
-        items.push(item)
+        items.push(opts.transform ? (opts.transform(item) as T) : item)
       }
     }
     const result = (first: KubeList<T>, paginated: boolean): ListResult<T> => ({ apiVersion: first.apiVersion, kind: first.kind, metadata: { resourceVersion: first.metadata?.resourceVersion ?? '' }, items, paginated })
@@ -683,7 +730,7 @@ export class KubeClient {
       first ??= answer
       collect(answer)
       cont = answer.metadata?.continue || undefined
-      if (!cont) return result(first, answer !== first)
+      if (!cont || opts.firstPageOnly) return result(first, answer !== first || cont !== undefined)
     }
   }
 
@@ -700,6 +747,10 @@ export class KubeClient {
     if (opts.labelSelector) q.set('labelSelector', opts.labelSelector)
     if (opts.fieldSelector) q.set('fieldSelector', opts.fieldSelector)
     if (opts.resourceVersion !== undefined) q.set('resourceVersion', opts.resourceVersion)
+    if (opts.sendInitialEvents !== undefined) {
+      q.set('sendInitialEvents', String(opts.sendInitialEvents))
+      q.set('resourceVersionMatch', 'NotOlderThan')
+    }
     if (opts.timeoutSeconds) q.set('timeoutSeconds', String(opts.timeoutSeconds))
     const idleMs = opts.idleTimeoutMs ?? (opts.timeoutSeconds ? (opts.timeoutSeconds + 30) * 1000 : undefined)
     let path: string

@@ -9,8 +9,14 @@ export type TimerHandle = { readonly id: number } | NodeJS.Timeout
 
 /** What the runtime needs of time: the current instant and one-shot timers. */
 export interface Clock {
-  /** Milliseconds since the epoch. */
+  /** Milliseconds since the epoch (wall time: what is written into objects). */
   now(): number
+  /**
+   * Milliseconds since an arbitrary origin, never going backwards when the wall clock is stepped
+   * (NTP, a VM resumed): what durations and deadlines are measured with, as Go's monotonic clock
+   * reading does for client-go. A clock without it measures with {@link Clock.now}.
+   */
+  monotonic?(): number
   /** Calls `fn` once after `ms` milliseconds. */
   setTimeout(fn: () => void, ms: number): TimerHandle
   /** Cancels a timer; a no-op for a timer that already fired. */
@@ -20,6 +26,7 @@ export interface Clock {
 /** The process clock. */
 export const realClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, Math.max(0, ms)),
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 }
@@ -37,6 +44,11 @@ export class FakeClock implements Clock {
 
   /** The current fake instant. */
   now(): number {
+    return this.#now
+  }
+
+  /** The fake instant: a fake clock is never stepped backwards. */
+  monotonic(): number {
     return this.#now
   }
 

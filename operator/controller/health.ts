@@ -3,10 +3,16 @@
  * (Prometheus text), on bind addresses spelled like controller-runtime's flags
  * (`--metrics-bind-address :8080`, `--health-probe-bind-address :8081`, `0` disables). One
  * node:http server per distinct address; two endpoints given the same address share it.
+ * `/metrics` may instead be served over HTTPS with authentication and authorization
+ * (`metricsTls`, `metricsAuth`: controller-runtime's secure metrics server), on an address of its
+ * own.
  */
 import http from 'node:http'
+import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
+import type { MetricsAuthorizer } from './metrics-auth.ts'
+import type { KeyPair } from './metrics-tls.ts'
 
 /** A named check: true (or a resolved true) passes. */
 export type Check = () => boolean | Promise<boolean>
@@ -62,6 +68,10 @@ export interface EndpointsOptions {
   healthz?: Record<string, Check>
   /** Readiness checks, e.g. `{ informers: () => informers.every((i) => i.hasSynced()) }`. */
   readyz?: Record<string, Check>
+  /** Serve `/metrics` over HTTPS with this certificate (its own address: the probes stay plain HTTP for the kubelet). */
+  metricsTls?: KeyPair
+  /** Who may read `/metrics` (see metrics-auth.ts); everyone when absent. */
+  metricsAuth?: MetricsAuthorizer
 }
 
 /** Running endpoint servers. */
@@ -69,6 +79,10 @@ export interface Endpoints {
   /** `host:port` actually bound, per endpoint; undefined when disabled. */
   readonly metricsAddress: string | undefined
   readonly healthProbeAddress: string | undefined
+  /** Whether `/metrics` is served over HTTPS. */
+  readonly metricsSecure: boolean
+  /** Replaces the HTTPS certificate of `/metrics` for new connections (a rotated certificate). */
+  setMetricsCertificate(pair: KeyPair): void
   /** Stops the servers, cutting open connections. */
   close(): Promise<void>
 }
@@ -107,6 +121,8 @@ function handler(routes: Set<Route>, opts: EndpointsOptions): http.RequestListen
       if (route === 'metrics') {
         const registry = opts.registry
         if (!registry) return reply(404, '404 page not found\n')
+        const refused = await opts.metricsAuth?.(req)
+        if (refused) return reply(refused.status, refused.body)
         return reply(200, await registry.metrics(), registry.contentType)
       }
       const r = await runChecks(path === '/healthz' ? healthz : readyz)
@@ -141,7 +157,10 @@ export async function startEndpoints(opts: EndpointsOptions): Promise<Endpoints>
   }
   addRoute(metricsBind, 'metrics')
   addRoute(probeBind, 'probes')
+  const secure = opts.metricsTls !== undefined && metricsBind !== undefined
+  if (secure && [...groups.values()].some((g) => g.routes.size > 1)) throw new BindAddressError(`metrics served over HTTPS need an address of their own, not the health probes' ${JSON.stringify(opts.healthProbeBindAddress)}`)
   const servers: http.Server[] = []
+  let tlsServer: https.Server | undefined
   const bound = new Map<Route, string>()
   const closeAll = async (): Promise<void> => {
     await Promise.all(
@@ -156,7 +175,9 @@ export async function startEndpoints(opts: EndpointsOptions): Promise<Endpoints>
   }
   try {
     for (const { bind, routes } of groups.values()) {
-      const server = http.createServer(handler(routes, opts))
+      const tls = secure && routes.has('metrics') ? opts.metricsTls : undefined
+      const server = tls ? https.createServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, handler(routes, opts)) : http.createServer(handler(routes, opts))
+      if (tls) tlsServer = server as https.Server
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject)
         server.listen(bind.port, bind.host, () => {
@@ -177,6 +198,8 @@ export async function startEndpoints(opts: EndpointsOptions): Promise<Endpoints>
   return {
     metricsAddress: bound.get('metrics'),
     healthProbeAddress: bound.get('probes'),
+    metricsSecure: tlsServer !== undefined,
+    setMetricsCertificate: (pair) => tlsServer?.setSecureContext({ cert: pair.cert, key: pair.key }),
     close: () => (closed ??= closeAll()),
   }
 }

@@ -11,16 +11,25 @@
  * backoff; client-node's informer stops for good there instead (kubernetes-client/javascript#596,
  * #958, #1496).
  *
- * Lists follow client-go's reflector (tools/cache/reflector.go): the first asks for
- * `resourceVersion=0` (the API server answers from its watch cache) in pages of 500, a relist asks
- * for the last resourceVersion seen, unpaginated unless the server paginated the first list; when
- * the server no longer has (410) or not yet has (504 "Too large resource version") that version,
- * the list is repeated at once as a consistent read from etcd in pages of 500. A watch that brings
- * no byte, not even a bookmark (sent about every minute), for `watchIdleTimeoutMs` is taken for a
- * dead connection and replaced from the last resourceVersion.
+ * Lists follow client-go's reflector with its WatchListClient feature (tools/cache/reflector.go
+ * `watchList`): the first list and every relist is a watch-list (`sendInitialEvents=true`,
+ * `resourceVersionMatch=NotOlderThan`, from the last resourceVersion seen, or none at first), whose
+ * initial ADDED events are transformed one by one as they stream and loaded at the BOOKMARK
+ * annotated `k8s.io/initial-events-end`; the same stream then goes on as the watch. So a kind is
+ * never one answer, however large (a `resourceVersion=0` list is: the watch cache ignores `limit`).
+ * When the server has the resourceVersion no longer (410) or not yet (504 "Too large resource
+ * version"), the watch-list is repeated at once without one. A server that refuses watch-lists
+ * (400/422: older, or its WatchList feature off) is listed consistently in pages of 500 from then
+ * on, which it paginates; any other failure of a watch-list falls back to that paginated list
+ * once, as client-go does ("making progress is better than deadlocking").
+ *
+ * A watch is given up as a dead connection only after `timeoutSeconds` + 30 s without a byte: a
+ * real server sends nothing at all, not even a bookmark, on a type nobody writes (apiserver
+ * `pkg/storage/cacher/cache_watcher.go`), and ends the watch itself at its timeout — an expected
+ * end that is resumed at once and not reported.
  */
 import { Backoff, realClock, type BackoffOptions, type Clock, type TimerHandle } from './clock.ts'
-import { ApiError, isExpired, isTooLargeResourceVersion, type KubeClient, type KubeObject, type ListResult, type WatchEvent } from './client.ts'
+import { ApiError, isExpired, isTooLargeResourceVersion, type KubeClient, type KubeObject, type WatchEvent } from './client.ts'
 
 /** `namespace/name`, or `name` for a cluster-scoped object: the key of the cache and of work queues. */
 export function objectKey(obj: { metadata: { name?: string; namespace?: string } }): string {
@@ -58,6 +67,9 @@ export function stripManagedFields<T extends KubeObject>(obj: T): T {
   return { ...obj, metadata }
 }
 
+/** The annotation of the BOOKMARK that ends a watch-list's initial events (apimachinery `metav1.InitialEventsAnnotationKey`). */
+export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end'
+
 /** Where a failure happened. */
 export type InformerPhase = 'list' | 'watch' | 'handler'
 
@@ -77,8 +89,13 @@ export interface InformerOptions<T extends KubeObject> {
   backoff?: BackoffOptions
   /** Server-side timeout of each watch (default 300–600 s at random, as client-go). */
   watchTimeoutSeconds?: number
-  /** A watch silent this long (no event, no bookmark) is ended and replaced (default 120,000 ms: two missed bookmarks). */
+  /**
+   * A watch silent this long (no event, no bookmark) is ended and replaced as a dead connection
+   * (default: its `timeoutSeconds` + 30 s, so that a healthy quiet watch is ended by the server first).
+   */
   watchIdleTimeoutMs?: number
+  /** Start and relist with streaming watch-lists (default true); false lists in pages. */
+  watchList?: boolean
   /** Applied to every object before it is cached and handed to handlers (e.g. {@link stripManagedFields}). */
   transform?: (obj: KubeObject) => T
   /** Told about every failure that is being retried, and handler exceptions. */
@@ -112,8 +129,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   #resourceVersion = ''
   /** The last list failed because the server lacks the resourceVersion asked for: list from etcd. */
   #resourceVersionUnavailable = false
-  /** The first list came in pages: the server does not serve lists from a watch cache, so relists page too. */
-  #paginated = false
+  /** The server refused a watch-list: lists come in pages. */
+  #watchListUnsupported = false
   #synced = false
   #syncWaiters: ((synced: boolean) => void)[] = []
   #started = false
@@ -273,52 +290,29 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.#retryTimer = this.#clock.setTimeout(() => {
       if (gen !== this.#generation || this.#stopped) return
       if (what === 'list') this.#list()
-      else this.#watch()
+      else this.#watch(false)
     }, immediate ? 0 : delay)
   }
 
-  /** The resourceVersion a list asks for, as client-go's `relistResourceVersion`: `''` is a consistent read. */
-  #relistResourceVersion(): string {
-    if (this.#resourceVersionUnavailable) return ''
-    return this.#resourceVersion === '' ? '0' : this.#resourceVersion
+  #list(): void {
+    if (this.#opts.watchList !== false && !this.#watchListUnsupported) this.#watch(true)
+    else this.#pagedList()
   }
 
-  #list(): void {
+  /** A consistent list (from etcd on a real server) in pages of 500, each item transformed as its page arrives. */
+  #pagedList(): void {
     const gen = ++this.#generation
     const abort = new AbortController()
     this.#listAbort = abort
     const o = this.#opts
-    const attempt = (): Promise<ListResult> => {
-      const rv = this.#relistResourceVersion()
-      // A list at a known resourceVersion unpaginated is served by the watch cache; paged, it goes to etcd.
-      const limit = rv === '' || rv === '0' || this.#paginated ? 500 : undefined
-      return this.#client
-        .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: rv === '' ? undefined : rv, limit, signal: abort.signal, metadataOnly: o.metadataOnly })
-        .then((list) => {
-          if (rv === '0' && list.paginated) this.#paginated = true
-          return list
-        })
-    }
-    attempt()
-      .catch((err: unknown) => {
-        if (gen !== this.#generation || this.#stopped || !(isExpired(err) || isTooLargeResourceVersion(err))) throw err
-        this.#resourceVersionUnavailable = true
-        return attempt()
-      })
+    this.#client
+      .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit: 500, signal: abort.signal, metadataOnly: o.metadataOnly, transform: (i) => this.#transform(i) })
       .then(
         (list) => {
           if (gen !== this.#generation || this.#stopped) return
           this.#listAbort = undefined
-          this.#resourceVersionUnavailable = false
-          this.#progressAt = this.#clock.now()
-          this.#replace(list.items.map((i) => this.#transform(i)), list.metadata.resourceVersion)
-          if (!this.#synced) {
-            this.#synced = true
-            const waiters = this.#syncWaiters
-            this.#syncWaiters = []
-            for (const w of waiters) w(true)
-          }
-          this.#watch()
+          this.#loaded(list.items as T[], list.metadata.resourceVersion)
+          this.#watch(false)
         },
         (err: unknown) => {
           if (gen !== this.#generation || this.#stopped) return
@@ -329,7 +323,38 @@ export class Informer<T extends KubeObject = KubeObject> {
       )
   }
 
-  #watch(): void {
+  /** A full state has arrived (a list, or a watch-list's initial events): the cache becomes it. */
+  #loaded(items: T[], resourceVersion: string): void {
+    this.#resourceVersionUnavailable = false
+    this.#progressAt = this.#clock.now()
+    this.#replace(items, resourceVersion)
+    if (!this.#synced) {
+      this.#synced = true
+      const waiters = this.#syncWaiters
+      this.#syncWaiters = []
+      for (const w of waiters) w(true)
+    }
+  }
+
+  /** A watch-list ended before its initial-events-end bookmark. */
+  #watchListFailed(err: Error | undefined, expired: boolean): void {
+    if (expired || isExpired(err) || isTooLargeResourceVersion(err)) {
+      // The server lacks the resourceVersion asked for: at once without one, then with backoff.
+      const first = !this.#resourceVersionUnavailable
+      this.#resourceVersionUnavailable = true
+      this.#retry('list', first)
+      return
+    }
+    if (err instanceof ApiError && (err.status === 400 || err.status === 422)) this.#watchListUnsupported = true
+    else this.#report(err ?? new Error(`the watch-list of ${this.describe()} ended before its initial-events-end bookmark`), 'list')
+    this.#pagedList()
+  }
+
+  /**
+   * Watches from the cache's resourceVersion, or (`listing`) runs a watch-list: the current state
+   * as ADDED events up to the initial-events-end bookmark, then changes on the same stream.
+   */
+  #watch(listing: boolean): void {
     const gen = ++this.#generation
     const o = this.#opts
     const started = this.#clock.now()
@@ -337,8 +362,21 @@ export class Informer<T extends KubeObject = KubeObject> {
     let received = 0
     let expired = false
     let failure: Error | undefined
+    // A watch-list's objects until its initial-events-end bookmark, each transformed as it arrives.
+    let initial: Map<string, T> | undefined = listing ? new Map() : undefined
     const timeoutSeconds = o.watchTimeoutSeconds ?? Math.floor(300 + 300 * this.#random())
-    const opts = { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds, idleTimeoutMs: o.watchIdleTimeoutMs ?? 120_000, metadataOnly: o.metadataOnly }
+    const rv = listing && this.#resourceVersionUnavailable ? '' : this.#resourceVersion
+    const opts = {
+      namespace: o.namespace,
+      labelSelector: o.labelSelector,
+      fieldSelector: o.fieldSelector,
+      ...(rv === '' ? {} : { resourceVersion: rv }),
+      ...(listing ? { sendInitialEvents: true } : {}),
+      allowWatchBookmarks: true,
+      timeoutSeconds,
+      idleTimeoutMs: o.watchIdleTimeoutMs ?? (timeoutSeconds + 30) * 1000,
+      metadataOnly: o.metadataOnly,
+    }
     this.#stopWatch = this.#client.watch(
       { apiVersion: o.apiVersion, kind: o.kind },
       opts,
@@ -353,6 +391,20 @@ export class Informer<T extends KubeObject = KubeObject> {
           return
         }
         received++
+        if (initial) {
+          if (event.type === 'BOOKMARK') {
+            if (event.object.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') return
+            const items = [...initial.values()]
+            initial = undefined
+            this.#backoff.reset()
+            this.#loaded(items, event.object.metadata.resourceVersion ?? this.#resourceVersion)
+            return
+          }
+          const obj = this.#transform(this.#withKind(event.object))
+          if (event.type === 'DELETED') initial.delete(objectKey(obj))
+          else initial.set(objectKey(obj), obj)
+          return
+        }
         // Progress on this connection: the next failure starts the backoff over.
         this.#backoff.reset()
         this.#apply(event)
@@ -360,6 +412,10 @@ export class Informer<T extends KubeObject = KubeObject> {
       (err) => {
         if (gen !== this.#generation || this.#stopped) return
         this.#stopWatch = undefined
+        if (initial) {
+          this.#watchListFailed(failure ?? err, expired)
+          return
+        }
         // A watch that stayed up a long time was healthy: its failure starts the backoff over.
         if (this.#clock.now() - started >= 60_000) this.#backoff.reset()
         if (expired || isExpired(err)) {
@@ -373,12 +429,17 @@ export class Informer<T extends KubeObject = KubeObject> {
           this.#retry('watch', false)
           return
         }
-        // The server ended the watch (its timeout): resume from where we are. A watch that ended
-        // at once with nothing in it is treated as a failure, so a misbehaving server is not hammered.
+        // The server ended the watch (its timeout): resume from where we are, unreported. A watch
+        // that ended at once with nothing in it is treated as a failure, so a misbehaving server
+        // is not hammered.
         const quick = received === 0 && this.#clock.now() - started < 1000
         this.#retry('watch', !quick)
       },
     )
+  }
+
+  #withKind(obj: KubeObject): KubeObject {
+    return obj.apiVersion !== undefined && obj.kind !== undefined ? obj : { ...obj, apiVersion: obj.apiVersion ?? this.#opts.apiVersion, kind: obj.kind ?? this.#opts.kind }
   }
 
   #transform(obj: KubeObject): T {
@@ -399,7 +460,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (rv) this.#resourceVersion = rv
       return
     }
-    const obj = this.#transform({ ...event.object, apiVersion: event.object.apiVersion ?? this.#opts.apiVersion, kind: event.object.kind ?? this.#opts.kind })
+    const obj = this.#transform(this.#withKind(event.object))
     const key = objectKey(obj)
     if (rv) this.#resourceVersion = rv
     const old = this.#store.get(key)

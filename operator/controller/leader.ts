@@ -92,12 +92,17 @@ export class LeaderElector {
   #deadlineTimer: TimerHandle | undefined
   #attempt: AbortController | undefined
   #running: Promise<void> | undefined
+  #lastError: Error | undefined
+  /** Elapsed time: deadlines, the step-down and a record's validity never follow a stepped wall clock (client-go measures them with Go's monotonic reading). */
+  #elapsed: () => number
 
   constructor(opts: LeaderElectorOptions) {
     this.#opts = opts
     this.identity = opts.identity ?? defaultIdentity()
     this.#clock = opts.clock ?? realClock
     this.#random = opts.random ?? Math.random
+    const clock = this.#clock
+    this.#elapsed = clock.monotonic ? () => clock.monotonic!() : () => clock.now()
     this.#leaseDurationMs = opts.leaseDurationMs ?? 15_000
     this.#renewDeadlineMs = opts.renewDeadlineMs ?? 10_000
     this.#retryPeriodMs = opts.retryPeriodMs ?? 2_000
@@ -119,7 +124,7 @@ export class LeaderElector {
   }
 
   #holds(): boolean {
-    return this.#leading && this.#clock.now() - this.#renewedAt < this.#renewDeadlineMs
+    return this.#leading && this.#elapsed() - this.#renewedAt < this.#renewDeadlineMs
   }
 
   /** The holder last seen in the Lease (`''` when released), if any was seen. */
@@ -203,8 +208,11 @@ export class LeaderElector {
     if (this.#deadlineTimer !== undefined) this.#clock.clearTimeout(this.#deadlineTimer)
     this.#deadlineTimer = this.#clock.setTimeout(() => {
       this.#deadlineTimer = undefined
-      if (this.#leading && !this.#holds()) this.#lose()
-    }, this.#renewedAt + this.#renewDeadlineMs - this.#clock.now())
+      if (!this.#leading) return
+      // A timer may fire a fraction of a millisecond before the monotonic deadline: wait again.
+      if (this.#holds()) this.#armDeadline()
+      else this.#lose()
+    }, this.#renewedAt + this.#renewDeadlineMs - this.#elapsed())
   }
 
   #endTerm(): void {
@@ -225,7 +233,7 @@ export class LeaderElector {
 
   async #tick(): Promise<void> {
     if (this.#stopped) return
-    const sentAt = this.#clock.now()
+    const sentAt = this.#elapsed()
     // A leader's requests end when its renew deadline does; a follower's after one renew deadline.
     const attempt = new AbortController()
     this.#attempt = attempt
@@ -233,7 +241,9 @@ export class LeaderElector {
     let ok = false
     try {
       ok = await this.#tryAcquireOrRenew(attempt.signal)
+      this.#lastError = undefined
     } catch (e) {
+      this.#lastError = e instanceof Error ? e : new Error(String(e))
       this.#report(e)
     } finally {
       this.#clock.clearTimeout(bound)
@@ -274,7 +284,7 @@ export class LeaderElector {
     const record = JSON.stringify(spec)
     if (record === this.#observedRecord) return
     this.#observedRecord = record
-    this.#observedTime = this.#clock.now()
+    this.#observedTime = this.#elapsed()
     const holder = spec.holderIdentity ?? ''
     if (holder !== this.#observedHolder) {
       this.#observedHolder = holder
@@ -288,8 +298,8 @@ export class LeaderElector {
   /** One try: create the Lease, take it over, or renew it. @returns whether this candidate holds it now */
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const client = this.#opts.client
-    const nowMs = this.#clock.now()
-    const now = microTime(nowMs)
+    const nowMs = this.#elapsed()
+    const now = microTime(this.#clock.now())
     const durationSeconds = Math.max(1, Math.ceil(this.#leaseDurationMs / 1000))
     // The leader's fast path, as client-go's: update the Lease it last wrote, assuming nobody else
     // did; any failure falls back to reading it.
@@ -340,6 +350,11 @@ export class LeaderElector {
     }
     this.#observe(spec)
     return true
+  }
+
+  /** Why the last try to acquire or renew failed; undefined when it got an answer it could act on. */
+  get lastError(): Error | undefined {
+    return this.#lastError
   }
 
   /** The Lease as last seen or written by this candidate (for diagnostics). */

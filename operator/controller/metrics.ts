@@ -43,7 +43,7 @@ export interface OperatorMetrics {
   readonly workqueueQueueDuration: Histogram<'name'>
   /** `workqueue_work_duration_seconds{name}` */
   readonly workqueueWorkDuration: Histogram<'name'>
-  /** `memcached_operator_applies_total{kind}`: server-side applies sent. */
+  /** `memcached_operator_applies_total{kind}`: server-side applies that created or changed an object. */
   readonly applies: Counter<'kind'>
   /** `memcached_operator_prunes_total{kind}`: objects deleted because no longer rendered. */
   readonly prunes: Counter<'kind'>
@@ -55,6 +55,15 @@ export interface OperatorMetrics {
   readonly kindServed: Gauge<'kind'>
   /** `memcached_operator_recreations{state}`: workload re-creations `queued` for a slot and `in_flight` (deleted, replacement not ready yet). */
   readonly recreations: Gauge<'state'>
+  /**
+   * `rest_client_requests_total{code,method,host}`: client-go's count of requests sent, one per
+   * attempt (retries included), by status code (`<error>` when no answer came), as
+   * controller-runtime registers it (pkg/metrics/client_go_adapter.go); a KubeClient's
+   * `onRequestResult`.
+   */
+  readonly restClientRequests: Counter<'code' | 'method' | 'host'>
+  /** Feeds {@link OperatorMetrics.restClientRequests}: pass as KubeClient's `onRequestResult`. */
+  requestResult(r: { code: string; method: string; host: string }): void
   /** Sets every `result` of a controller to 0, so rates exist before the first reconcile (as controller-runtime does). */
   initController(controller: string): void
   /** Records one reconcile: its result, its duration, and an error count for `error`. */
@@ -76,14 +85,19 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
   const workqueueRetries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'] as const, registers })
   const workqueueQueueDuration = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested', labelNames: ['name'] as const, buckets: QUEUE_BUCKETS, registers })
   const workqueueWorkDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes', labelNames: ['name'] as const, buckets: QUEUE_BUCKETS, registers })
-  const applies = new Counter({ name: 'memcached_operator_applies_total', help: 'Server-side apply requests sent, by kind', labelNames: ['kind'] as const, registers })
+  const applies = new Counter({ name: 'memcached_operator_applies_total', help: 'Server-side applies that created or changed an object, by kind', labelNames: ['kind'] as const, registers })
   const prunes = new Counter({ name: 'memcached_operator_prunes_total', help: 'Objects deleted because their CR no longer renders them, by kind', labelNames: ['kind'] as const, registers })
   const skippedApplies = new Counter({ name: 'memcached_operator_skipped_applies_total', help: 'Applies not sent because the live object already matched, by kind', labelNames: ['kind'] as const, registers })
   const reconcileFailures = new Counter({ name: 'memcached_operator_reconcile_failures_total', help: 'Failed reconciles, by condition reason', labelNames: ['reason'] as const, registers })
   const kindServed = new Gauge({ name: 'memcached_operator_kind_served', help: 'Whether the cluster serves a kind the chart declares (1) or not (0), by apiVersion/Kind', labelNames: ['kind'] as const, registers })
   const recreations = new Gauge({ name: 'memcached_operator_recreations', help: 'Workload re-creations waiting for a slot (queued) and under way (in_flight): deleted, replacement not ready yet', labelNames: ['state'] as const, registers })
+  const restClientRequests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'method', 'host'] as const, registers })
   return {
     registry,
+    restClientRequests,
+    requestResult(r) {
+      restClientRequests.inc({ code: r.code, method: r.method, host: r.host })
+    },
     reconcileTotal,
     reconcileErrors,
     reconcileTime,

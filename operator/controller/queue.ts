@@ -10,6 +10,7 @@
  * line (the maximum of the priorities wins). With one priority it is client-go's FIFO queue.
  */
 import { backoffDelay, realClock, type Clock, type TimerHandle } from './clock.ts'
+import { TokenBucket } from './ratelimit.ts'
 
 /** Observers of the queue, named after controller-runtime's workqueue metrics. */
 export interface QueueHooks {
@@ -33,6 +34,14 @@ export interface RateLimiterOptions {
   maxMs?: number
   /** Up to this fraction of the delay is added at random (default 0.1). */
   jitter?: number
+  /**
+   * The bucket every rate-limited retry also takes a token from, whatever its key (default 10 per
+   * second, burst 100): controller-runtime's default controller rate limiter is the larger of the
+   * per-key backoff and this bucket's delay (workqueue.DefaultTypedControllerRateLimiter), so a
+   * fleet failing at once is retried at 10 per second, not all together.
+   */
+  qps?: number
+  burst?: number
 }
 
 /** Options of {@link WorkQueue}. */
@@ -58,7 +67,8 @@ export class WorkQueue<K extends string = string> {
   readonly name: string
   #clock: Clock
   #random: () => number
-  #limiter: Required<RateLimiterOptions>
+  #limiter: Required<Omit<RateLimiterOptions, 'qps' | 'burst'>>
+  #bucket: TokenBucket
   #hooks: QueueHooks
   /** The waiting keys: a FIFO line per priority, highest priority first. */
   #lines: { priority: number; keys: { key: K; seq: number }[]; head: number }[] = []
@@ -84,6 +94,7 @@ export class WorkQueue<K extends string = string> {
     this.#clock = opts.clock ?? realClock
     this.#random = opts.random ?? Math.random
     this.#limiter = { baseMs: opts.rateLimiter?.baseMs ?? 5, maxMs: opts.rateLimiter?.maxMs ?? 1_000_000, jitter: opts.rateLimiter?.jitter ?? 0.1 }
+    this.#bucket = new TokenBucket({ qps: opts.rateLimiter?.qps ?? 10, burst: opts.rateLimiter?.burst ?? 100, clock: this.#clock })
     this.#hooks = opts.hooks ?? {}
   }
 
@@ -229,15 +240,16 @@ export class WorkQueue<K extends string = string> {
   }
 
   /**
-   * Queues a key after its backoff: `base · 2^failures` plus jitter, capped at the maximum, and
-   * never less than `minDelayMs`. Each call counts a failure until {@link WorkQueue.forget}.
+   * Queues a key after its backoff: `base · 2^failures` plus jitter, capped at the maximum, or the
+   * delay of the shared bucket's next token when that is longer, and never less than `minDelayMs`.
+   * Each call counts a failure until {@link WorkQueue.forget}.
    * @returns the chosen delay in milliseconds
    */
   addRateLimited(key: K, opts: RateLimitedOptions = {}): number {
     const failures = this.#failures.get(key) ?? 0
     this.#failures.set(key, failures + 1)
     const l = this.#limiter
-    const delay = Math.max(backoffDelay(failures, { initialMs: l.baseMs, maxMs: l.maxMs, jitter: l.jitter }, this.#random), opts.minDelayMs ?? 0)
+    const delay = Math.max(backoffDelay(failures, { initialMs: l.baseMs, maxMs: l.maxMs, jitter: l.jitter }, this.#random), this.#bucket.reserve(), opts.minDelayMs ?? 0)
     if (this.#shuttingDown) return delay
     this.#hooks.retry?.()
     this.addAfter(key, delay)
@@ -304,6 +316,23 @@ export class WorkQueue<K extends string = string> {
     const getters = this.#getters
     this.#getters = []
     for (const g of getters) g(undefined)
+  }
+
+  /**
+   * How long the keys in flight have been processed so far, in seconds: their sum and the longest
+   * (client-go's `workqueue_unfinished_work_seconds` and
+   * `workqueue_longest_running_processor_seconds`, which catch a worker stuck in a reconcile).
+   */
+  unfinishedWork(): { seconds: number; longestSeconds: number } {
+    const now = this.#clock.now()
+    let seconds = 0
+    let longestSeconds = 0
+    for (const started of this.#startedAt.values()) {
+      const s = Math.max(0, now - started) / 1000
+      seconds += s
+      longestSeconds = Math.max(longestSeconds, s)
+    }
+    return { seconds, longestSeconds }
   }
 
   /** Resolves when no key is in flight (call after {@link WorkQueue.shutdown} to wait for workers). */

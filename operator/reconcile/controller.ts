@@ -16,6 +16,8 @@ import { byControllerUid, Informer, objectKey, splitKey } from '../controller/in
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
 import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
+import type { RuntimeMetrics, UnfinishedWorkSource } from '../controller/metrics-runtime.ts'
+import { FAILED_CREATE_SELECTOR, failedCreateSummary, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import type { Chart } from '../render/chart.ts'
 import type { ChartKind } from '../render/kinds.ts'
 import { labelValue } from '../render/names.ts'
@@ -26,17 +28,12 @@ import { FIELD_MANAGER } from './diff.ts'
 import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
 import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
+import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
 
 /** The label every object the operator renders carries; the informers of children select by it. */
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-operator'
-/**
- * Its complement (a label absent matches too, as apimachinery `labels.Parse` reads `!=`): with
- * {@link MANAGED_BY_SELECTOR} it splits a kind's objects in two, ours cached in full, everyone
- * else's by name only.
- */
-export const NOT_MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by!=memcached-operator'
 const UID_INDEX = 'uid'
 
 /**
@@ -73,12 +70,27 @@ export interface ControllerMetrics extends ReconcileMetrics {
   /** Workload re-creations waiting for a slot and under way (pacing.ts). */
   recreations?(queued: number, inFlight: number): void
   queueHooks: QueueHooks
+  /** The work queue, whose unfinished work is reported at each scrape. */
+  watchQueue?(queue: UnfinishedWorkSource): void
+  /** How many workers may reconcile at once. */
+  maxConcurrent?(n: number): void
+  /** A worker started (+1) or finished (-1) a reconcile. */
+  activeWorkers?(delta: 1 | -1): void
 }
 
 /** The controller's metrics in the operator's prom-client registry. */
-export function controllerMetrics(m: OperatorMetrics): ControllerMetrics {
+export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics): ControllerMetrics {
   m.initController(CONTROLLER_NAME)
+  runtime?.activeWorkers.set({ controller: CONTROLLER_NAME }, 0)
   return {
+    ...(runtime
+      ? {
+          watchQueue: (queue: UnfinishedWorkSource) => runtime.watchQueue(CONTROLLER_NAME, queue),
+          maxConcurrent: (n: number) => runtime.maxConcurrentReconciles.set({ controller: CONTROLLER_NAME }, n),
+          activeWorkers: (delta: 1 | -1) => runtime.activeWorkers.inc({ controller: CONTROLLER_NAME }, delta),
+          unchanged: (kind: string) => runtime.unchangedApplies.inc({ kind }),
+        }
+      : {}),
     applied: (kind) => m.applies.inc({ kind }),
     skipped: (kind) => m.skippedApplies.inc({ kind }),
     pruned: (kind) => m.prunes.inc({ kind }),
@@ -103,6 +115,8 @@ export interface MemcachedControllerOptions {
   selector?: string
   concurrency: number
   resyncPeriodMs: number
+  /** Server-side timeout of the informers' watches (default 300–600 s at random, as client-go; for tests). */
+  watchTimeoutSeconds?: number
   log: Logger
   metrics: ControllerMetrics
   /**
@@ -123,6 +137,8 @@ export interface MemcachedControllerOptions {
    * `kubernetes` when discovery fails (logged).
    */
   platform?: Platform
+  /** How long transient failures last before the CR is Degraded (default SUSTAINED_FAILURE_MS, transient.ts). */
+  sustainedFailureMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
 }
@@ -179,18 +195,6 @@ function podStatusKey(pod: KubeObject): string {
   return `${phase ?? ''}/${podIP ?? ''}/${conditions?.[0]?.status ?? ''}`
 }
 
-/**
- * What is kept of an object somebody else manages (another tool's, or one made by hand): enough to
- * know that it exists and to say who controls it, which is all the ownership guard reads
- * (owner.ts `ownershipConflicts`) — its name, namespace, uid, resourceVersion and controller
- * ownerReference, under the kind it was listed as.
- */
-export function foreignSummary(o: KubeObject, apiVersion: string, kind: string): KubeObject {
-  const { name, namespace, uid, resourceVersion } = o.metadata
-  const controller = controllerOf(o)
-  return { apiVersion, kind, metadata: { name, ...(namespace !== undefined ? { namespace } : {}), ...(uid !== undefined ? { uid } : {}), ...(resourceVersion !== undefined ? { resourceVersion } : {}), ...(controller ? { ownerReferences: [controller] } : {}) } }
-}
-
 /** A Memcached as cached: its managedFields are never read. */
 function withoutManagedFields(o: KubeObject): KubeObject {
   if (!o.metadata.managedFields) return o
@@ -200,8 +204,11 @@ function withoutManagedFields(o: KubeObject): KubeObject {
 
 /**
  * A child as cached: what a reconcile reads of it. Of its managedFields only the operator's own
- * Apply entry, with its fieldsV1 kept as JSON text (the diff parses it when it runs, which a
- * remembered apply spares; as text it takes a fraction of the memory of the parsed tree); of its
+ * entries on the main resource — its Apply entry, and the Update entry a create leaves until the
+ * reconcile moves it to the Apply entry (create.ts; meanwhile every other entry as a stub, for
+ * their indexes) — with their fieldsV1 kept as JSON text (the
+ * diff parses it when it runs, which a remembered apply spares; as text it takes a fraction of the
+ * memory of the parsed tree); of its
  * status only what the CR's status and a kind switch read, a Deployment's or StatefulSet's replica
  * counts and conditions (status.ts `WorkloadLike`) — no rendered object carries a status, so the
  * diff never compares one.
@@ -209,7 +216,11 @@ function withoutManagedFields(o: KubeObject): KubeObject {
 export function childSummary(o: KubeObject): KubeObject {
   const entries = o.metadata.managedFields as { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }[] | undefined
   const { status, ...rest } = o
-  const own = entries?.filter((e) => e.manager === FIELD_MANAGER && e.operation === 'Apply' && (e.subresource ?? '') === '').map((e) => ({ manager: e.manager, operation: e.operation, fieldsV1: JSON.stringify(e.fieldsV1 ?? {}) }))
+  const ours = (e: { manager?: string; operation?: string; subresource?: string }) => e.manager === FIELD_MANAGER && (e.operation === 'Apply' || e.operation === 'Update') && (e.subresource ?? '') === ''
+  // While a create's Update entry of ours is there, a stub of every other entry keeps the indexes
+  // the JSON patch that moves it addresses (create.ts ownershipPatch).
+  const stubs = entries?.some((e) => ours(e) && e.operation === 'Update') === true
+  const own = entries?.flatMap<Record<string, unknown>>((e) => (ours(e) ? [{ manager: e.manager, operation: e.operation, fieldsV1: JSON.stringify(e.fieldsV1 ?? {}) }] : stubs ? [{ manager: e.manager, operation: e.operation, ...(e.subresource ? { subresource: e.subresource } : {}) }] : []))
   const out: KubeObject = own ? { ...rest, metadata: { ...o.metadata, managedFields: own } as KubeObject['metadata'] } : rest
   if ((o.kind === 'Deployment' || o.kind === 'StatefulSet') && status !== undefined) out.status = workloadStatusSummary(status as WorkloadLike['status'] & object)
   return out
@@ -258,15 +269,18 @@ export class MemcachedController {
   #queue: WorkQueue
   #memcacheds: InformerSet<MemcachedObject>
   #children = new Map<string, InformerSet>()
-  /** By kind, like #children: the declared kinds' objects that are not ours, by name only ({@link foreignSummary}). */
-  #foreign = new Map<string, InformerSet>()
+  /** What the child and pod informers select: the operator's label and the shard's selector (shard.ts). */
+  #childSelector: string
   /** Optional kinds the cluster does not serve (kindKey → why): the reconciler leaves them out. */
   #unserved = new Map<string, string>()
-  #make: <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>, metadataOnly?: boolean) => InformerSet<T>
+  #make: <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>) => InformerSet<T>
   #started = false
+  #stopped = false
   #discovering: Promise<void> | undefined
   #discoveryTimer: NodeJS.Timeout | undefined
   #pods: InformerSet
+  /** StatefulSets' FailedCreate Events (workload-events.ts). */
+  #workloadEvents: InformerSet<FailedCreateEvent>
   /** Secrets labelled as render inputs, without their content (see reconcile/secrets.ts). */
   #secrets: InformerSet<SecretSummary>
   #references = new SecretReferences()
@@ -282,8 +296,10 @@ export class MemcachedController {
   constructor(opts: MemcachedControllerOptions) {
     this.#o = opts
     this.#queue = new WorkQueue({ name: CONTROLLER_NAME, hooks: opts.metrics.queueHooks })
+    opts.metrics.watchQueue?.(this.#queue)
+    opts.metrics.maxConcurrent?.(opts.concurrency)
     const onError = (what: string) => (err: Error, phase: string) => opts.log.warn({ informer: what, phase, err: err.message }, 'informer retrying')
-    const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>, metadataOnly = false): InformerSet<T> =>
+    const make = <T extends KubeObject>(apiVersion: string, kind: string, labelSelector: string | undefined, indexes: Record<string, (o: T) => string[]>): InformerSet<T> =>
       new InformerSet(
         (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
           const informer = new Informer<T>(opts.client, {
@@ -291,11 +307,11 @@ export class MemcachedController {
             kind,
             ...(namespace ? { namespace } : {}),
             ...(labelSelector ? { labelSelector } : {}),
-            ...(metadataOnly ? { metadataOnly } : {}),
             // Pods are many and only their names, labels, deletion, phase, IP and readiness matter: cache just that.
             // Secrets: never their content, only its checksum.
-            transform: (o) => (metadataOnly ? foreignSummary(o, apiVersion, kind) : kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
-            onError: onError(metadataOnly ? `${kind} (metadata)` : kind),
+            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
+            onError: onError(kind),
+            ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
           })
           for (const [name, fn] of Object.entries(indexes)) informer.addIndex(name, fn)
@@ -304,19 +320,28 @@ export class MemcachedController {
       )
     this.#make = make
 
-    // A shard sees only its Memcacheds: children and pods of the others map to keys it does not
-    // hold, whose reconcile does nothing (it never prunes or adopts for a CR it cannot see).
+    // A shard sees only its Memcacheds, and only their children and pods: those carry their CR's
+    // values of the selector's label keys (shard.ts), so the shard's selector selects them too.
+    const shardKeys = selectorKeys(opts.selector)
+    this.#childSelector = shardSelector(MANAGED_BY_SELECTOR, opts.selector)
     this.#memcacheds = make<MemcachedObject>(API_VERSION, KIND, opts.selector, {
       [UID_INDEX]: (o) => (o.metadata.uid ? [o.metadata.uid] : []),
       [INSTANCE_INDEX]: (o) => [`${o.metadata.namespace ?? ''}/${labelValue(o.metadata.name)}`],
     })
-    this.#pods = make('v1', 'Pod', MANAGED_BY_SELECTOR, {
+    this.#pods = make('v1', 'Pod', this.#childSelector, {
       [INSTANCE_INDEX]: (o) => {
         const instance = o.metadata.labels?.[INSTANCE_LABEL]
         return instance ? [`${o.metadata.namespace ?? ''}/${instance}`] : []
       },
     })
     this.#secrets = make<SecretSummary>('v1', 'Secret', INPUT_SELECTOR, {})
+    this.#workloadEvents = new InformerSet(
+      (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
+        const informer = new Informer<FailedCreateEvent>(opts.client, { apiVersion: 'v1', kind: 'Event', ...(namespace ? { namespace } : {}), fieldSelector: FAILED_CREATE_SELECTOR, transform: failedCreateSummary, onError: onError('Event (FailedCreate)'), ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}) })
+        informer.addIndex(INVOLVED_UID_INDEX, (e) => (e.involvedObject.uid ? [e.involvedObject.uid] : []))
+        return informer
+      }),
+    )
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
     const pacer = new RecreationPacer({
@@ -334,9 +359,10 @@ export class MemcachedController {
       chart: opts.chart,
       memcacheds: this.#memcacheds,
       children: this.#children,
-      foreign: this.#foreign,
+      shardKeys,
       unserved: this.#unserved,
       pods: this.#pods,
+      workloadEvents: this.#workloadEvents,
       secrets: this.#secrets,
       references: this.#references,
       memory: this.#memory,
@@ -344,6 +370,7 @@ export class MemcachedController {
       metrics: opts.metrics,
       pacer,
       platform: () => this.#platform,
+      ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()
   }
@@ -365,23 +392,13 @@ export class MemcachedController {
   }
 
   /**
-   * The informers of a declared kind (started if the others run): ours in full, wired to their CRs,
-   * and everyone else's by name, so that a reconcile knows without a GET whether an object it is
-   * about to create is somebody else's. A reconcile waits until both have synced (reconciler.ts).
+   * The informer of a declared kind (started if the others run): the operator's objects (of the
+   * shard), wired to their CRs. Nobody else's objects are listed or watched: an object of a CR's
+   * name that this cache does not show is looked for by creating it (reconciler.ts). A reconcile
+   * waits until it has synced.
    */
   #addKind(k: ChartKind): void {
-    const foreign = this.#make(k.apiVersion, k.kind, NOT_MANAGED_BY_SELECTOR, {}, true)
-    for (const i of foreign.informers) {
-      // Somebody else's object that goes (deleted, or given the operator's label) may be what kept
-      // the CR of its name from being applied: that CR is looked at again at once, not a minute later.
-      i.onDelete((o) => {
-        const cr = this.#memcacheds.get(o.metadata.namespace, o.metadata.name ?? '')
-        if (cr) this.#enqueue(cr)
-      })
-      if (this.#started) i.start()
-    }
-    this.#foreign.set(kindKey(k), foreign)
-    const set = this.#make(k.apiVersion, k.kind, MANAGED_BY_SELECTOR, { [CONTROLLER_INDEX]: byControllerUid })
+    const set = this.#make(k.apiVersion, k.kind, this.#childSelector, { [CONTROLLER_INDEX]: byControllerUid })
     for (const i of set.informers) {
       i.onAdd((o) => this.#byOwner(o))
       i.onUpdate((before, after) => {
@@ -393,11 +410,10 @@ export class MemcachedController {
     this.#children.set(kindKey(k), set)
   }
 
-  /** Stops and drops both informers of a declared kind. */
+  /** Stops and drops the informer of a declared kind. */
   #removeKind(k: ChartKind): void {
-    for (const s of [this.#children.get(kindKey(k)), this.#foreign.get(kindKey(k))]) for (const i of s?.informers ?? []) i.stop()
+    for (const i of this.#children.get(kindKey(k))?.informers ?? []) i.stop()
     this.#children.delete(kindKey(k))
-    this.#foreign.delete(kindKey(k))
   }
 
   /**
@@ -513,6 +529,17 @@ export class MemcachedController {
         if (before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp || podStatusKey(before) !== podStatusKey(after)) byInstance(after)
       })
     }
+    // A StatefulSet that cannot create a pod says so only in an Event: its CR's Degraded says why.
+    const byStatefulSet = (e: FailedCreateEvent): void => {
+      const set = this.#children.get('apps/v1/StatefulSet')?.get(e.metadata.namespace, e.involvedObject.name)
+      if (set && set.metadata.uid === e.involvedObject.uid) this.#byOwner(set)
+    }
+    for (const i of this.#workloadEvents.informers) {
+      i.onAdd(byStatefulSet)
+      i.onUpdate((before, after) => {
+        if (before.message !== after.message || before.lastSeen !== after.lastSeen) byStatefulSet(after)
+      })
+    }
     // A Secret that appears (created, or labelled), changes content or goes (deleted, or its label
     // removed) re-renders exactly the CRs whose last render referred to it.
     const byReference = (secret: KubeObject): void => {
@@ -529,7 +556,12 @@ export class MemcachedController {
   }
 
   #all(): InformerSet[] {
-    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), ...this.#foreign.values(), this.#pods, this.#secrets as unknown as InformerSet]
+    return [this.#memcacheds as unknown as InformerSet, ...this.#children.values(), this.#pods, this.#secrets as unknown as InformerSet, this.#workloadEvents as unknown as InformerSet]
+  }
+
+  /** What the child and pod caches hold, as `Kind namespace/name` (for diagnostics). */
+  cachedObjects(): string[] {
+    return [...this.#children.values(), this.#pods].flatMap((set) => set.list().map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`))
   }
 
   /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */
@@ -549,6 +581,8 @@ export class MemcachedController {
     }))
     this.#o.log.info({ platform: this.#platform, ...(this.#o.platform ? {} : { by: 'discovery' }) }, 'platform')
     await this.#discover(true)
+    // Stopped while discovery waited (for the rate limiter, say): no informer is started after.
+    if (this.#stopped) return
     this.#started = true
     const informers = this.#all().flatMap((s) => s.informers)
     for (const i of informers) i.start()
@@ -609,6 +643,7 @@ export class MemcachedController {
       const { namespace, name } = splitKey(key)
       const log = reconcileLogger(this.#o.log, { controller: CONTROLLER_NAME, key })
       const started = performance.now()
+      this.#o.metrics.activeWorkers?.(1)
       try {
         const result = await this.#reconciler.reconcile(namespace ?? '', name, log)
         this.#queue.forget(key)
@@ -625,6 +660,7 @@ export class MemcachedController {
         }
         log.debug({ retryInMs: delay }, 'requeued with backoff')
       } finally {
+        this.#o.metrics.activeWorkers?.(-1)
         this.#queue.done(key)
       }
     }
@@ -632,6 +668,7 @@ export class MemcachedController {
 
   /** Stops taking work, waits for in-flight reconciles, stops the informers. */
   async stop(): Promise<void> {
+    this.#stopped = true
     clearInterval(this.#discoveryTimer)
     await this.#discovering
     this.#queue.shutdown()

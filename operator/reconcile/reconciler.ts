@@ -2,8 +2,8 @@
  * One reconcile of one Memcached: render → stamp → guard → diff → server-side apply (re-creating
  * what the server will not change in place) → prune → status; when nothing it renders from and
  * nothing it applied has changed since its last complete reconcile, straight to prune → status.
- * Reads come from informer caches (no GET, not even before a create); the only requests are the
- * writes that something actually needs.
+ * Reads come from informer caches of the operator's own objects; an object they do not show is
+ * created with a POST, and only when that POST finds one already there is it read (create.ts).
  */
 import type { Logger } from 'pino'
 import { API_VERSION, KIND, type Memcached, type MemcachedStatus } from '../api/memcached.ts'
@@ -19,11 +19,15 @@ import { hashDesired, type AppliedMemory } from './applied.ts'
 import { CONDITION_TYPES, findCondition, REASONS, type ConditionInput } from './conditions.ts'
 import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
-import { controllerOf, describeObject, isControlledBy, objectKey, ownershipConflicts, stampOwner, type OwnershipConflict } from './owner.ts'
+import { createOrGet, ownUpdateEntry, takeOwnership } from './create.ts'
+import { describeObject, objectKey, ownershipConflicts, stampOwner, type OwnershipConflict } from './owner.ts'
+import { stampShard } from './shard.ts'
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
 import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer } from './pacing.ts'
+import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
+import { TransientFailures } from './transient.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -47,6 +51,8 @@ export const INSTANCE_LABEL = 'app.kubernetes.io/instance'
 /** Counters the reconciler reports (metrics.ts implements them with prom-client). */
 export interface ReconcileMetrics {
   applied(kind: string): void
+  /** An apply the server answered with the object unchanged (counted apart from `applied`). */
+  unchanged?(kind: string): void
   skipped(kind: string): void
   pruned(kind: string): void
   failed(reason: string): void
@@ -61,15 +67,17 @@ export interface ReconcilerDeps {
   /** One cache per kind the chart declares, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
   children: ReadonlyMap<string, Cache>
   /**
-   * Per declared kind too: the objects nobody labelled as ours, by name (uid, resourceVersion and
-   * controller ownerReference only). With {@link children} they answer whether an object about to
-   * be created already exists and whose it is, without a GET.
+   * The label keys of the shard's Memcached selector (`--selector`): each rendered object carries
+   * its CR's values of them (shard.ts), so that the child and pod caches select the shard's objects
+   * with the same selector. Empty or absent: no shard.
    */
-  foreign: ReadonlyMap<string, Cache>
+  shardKeys?: readonly string[]
   /** Optional kinds the cluster does not serve (keyed `apiVersion/kind`, with why): their objects are left out. */
   unserved?: ReadonlyMap<string, string>
   /** Pods, indexed by {@link INSTANCE_INDEX} (`<namespace>/<instance label>`). */
   pods: Cache
+  /** StatefulSets' FailedCreate Events, indexed by {@link INVOLVED_UID_INDEX} (workload-events.ts). */
+  workloadEvents?: Cache<FailedCreateEvent>
   memory: AppliedMemory
   /** Secrets labelled cache.example.com/memcached-input=true, as {@link SecretSummary}s: what `secretChecksum()` reads (none when absent). */
   secrets?: Cache<SecretSummary>
@@ -82,6 +90,8 @@ export interface ReconcilerDeps {
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
   now?: () => Date
+  /** See {@link TransientFailures}; default SUSTAINED_FAILURE_MS. */
+  sustainedFailureMs?: number
 }
 
 /** What one reconcile applied, for its events and its Progressing condition. */
@@ -150,20 +160,14 @@ const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
 /** How soon a CR waiting for a re-creation slot asks again, if the budget has not queued it before (it does when a slot frees). */
 const RECREATION_QUEUED_RETRY_MS = 30_000
-/**
- * How long after it was sent a request may still be carried out: kube-apiserver's
- * `--request-timeout` (1 m by default), the deadline of a non-long-running request's context
- * (staging/src/k8s.io/apiserver/pkg/server/filters/timeout.go). A create sets creationTimestamp as
- * its handler runs (rest.BeforeCreate), before that deadline, even if storage commits later.
- */
-const SERVER_REQUEST_TIMEOUT_MS = 60_000
 
-/**
- * When an object created by an apply sent at `sent` (epoch ms) may say it was created:
- * creationTimestamp has whole seconds, and a second more is allowed for the clocks.
- */
-function creationWindow(sent: number): [number, number] {
-  return [Math.floor(sent / 1000) * 1000 - 1000, sent + SERVER_REQUEST_TIMEOUT_MS + 1000]
+/** An object a create found already there and not this CR's: the reconcile stops and reports it. */
+class FoundForeign extends Error {
+  readonly conflict: OwnershipConflict
+  constructor(conflict: OwnershipConflict) {
+    super(conflict.message)
+    this.conflict = conflict
+  }
 }
 
 /** `apiVersion/kind`, the key of {@link ReconcilerDeps.children}. */
@@ -187,25 +191,25 @@ export class Reconciler {
   #recreations = new Map<string, Map<string, Recreation>>()
   /** By CR uid: what its last complete reconcile rendered and applied ({@link Settled}). */
   #settled = new Map<string, Settled>()
-  /** By CR uid, then {@link objectKey}: objects somebody else created that an apply landed on (#raceLost). */
-  #raced = new Map<string, Map<string, { uid: string; message: string }>>()
-  /**
-   * By CR uid, then {@link objectKey}: the times at which an object may have been created by an
-   * apply that failed without a definite answer (a timeout, a 5xx, a dropped connection) — one the
-   * caches did not show, or still showed after its deletion, or one being re-created: a later apply
-   * answered 200, while the caches show none, for an object created then is this CR's own.
-   */
-  #uncertain = new Map<string, Map<string, [number, number][]>>()
   /** By kind key: when a reconcile first found its caches not synced (see {@link CACHE_SYNC_WAIT_MS}). */
   #unsyncedSince = new Map<string, number>()
+  /** Runs of failures only retried, not reported (transient.ts). */
+  #transient: TransientFailures
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
     this.#now = deps.now ?? (() => new Date())
+    this.#transient = new TransientFailures(() => this.#now().getTime(), deps.sustainedFailureMs)
   }
 
-  /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it, for a retry with backoff */
+  /** Reconciles the CR `namespace/name`. @throws ReconcileError after reporting it (or, when transient, logging and counting it), for a retry with backoff */
   async reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
+    const result = await this.#reconcile(namespace, name, log)
+    this.#transient.clear(this.#d.memcacheds.get(namespace, name)?.metadata.uid)
+    return result
+  }
+
+  async #reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
     this.#releaseReplaced(cr)
@@ -218,7 +222,7 @@ export class Reconciler {
     let secrets: [string, string | undefined][]
     try {
       const rendered = this.#render(cr, chart)
-      desired = stampOwner(rendered.objects, cr)
+      desired = stampShard(stampOwner(rendered.objects, cr), cr, this.#d.shardKeys ?? [])
       secrets = rendered.read
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
@@ -239,12 +243,9 @@ export class Reconciler {
       return { requeueAfterMs: CACHE_SYNC_RETRY_MS }
     }
     const live = new Map<string, KubeObject | undefined>()
-    for (const d of desired) live.set(objectKey(d), this.#lookUp(d))
-    const conflicts = [...ownershipConflicts(desired, live, cr), ...this.#racedConflicts(cr, desired, live)]
-    if (conflicts.length > 0) {
-      await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; '), deployment: conflicts.some((c) => WORKLOAD_KINDS.includes(c.kind)) }, desired, log)
-      return { requeueAfterMs: OWNERSHIP_RETRY_MS }
-    }
+    for (const d of desired) live.set(objectKey(d), this.#cached(d))
+    const conflicts = ownershipConflicts(desired, live, cr)
+    if (conflicts.length > 0) return this.#conflict(cr, conflicts, desired, log)
 
     // Asked before anything is applied: a CR whose workload waits for its turn applies nothing, so
     // that no Service, PDB or NetworkPolicy moves to the new selector while the old pods serve.
@@ -264,7 +265,8 @@ export class Reconciler {
     } catch (err) {
       // The server forced a re-creation the plan did not foresee, and there is no slot for it.
       if (err instanceof RecreationQueued) return await this.#queued(cr, err.message, optional, log)
-      throw err
+      if (!(err instanceof FoundForeign)) throw err
+      return this.#conflict(cr, [err.conflict], desired, log)
     } finally {
       // A slot taken for a re-creation that did not happen (the server changed it in place, or an
       // earlier object failed) goes back at once.
@@ -277,6 +279,12 @@ export class Reconciler {
     await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, optional ? [optional] : [])
     this.#settle(cr, chart, inputs, secrets, desired, results, optional, notServed)
     return {}
+  }
+
+  /** Reports objects this CR must not take over (Degraded OwnershipConflict) and looks again later. */
+  async #conflict(cr: MemcachedObject, conflicts: readonly OwnershipConflict[], desired: RenderedObject[], log: Logger): Promise<ReconcileResult> {
+    await this.#fail(cr, { kind: 'ownership', message: conflicts.map((c) => c.message).join('; '), deployment: conflicts.some((c) => WORKLOAD_KINDS.includes(c.kind)) }, desired, log)
+    return { requeueAfterMs: OWNERSHIP_RETRY_MS }
   }
 
   /** The render's inputs from the CR, and the optional kinds left out (which change what is applied), as one text. */
@@ -298,8 +306,9 @@ export class Reconciler {
       const result = results[i]
       const uid = result?.metadata.uid
       const entry = uid === undefined ? undefined : this.#d.memory.get(uid)
-      // A value the server kept (keptImmutable) is re-created by the next full reconcile.
-      if (result === undefined || uid === undefined || entry === undefined || entry.resourceVersion !== result.metadata.resourceVersion || keptImmutable(d, result)) return
+      // A value the server kept (keptImmutable) is re-created by the next full reconcile, and the
+      // fields of a create are moved to our Apply entry by it (#ownFields).
+      if (result === undefined || uid === undefined || entry === undefined || entry.resourceVersion !== result.metadata.resourceVersion || keptImmutable(d, result) || ownUpdateEntry(result) >= 0) return
       objects.push({ identity: settledIdentity(d), uid, desiredHash: entry.desiredHash })
     }
     this.#settled.set(crUid, { chart, inputs, secrets, objects, optional, notServed })
@@ -357,7 +366,7 @@ export class Reconciler {
     }
     try {
       const platform = this.#d.platform?.()
-      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum }, ...(platform !== undefined ? { platform } : {}) }), read: [...referred] }
+      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum, keys: (ns, name) => cache.keys?.(ns, name) }, ...(platform !== undefined ? { platform } : {}) }), read: [...referred] }
     } finally {
       this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred.keys())
     }
@@ -397,8 +406,7 @@ export class Reconciler {
     this.#written.delete(uid)
     this.#recreations.delete(uid)
     this.#settled.delete(uid)
-    this.#raced.delete(uid)
-    this.#uncertain.delete(uid)
+    this.#transient.clear(uid)
     this.#d.pacer?.forget(uid)
   }
 
@@ -408,25 +416,15 @@ export class Reconciler {
   }
 
   /**
-   * The live object of a desired one: ours from its kind's cache, else somebody else's of the same
-   * name from the cache of the kind's other objects (an apply, with force, must never land on it),
-   * else none — no GET. An object created meanwhile that the watch has not delivered yet is caught
-   * by the apply's answer ({@link Reconciler.#landedOnExisting}).
-   */
-  #lookUp(d: RenderedObject): KubeObject | undefined {
-    return this.#cached(d) ?? this.#d.foreign.get(kindKey(d))?.get(d.metadata.namespace, d.metadata.name)
-  }
-
-  /**
    * A rendered kind whose caches have not synced yet (a kind discovery has just found served), if
-   * any, for at most {@link CACHE_SYNC_WAIT_MS}: until they have, somebody else's object of that
-   * kind would not be known.
+   * any, for at most {@link CACHE_SYNC_WAIT_MS}: until they have, every object of that kind would
+   * be looked for with a create.
    */
   #unsynced(desired: readonly RenderedObject[]): string | undefined {
     const now = this.#now().getTime()
     for (const d of desired) {
       const key = kindKey(d)
-      const synced = [this.#d.children.get(key), this.#d.foreign.get(key)].every((cache) => cache?.hasSynced?.() !== false)
+      const synced = this.#d.children.get(key)?.hasSynced?.() !== false
       if (synced) {
         this.#unsyncedSince.delete(key)
         continue
@@ -439,150 +437,133 @@ export class Reconciler {
   }
 
   /**
-   * After an apply of an object the caches said did not exist, answered 200 (it existed; 201 is a
-   * creation, apiserver endpoints/handlers/patch.go): an ownership conflict unless it is one this
-   * CR's own earlier apply created, which its kind's cache has not delivered yet (the applied
-   * memory holds its uid, or an apply failed without an answer before it was created). Otherwise
-   * somebody else created it between the watch's last event and the apply: the apply has already
-   * landed on it, and it is reported as the guard reports an object it refuses (Degraded
-   * OwnershipConflict, Warning event, log line, metric).
-   */
-  #landedOnExisting(cr: MemcachedObject, d: RenderedObject, applied: KubeObject): string | undefined {
-    const message = `${describeObject(d)} existed before this ${KIND} first applied it, though the operator's caches did not show it yet: it was not created by this ${KIND}, and the apply changed it (see docs/operator.md)`
-    if (!isControlledBy(applied, cr)) return message
-    const uid = applied.metadata.uid
-    const ours = uid !== undefined && this.#d.memory.get(uid)?.ownerUid === cr.metadata.uid && cr.metadata.uid !== undefined
-    // Or created by one of this CR's own applies that failed without an answer: between when it
-    // was sent and when the server could no longer carry it out.
-    const created = Date.parse(applied.metadata.creationTimestamp ?? '')
-    const windows = this.#uncertain.get(cr.metadata.uid ?? '')?.get(objectKey(d)) ?? []
-    const byFailedApply = windows.some(([from, to]) => created >= from && created <= to)
-    return ours || byFailedApply ? undefined : message
-  }
-
-  /**
    * Applies one object unless it already is what we render; returns the live object after.
-   * A field the server will not change in place (refused, or silently kept) is changed by
-   * deleting and re-creating the object ({@link Reconciler.#recreate}).
+   * One the cache does not show is created ({@link Reconciler.#create}), or, when the server
+   * already has it and it is this CR's own (a cache behind the previous leader's or this process's
+   * writes), applied as if the cache had shown it. A field the server will not change in place
+   * (refused, or silently kept) is changed by deleting and re-creating the object
+   * ({@link Reconciler.#recreate}).
    */
-  async #applyOne(cr: MemcachedObject, d: RenderedObject, current: KubeObject | undefined, done: Applied, log: Logger): Promise<KubeObject | undefined> {
+  async #applyOne(cr: MemcachedObject, d: RenderedObject, cached: KubeObject | undefined, done: Applied, log: Logger): Promise<KubeObject | undefined> {
     const { memory, metrics } = this.#d
+    let current = cached
+    if (!current) {
+      const found = await this.#create(cr, d, done, log)
+      if (found.created) return found.object
+      current = found.object
+    }
     // Deleted to be re-created and still held by a finalizer: its deletion event brings us back.
     const deleted = this.#recreations.get(cr.metadata.uid ?? '')?.get(objectKey(d))?.deletedUid
-    if (deleted !== undefined && current?.metadata.uid === deleted) return undefined
-    const kept = current ? keptImmutable(d, current) : undefined
-    if (current && kept) return this.#recreate(cr, d, current, kept, done, log)
-    if (current && memory.isUnchangedSinceApply(d, current)) {
+    if (deleted !== undefined && current.metadata.uid === deleted) return undefined
+    current = await this.#ownFields(d, current, log)
+    const kept = keptImmutable(d, current)
+    if (kept) return this.#recreate(cr, d, current, kept, done, log)
+    if (memory.isUnchangedSinceApply(d, current)) {
       metrics.skipped(d.kind)
       return current
     }
-    let fields: string[] = []
-    if (current) {
-      const diff = diffObject(d, current)
-      if (diff.equal) {
-        memory.rememberFound(current, d)
-        metrics.skipped(d.kind)
-        return current
-      }
-      fields = diff.fields
+    const diff = diffObject(d, current)
+    if (diff.equal) {
+      memory.rememberFound(current, d)
+      metrics.skipped(d.kind)
+      return current
     }
+    const fields = diff.fields
     let applied: KubeObject
-    let created: boolean
-    const sent = this.#now().getTime()
     try {
-      ;({ object: applied, created } = await this.#d.client.applyObject(d, { fieldManager: FIELD_MANAGER, force: true }))
+      applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
     } catch (err) {
       const refused = immutableRefusal(err, d.kind)
-      if (current && refused) return this.#recreate(cr, d, current, refused, done, log)
-      // Without a definite refusal (a 4xx) the apply may have created the object: one the caches
-      // did not show, or one they still showed after it was deleted.
-      if (!isDefinite(err)) this.#markUncertain(cr, d, sent)
+      if (refused) return this.#recreate(cr, d, current, refused, done, log)
       // A failed apply may have been applied all the same (a timeout, an answer lost): what the
       // memory holds of the object is no longer known to be our last write.
-      if (current?.metadata.uid !== undefined) memory.forget(current.metadata.uid)
-      // Only an existing object has fields that cannot change: one the caches have not seen yet.
-      if (!current && refused) return this.#raceLost(cr, d, undefined, `${describeObject(d)} exists though the operator's caches did not show it yet (the server refused the apply: ${refused.message}): it was not created by this ${KIND} and is left alone`, log)
+      if (current.metadata.uid !== undefined) memory.forget(current.metadata.uid)
       return this.#applyFailed(cr, d, err, log)
     }
-    const landed = !current && !created ? this.#landedOnExisting(cr, d, applied) : undefined
-    if (landed !== undefined) return this.#raceLost(cr, d, applied, landed, log)
-    this.#clearUncertain(cr, d)
     memory.remember(applied, d)
-    metrics.applied(d.kind)
     const what = describeObject(d)
-    if (current || !created) {
-      log.info({ object: what, fields }, 'updated')
-      done.updated.push(`${what}${fields.length > 0 ? ` (${fields.slice(0, 3).join(', ')}${fields.length > 3 ? ', …' : ''})` : ''}`)
-    } else {
-      log.info({ object: what }, 'created')
-      done.created.push(what)
+    if (unchangedByApply(current, applied)) {
+      metrics.unchanged?.(d.kind)
+      log.debug({ object: what, fields }, 'apply changed nothing')
+      return applied
     }
+    metrics.applied(d.kind)
+    log.info({ object: what, fields }, 'updated')
+    done.updated.push(`${what}${fields.length > 0 ? ` (${fields.slice(0, 3).join(', ')}${fields.length > 3 ? ', …' : ''})` : ''}`)
     return applied
   }
 
   /**
-   * Records that an apply of `d` sent at `sent` failed without a definite answer: the windows in
-   * which it may have created the object, one per such apply, overlapping ones merged (so an old
-   * failure does not stretch a later one's window back to it).
+   * Creates an object the cache does not show (create.ts: POST, and on AlreadyExists a GET). The
+   * object found there is judged as it is: this CR's own or its adoptable orphan is returned for
+   * the caller to diff and apply; anybody else's stops the reconcile as an ownership conflict
+   * ({@link FoundForeign}) — nothing was written to it. No clock, no memory of earlier requests:
+   * a new leader, a restarted process or a retry after a lost answer all read the same object.
+   * @throws FoundForeign, or ReconcileError after reporting a failed create
    */
-  #markUncertain(cr: MemcachedObject, d: RenderedObject, sent: number): void {
-    const owner = cr.metadata.uid ?? ''
-    const byObject = this.#uncertain.get(owner) ?? new Map<string, [number, number][]>()
-    const windows: [number, number][] = []
-    for (const w of [...(byObject.get(objectKey(d)) ?? []), creationWindow(sent)].sort((a, b) => a[0] - b[0])) {
-      const last = windows.at(-1)
-      if (last !== undefined && w[0] <= last[1]) last[1] = Math.max(last[1], w[1])
-      else windows.push([...w])
+  async #create(cr: MemcachedObject, d: RenderedObject, done: Applied | undefined, log: Logger): Promise<{ created: boolean; object: KubeObject }> {
+    let found: Awaited<ReturnType<typeof createOrGet>>
+    try {
+      found = await createOrGet(this.#d.client, d)
+    } catch (err) {
+      return this.#applyFailed(cr, d, err, log)
     }
-    byObject.set(objectKey(d), windows)
-    this.#uncertain.set(owner, byObject)
-  }
-
-  #clearUncertain(cr: MemcachedObject, d: RenderedObject): void {
-    const byObject = this.#uncertain.get(cr.metadata.uid ?? '')
-    if (byObject?.delete(objectKey(d)) && byObject.size === 0) this.#uncertain.delete(cr.metadata.uid ?? '')
+    const what = describeObject(d)
+    if (!found.created) {
+      const conflict = ownershipConflicts([d], new Map([[objectKey(d), found.object]]), cr)[0]
+      if (conflict) throw new FoundForeign(conflict)
+      log.debug({ object: what }, 'exists though the cache does not show it yet: this Memcached\'s own')
+      return found
+    }
+    // Its fields move to our Apply entry at the next reconcile (which the object's arrival in the
+    // cache brings), from the cache: by then it shows the entries the workload controllers add
+    // right after a create (their status), which would move ours under a patch sent now.
+    const object = found.object
+    this.#d.memory.remember(object, d)
+    this.#d.metrics.applied(d.kind)
+    if (done) {
+      log.info({ object: what }, 'created')
+      done.created.push(what)
+    }
+    return { created: true, object }
   }
 
   /**
-   * Reports an apply that landed on somebody else's object ({@link Reconciler.#landedOnExisting}),
-   * or that the server refused because the object exists, as an ownership conflict, and keeps
-   * reporting the first while that object (by uid) is the one there:
-   * the apply gave it this CR's labels and controller reference, so without this the next
-   * reconcile would take it for this CR's own. Throws, for a retry with backoff.
+   * An object that still carries the `Update` managedFields entry our POST left is given to our
+   * `Apply` entry (create.ts {@link takeOwnership}), so that a field later dropped from the render
+   * is removed by the apply instead of staying co-owned. When that fails (the entries moved
+   * meanwhile, a lost answer), the object is used as it is and the next reconcile tries again:
+   * a CR is not settled while one of its objects still has that entry.
    */
-  async #raceLost(cr: MemcachedObject, d: RenderedObject, applied: KubeObject | undefined, message: string, log: Logger): Promise<never> {
-    const ownerUid = cr.metadata.uid ?? ''
-    const byObject = this.#raced.get(ownerUid) ?? new Map<string, { uid: string; message: string }>()
-    if (applied?.metadata.uid !== undefined) byObject.set(objectKey(d), { uid: applied.metadata.uid, message })
-    if (byObject.size > 0) this.#raced.set(ownerUid, byObject)
-    await this.#fail(cr, { kind: 'ownership', message, deployment: WORKLOAD_KINDS.includes(d.kind) }, undefined, log)
-    throw new ReconcileError(`apply ${message}`, new Error(message))
-  }
-
-  /** The objects an apply of this CR landed on though they were somebody else's, while they are still there (same uid). */
-  #racedConflicts(cr: MemcachedObject, desired: readonly RenderedObject[], live: ReadonlyMap<string, KubeObject | undefined>): OwnershipConflict[] {
-    const byObject = this.#raced.get(cr.metadata.uid ?? '')
-    if (!byObject) return []
-    const out: OwnershipConflict[] = []
-    for (const d of desired) {
-      const key = objectKey(d)
-      const raced = byObject.get(key)
-      const l = live.get(key)
-      if (!raced) continue
-      if (l?.metadata.uid !== raced.uid) {
-        byObject.delete(key)
-        continue
-      }
-      out.push({ key, kind: d.kind, namespace: d.metadata.namespace ?? '', name: d.metadata.name, controller: controllerOf(l), message: raced.message })
+  async #ownFields(d: RenderedObject, live: KubeObject, log: Logger): Promise<KubeObject> {
+    if (ownUpdateEntry(live) < 0) return live
+    try {
+      return await takeOwnership(this.#d.client, live, d)
+    } catch (err) {
+      log.debug({ object: describeObject(d), err: err instanceof Error ? err.message : String(err) }, 'field ownership of the create not moved to the apply entry yet; the next reconcile tries again')
+      return live
     }
-    return out
   }
 
   /** Reports a failed apply (Degraded ApplyFailed) and throws it for a retry with backoff. */
   async #applyFailed(cr: MemcachedObject, d: RenderedObject, err: unknown, log: Logger): Promise<never> {
     const message = `${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
-    await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
-    throw new ReconcileError(`apply ${message}`, err)
+    if (this.#reported(cr, err, message, log)) await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
+    throw new ReconcileError(`apply ${message}`, apiCause(err))
+  }
+
+  /**
+   * Whether a failed request is reported on the CR ({@link #fail}); when not (throttling, shedding,
+   * or a transient failure that has not lasted, see transient.ts) it is logged and counted here,
+   * and the caller's ReconcileError requeues it with backoff.
+   */
+  #reported(cr: MemcachedObject, err: unknown, message: string, log: Logger): boolean {
+    const judged = this.#transient.judge(cr.metadata.uid, err)
+    if (judged.report) return true
+    if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
+    this.#d.metrics.failed(judged.reason)
+    log.warn({ reason: judged.reason, err: message, failingForMs: judged.failingForMs }, 'reconcile failed transiently, retrying without reporting it on the resource')
+    return false
   }
 
   /**
@@ -620,28 +601,18 @@ export class Reconciler {
       )
     } catch (err) {
       if (!isNotFound(err)) this.#d.pacer?.release(slot.key)
-      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`), log)
+      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`, { cause: err }), log)
     }
     this.#d.memory.forget(uid)
     log.info({ object: what, field: change.field }, 'deleted to re-create')
     done.recreated.push({ what, change })
     // A finalizer holds it: it is re-created once it is gone (#applyOne waits for that uid).
     if (left?.kind === d.kind && left.metadata.uid === uid && left.metadata.deletionTimestamp) return undefined
-    let applied: KubeObject
-    const sent = this.#now().getTime()
-    try {
-      applied = await this.#d.client.apply(d, { fieldManager: FIELD_MANAGER, force: true })
-    } catch (err) {
-      // It may have created the object all the same: the next apply, answered 200 while the caches
-      // show nothing yet, would otherwise take it for somebody else's.
-      if (!isDefinite(err)) this.#markUncertain(cr, d, sent)
-      return this.#applyFailed(cr, d, err, log)
-    }
-    this.#clearUncertain(cr, d)
-    this.#d.memory.remember(applied, d)
-    this.#d.metrics.applied(d.kind)
+    // Created again with a POST: somebody else's object that took the name meanwhile is refused.
+    const found = await this.#create(cr, d, undefined, log)
+    if (!found.created && found.object.metadata.uid === uid) return undefined
     log.info({ object: what }, 're-created')
-    return applied
+    return found.object
   }
 
   /** Whether `current` may be deleted and re-created for `d` now ({@link whyNotRecreate}; not one already deleted and awaited). */
@@ -732,7 +703,7 @@ export class Reconciler {
           } catch (err) {
             if (isNotFound(err)) continue
             const message = `${what}: ${err instanceof Error ? err.message : String(err)}`
-            await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
+            if (this.#reported(cr, err, message, log)) await this.#fail(cr, { kind: 'prune-failed', message }, desired, log)
             throw new ReconcileError(`prune ${message}`, err)
           }
           if (obj.metadata.uid) this.#d.memory.forget(obj.metadata.uid)
@@ -802,7 +773,9 @@ export class Reconciler {
     const desiredWorkload = desired?.find(isWorkload) as (WorkloadLike & { kind: string }) | undefined
     const liveWorkload = this.#ownWorkload(cr, desiredWorkload, applied) as WorkloadLike | undefined
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
-    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, now: this.#now() })
+    const events = this.#d.workloadEvents
+    const workloadFailure = events ? failedCreateCause(liveWorkload, (uid) => events.byIndex(INVOLVED_UID_INDEX, uid)) : undefined
+    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
     if (statusEqual(status, cr.status)) return
     try {
       await this.#d.client.apply(
@@ -821,12 +794,9 @@ export class Reconciler {
   }
 }
 
-/**
- * A definite refusal: the server answered with a 4xx, so the request changed nothing. Anything else
- * (a timeout, a 5xx, a dropped connection) may have been carried out before its answer was lost.
- */
-function isDefinite(err: unknown): boolean {
-  return err instanceof ApiError && err.status < 500
+/** The ApiError a wrapped error was made from (its Retry-After paces the retry), else the error. */
+function apiCause(err: unknown): unknown {
+  return err instanceof Error && !(err instanceof ApiError) && err.cause instanceof ApiError ? err.cause : err
 }
 
 /** `namespace/name` split at its first slash (a namespace has none). */
@@ -857,4 +827,15 @@ function settledIdentity(d: RenderedObject): RenderedObject {
       ...(containers ? { template: { spec: { containers } } } : {}),
     },
   }
+}
+
+/**
+ * Whether the server answered an apply with the object as the cache showed it: the same
+ * resourceVersion, which every stored change moves (kube-apiserver skips the write of an update
+ * that changes nothing, e.g. when a mutating webhook rewrites the field the apply set back to what
+ * was stored). Nothing was updated: no event, no `updated` log line.
+ */
+export function unchangedByApply(current: KubeObject, applied: KubeObject): boolean {
+  const rv = current.metadata.resourceVersion
+  return rv !== undefined && rv !== '' && applied.metadata.resourceVersion === rv && applied.metadata.uid === current.metadata.uid
 }

@@ -6,14 +6,16 @@
  * of a Secret re-renders exactly those CRs.
  */
 import { isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
-import { INPUT_LABEL, INPUT_SELECTOR, secretChecksum, type SecretContent, type SecretSource } from '../render/secrets.ts'
+import { INPUT_LABEL, INPUT_SELECTOR, secretChecksum, secretKeys, type SecretContent, type SecretSource } from '../render/secrets.ts'
 
-/** A Secret as the operator caches it: metadata and the checksum of its content. */
+/** A Secret as the operator caches it: metadata, the checksum of its content and its key names. */
 export interface SecretSummary extends KubeObject {
   checksum: string
+  /** The names of its keys (never their values), so that a render can say which key the pods miss. */
+  keys: string[]
 }
 
-/** The informer's transform: name, namespace, uid, resourceVersion, labels and the checksum; no data, no annotations. */
+/** The informer's transform: name, namespace, uid, resourceVersion, labels, the checksum and the key names; no data, no annotations. */
 export function secretSummary(secret: KubeObject): SecretSummary {
   const { name, namespace, uid, resourceVersion, labels } = secret.metadata
   return {
@@ -21,12 +23,14 @@ export function secretSummary(secret: KubeObject): SecretSummary {
     kind: secret.kind,
     metadata: { name, namespace, uid, resourceVersion, ...(labels ? { labels } : {}) },
     checksum: secretChecksum(secret as unknown as SecretContent),
+    keys: secretKeys(secret as unknown as SecretContent),
   }
 }
 
 /** A render's {@link SecretSource} over the Secret cache. */
 export function cachedSecrets(cache: { get(namespace: string | undefined, name: string): SecretSummary | undefined }): SecretSource {
-  return { checksum: (namespace, name) => cache.get(namespace, name)?.checksum }
+  // A summary cached before it had key names (none now) checks nothing.
+  return { checksum: (namespace, name) => cache.get(namespace, name)?.checksum, keys: (namespace, name) => cache.get(namespace, name)?.keys }
 }
 
 /**

@@ -116,6 +116,8 @@ export interface StatusInput {
   /** Pods from the cache; filtered again here by namespace and selector, so a wider list is fine. */
   pods: readonly PodLike[]
   outcome: ReconcileOutcome
+  /** Why the workload's controller cannot create pods, when it says so only in Events (a StatefulSet's FailedCreate: workload-events.ts). */
+  workloadFailure?: string
   /** Conditions decided elsewhere (OptionalKindsServed), set alongside; they do not count towards Ready. */
   also?: readonly ConditionInput[]
   /** The time of a condition transition. */
@@ -238,7 +240,9 @@ function validSelector(d: WorkloadLike | undefined): LabelSelector | undefined {
  * length `servers` from the rendered one; `observedGeneration` is the CR's generation (this
  * reconcile saw it); conditions:
  *
- * - Available: True `AllReplicasReady` when readyReplicas >= the desired size, True `ScaledToZero`
+ * - Available: True `AllReplicasReady` when availableReplicas (pods ready for the workload's
+ *   minReadySeconds, what `kubectl rollout status` waits for: kubectl
+ *   pkg/polymorphichelpers/rollout_status.go) >= the desired size, True `ScaledToZero`
  *   for size 0, otherwise False `ReplicasNotReady` (`2/3 replicas ready`) or `DeploymentNotFound`
  *   (`StatefulSetNotFound`);
  * - Progressing: True `RecreationQueued` when a workload must be re-created and waits for its turn
@@ -252,7 +256,9 @@ function validSelector(d: WorkloadLike | undefined): LabelSelector | undefined {
  *   Deployment says so; False `NotApplied` when there is no Deployment and the reconcile failed;
  * - Degraded: True with the outcome's reason and message when the reconcile failed, True
  *   `ProgressDeadlineExceeded` when the rollout is stuck, True `ReplicaFailure` (with the
- *   controller's message) when the Deployment cannot create pods, otherwise False `AsExpected`;
+ *   controller's message) when the Deployment cannot create pods — for a StatefulSet, whose
+ *   controller only records FailedCreate Events, the latest one's message — otherwise False
+ *   `AsExpected`;
  * - Ready: True `Reconciled` when Available is True, Progressing False and Degraded False;
  *   otherwise False with the reason and message of the first of Degraded, Available, Progressing
  *   that stands in the way.
@@ -269,6 +275,8 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   const st = dep?.status ?? {}
   const replicas = st.replicas ?? 0
   const ready = st.readyReplicas ?? 0
+  // Both kinds write availableReplicas (a Deployment omits it when 0).
+  const available = st.availableReplicas ?? 0
   const updated = st.updatedReplicas ?? 0
   const stuck = dep?.status?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === 'ProgressDeadlineExceeded')
   // kube-controller-manager copies a ReplicaSet's FailedCreate (quota, admission, a webhook) to the
@@ -276,14 +284,15 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   const replicaFailure = dep?.status?.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True')
   const want = size ?? 1
   const kind = input.desiredWorkload?.kind ?? dep?.kind ?? 'Deployment'
+  const readiness = available === ready ? `${available}/${want} replicas ready` : `${available}/${want} replicas available (${ready} ready, each must stay ready for minReadySeconds)`
 
   const conditions: { type: string; status: Condition['status']; reason: Reason; message: string }[] = []
   if (!dep && outcome.kind === 'ownership' && outcome.deployment) {
     conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.OwnershipConflict, message: `a ${kind} of that name exists but is not controlled by this Memcached` })
   } else if (!dep) conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: kind === 'StatefulSet' ? REASONS.StatefulSetNotFound : REASONS.DeploymentNotFound, message: `the ${kind} does not exist` })
   else if (want === 0) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.ScaledToZero, message: 'size is 0: no replicas are wanted' })
-  else if (ready >= want) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.AllReplicasReady, message: `${ready}/${want} replicas ready` })
-  else conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.ReplicasNotReady, message: `${ready}/${want} replicas ready` })
+  else if (available >= want) conditions.push({ type: CONDITION_TYPES.Available, status: 'True', reason: REASONS.AllReplicasReady, message: readiness })
+  else conditions.push({ type: CONDITION_TYPES.Available, status: 'False', reason: REASONS.ReplicasNotReady, message: readiness })
 
   const recreated = outcome.kind === 'ok' ? (outcome.recreated ?? []) : []
   const switching = outcome.kind === 'ok' ? outcome.switching : undefined
@@ -304,19 +313,20 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
     conditions.push({ type: CONDITION_TYPES.Progressing, status: 'False', reason: REASONS.ProgressDeadlineExceeded, message: stuck.message ?? 'the Deployment exceeded its progress deadline' })
   } else {
     const unobserved = (st.observedGeneration ?? 0) < (dep.metadata.generation ?? 0)
-    if (unobserved || updated < want || ready < want || replicas > want) {
+    if (unobserved || updated < want || ready < want || available < want || replicas > want) {
       const message = unobserved
         ? `waiting for the ${kind} controller to observe generation ${dep.metadata.generation ?? 0}`
-        : `rolling out: ${updated}/${want} updated, ${ready}/${want} ready, ${replicas} running`
+        : `rolling out: ${updated}/${want} updated, ${ready}/${want} ready${available === ready ? '' : `, ${available}/${want} available`}, ${replicas} running`
       conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.RollingOut, message })
     } else {
-      conditions.push({ type: CONDITION_TYPES.Progressing, status: 'False', reason: REASONS.RolloutComplete, message: `${want}/${want} replicas updated and ready` })
+      conditions.push({ type: CONDITION_TYPES.Progressing, status: 'False', reason: REASONS.RolloutComplete, message: `${want}/${want} replicas updated and available` })
     }
   }
 
   if (outcome.kind !== 'ok') conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: DEGRADED_REASON[outcome.kind], message: outcome.message })
   else if (stuck) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ProgressDeadlineExceeded, message: stuck.message ?? 'the Deployment exceeded its progress deadline' })
   else if (replicaFailure) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ReplicaFailure, message: `pods cannot be created: ${replicaFailure.message ?? replicaFailure.reason ?? 'ReplicaFailure'}` })
+  else if (dep && input.workloadFailure !== undefined) conditions.push({ type: CONDITION_TYPES.Degraded, status: 'True', reason: REASONS.ReplicaFailure, message: `pods cannot be created: ${input.workloadFailure}` })
   else conditions.push({ type: CONDITION_TYPES.Degraded, status: 'False', reason: REASONS.AsExpected, message: 'the cluster matches the spec' })
   conditions.push(readyOf(conditions, want))
 

@@ -8,7 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import YAML from 'yaml'
-import { firstLine, lineAt, ModuleUnavailable, RenderError, yamlProblems } from './errors.ts'
+import { firstLine, lineAt, ModuleUnavailable, RenderError, yamlData, yamlProblems } from './errors.ts'
 import { KINDS_FILE, parseKinds, type ChartKind } from './kinds.ts'
 import { lazyRequire as require } from './lazy-require.ts'
 import { yamlScalar } from './scalar.ts'
@@ -24,6 +24,8 @@ export const TEMPLATE_LOCALS = ['values', 'release', 'chart', 'ctx', 'h', 'toYam
 /** A compiled template: `file` is relative to the chart directory, e.g. `templates/deployment.ejs`. */
 export interface Template {
   file: string
+  /** The template's text, to place a problem of its output on one of its own lines. */
+  source?: string
   render(locals: Record<string, unknown>): string
 }
 
@@ -81,7 +83,7 @@ function readText(dir: string, file: string): string {
 export function parseYamlValue(text: string, source: string): unknown {
   const doc = YAML.parseDocument(text, { version: '1.1', uniqueKeys: true })
   if (doc.errors.length > 0) throw new RenderError('input', yamlProblems(source, doc.errors))
-  return doc.toJS({ maxAliasCount: 100 })
+  return yamlData(doc, source, text)
 }
 
 function parseYamlFile(dir: string, file: string): unknown {
@@ -207,10 +209,13 @@ export function compileTemplate(file: string, source: string): Template {
   try {
     fn = ejs.compile(source, options as ejs.Options) as unknown as (locals: Record<string, unknown>) => string
   } catch (err) {
-    throw new Error(`${file}:${syntaxErrorLine(source, options) ?? '?'}: ${firstLine((err as Error).message)}`)
+    const message = firstLine((err as Error).message)
+    const line = /Could not find matching close tag/.test(message) ? unclosedTagLine(source) : syntaxErrorLine(source, options)
+    throw new Error(`${file}:${line ?? '?'}: ${message.replace(` in ${file} while compiling ejs`, '')}${line !== undefined ? `\n${codeFrame(source, line)}` : ''}`)
   }
   return {
     file,
+    source,
     render(locals) {
       try {
         return fn(locals)
@@ -220,6 +225,26 @@ export function compileTemplate(file: string, source: string): Template {
       }
     },
   }
+}
+
+/** The line of the first `<%` that no `%>` closes (`<%%` and `%%>` are literal text). */
+function unclosedTagLine(source: string): number | undefined {
+  let open: number | undefined
+  for (const m of source.matchAll(/<%%|%%>|<%|%>/g)) {
+    if (m[0] === '<%') open ??= m.index
+    else if (m[0] === '%>') open = undefined
+  }
+  return open === undefined ? undefined : lineAt(source, open)
+}
+
+/** The lines around `line` of a template, marked as EJS marks a runtime error's (`>> 4| …`). */
+function codeFrame(source: string, line: number): string {
+  const lines = source.split('\n')
+  const from = Math.max(1, line - 2)
+  const to = Math.min(lines.length, line + 2)
+  const out: string[] = []
+  for (let n = from; n <= to; n++) out.push(`      ${n === line ? '>>' : '  '} ${n}| ${lines[n - 1]}`)
+  return out.join('\n')
 }
 
 /** EJS reports a syntax error without a line: compile its generated source to find one. */

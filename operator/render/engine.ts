@@ -8,7 +8,7 @@ import { guardObjects } from './guard.ts'
 import { parseManifests, sortObjects, stamp, yamlText, type RenderedObject } from './manifest.ts'
 import { dnsLabel, labelValue, sha256 } from './names.ts'
 import { Raw, quoteString, yamlScalar } from './scalar.ts'
-import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretsNotFound, type SecretSource } from './secrets.ts'
+import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 // A pure module (no sandbox state): apimachinery's resource.Quantity, exact.
 import { compareQuantities, quantityOf, QuantityError } from '../sandbox/quantity.ts'
@@ -41,6 +41,8 @@ interface SecretUse {
   source: SecretSource
   referenced: Set<string>
   missing: Set<string>
+  /** Keys that Secrets found lack, one problem each. */
+  missingKeys: string[]
 }
 
 /** Label values that identify the instance's objects; the operator selects its objects by them. */
@@ -66,36 +68,75 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
   const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
-  if (problems.length > 0) throw new RenderError('values', problems)
+  if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, platform && { file: `platforms/${input.platform}.yaml`, values: platform }, [spec, ...(input.overrides ?? [])])))
   return values
+}
+
+/**
+ * A problem of a value that neither the spec nor an override sets is the chart's own default's:
+ * said so, with `values.yaml` (or the platform's file, when that sets it) as its place, rather
+ * than blamed on the CR.
+ */
+function blameDefaults(problem: string, defaults: Values, platform: { file: string; values: Values } | undefined, given: unknown[]): string {
+  const m = /^spec\.([^.[:]+)[^:]*: /.exec(problem)
+  if (!m || given.some((g) => isPlainMap(g) && Object.hasOwn(g, m[1]!))) return problem
+  if (platform && Object.hasOwn(platform.values, m[1]!)) return `${platform.file}: ${problem.slice('spec.'.length)} (a value of the chart on this platform: neither the spec nor an override sets ${m[1]})`
+  if (!Object.hasOwn(defaults, m[1]!)) return problem
+  return `values.yaml: ${problem.slice('spec.'.length)} (a default of the chart: neither the spec nor an override sets ${m[1]})`
+}
+
+/** The template being run, if any: what a deadline that stopped a render names. */
+let running: string | undefined
+
+/** The chart file of the template running now (read after a deadline stopped it). */
+export function templateRunning(): string | undefined {
+  return running
 }
 
 /** Renders an instance; throws {@link RenderError} listing every problem found. */
 export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   const values = resolveValues(chart, input)
   const labels = standardLabels(chart, input.name)
-  const secrets: SecretUse = { source: input.secrets ?? offlineSecrets, referenced: new Set(), missing: new Set() }
+  const secrets: SecretUse = { source: input.secrets ?? offlineSecrets, referenced: new Set(), missing: new Set(), missingKeys: [] }
   const locals = templateLocals(chart, input, values, labels, secrets)
   const items: { source: string; object: RenderedObject }[] = []
   const problems: string[] = []
   let kind: RenderError['kind'] = 'template'
   const renderedFor = { name: input.name, namespace: input.namespace }
   for (const t of chart.templates) {
+    running = t.file
     try {
       for (const object of parseManifests(t.file, t.render(locals), renderedFor)) items.push({ source: t.file, object: stamp(object, input.namespace, labels) })
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       kind = err.kind
-      problems.push(...err.problems)
+      problems.push(...err.problems.map((p) => onTemplateLine(p, t)))
+    } finally {
+      running = undefined
     }
   }
   if (problems.length > 0) throw new RenderError(kind, problems)
   if (secrets.missing.size > 0) throw new SecretsNotFound([...secrets.missing].sort())
-  const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds)
+  if (secrets.missingKeys.length > 0) throw new SecretKeysMissing(secrets.missingKeys)
+  const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds, items.map((i) => i.source))
   if (refused.length > 0) throw new RenderError('guard', refused)
   const order = new Map(items.map((item) => [item.object, item.source]))
   const objects = sortObjects(items.map((i) => i.object))
   return { objects, sources: objects.map((o) => order.get(o) ?? ''), values, secrets: [...secrets.referenced].sort() }
+}
+
+/**
+ * A problem placed on a line of a template's output (`file: output line 7: "text": why`) placed on
+ * the template's own line when the text is written there as it is (not computed), and on one
+ * line only: `file:12: why (output line 7: "text")`.
+ */
+function onTemplateLine(problem: string, t: Template): string {
+  const m = /^([^:]+): output line (\d+): ("(?:[^"\\]|\\.)*"): ([\s\S]*)$/.exec(problem)
+  if (!m || t.source === undefined || m[1] !== t.file) return problem
+  const text = JSON.parse(m[3]!) as string
+  if (text === '') return problem
+  const lines = t.source.split('\n').flatMap((l, i) => (l.trim() === text ? [i + 1] : []))
+  return lines.length === 1 ? `${t.file}:${lines[0]}: ${m[4]} (output line ${m[2]}: ${m[3]})` : problem
 }
 
 /** The variables and helpers a template sees. */
@@ -152,12 +193,23 @@ function templateLocals(chart: Chart, input: RenderInput, values: Values, labels
      * A Secret the source does not have fails the render as a whole (after every template ran) —
      * unless `{ optional: true }`: then it is `''` (for a Secret that something the render creates
      * writes, such as cert-manager from a Certificate; its arrival re-renders the CR).
+     * `{ keys: { key: why } }` names the keys the pods read: a Secret found without one of them
+     * fails the render as a whole too, each missing key a problem with its why (where the source
+     * knows key names: the operator's cache does, offline renders do not).
      */
-    secretChecksum(name: unknown, options?: { optional?: boolean }): string {
+    secretChecksum(name: unknown, options?: { optional?: boolean; keys?: Record<string, string> }): string {
       const key = `${input.namespace}/${checkSecretName(name)}`
       secrets.referenced.add(key)
       const sum = secrets.source.checksum(input.namespace, name as string)
-      if (sum !== undefined) return sum
+      if (sum !== undefined) {
+        const has = secrets.source.keys?.(input.namespace, name as string)
+        if (has) {
+          for (const [k, why] of Object.entries(options?.keys ?? {})) {
+            if (!has.includes(k)) secrets.missingKeys.push(`Secret ${key} has no key ${JSON.stringify(k)}, which ${why}`)
+          }
+        }
+        return sum
+      }
       if (options?.optional === true) return ''
       secrets.missing.add(key)
       return OFFLINE_CHECKSUM

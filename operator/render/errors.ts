@@ -42,7 +42,36 @@ export function firstLine(message: string): string {
   return message.split('\n')[0] ?? message
 }
 
-/** A YAML parser's errors as problems: `source:line: message`, one line each. */
+/**
+ * The message of a YAML parser's error on one line, without the location the `yaml` library
+ * appends (`… at line 6, column 9:`), which the caller gives in its own place.
+ */
+export function yamlMessage(message: string): string {
+  return firstLine(message).replace(/ at line \d+, column \d+:?$/, '')
+}
+
+/**
+ * A YAML parser's errors as problems: `source:line: message`, one line each. Only the first error
+ * of a document: the parser's later ones follow from it (one bad indent gives one error for each
+ * line after it).
+ */
 export function yamlProblems(source: string, errors: readonly { message: string; linePos?: [{ line: number }, ...unknown[]] }[]): string[] {
-  return errors.map((e) => `${source}:${e.linePos?.[0].line ?? '?'}: ${firstLine(e.message)}`)
+  return errors.slice(0, 1).map((e) => `${source}:${e.linePos?.[0].line ?? '?'}: ${yamlMessage(e.message)}`)
+}
+
+/** The aliases a document may expand: a "billion laughs" file is refused, not expanded. */
+const MAX_ALIASES = 100
+
+/**
+ * A parsed YAML document as data, with aliases bounded: the `yaml` library throws a bare
+ * ReferenceError for a document whose aliases fan out, which becomes a problem placed in `source`.
+ */
+export function yamlData(doc: { toJS(opts: { maxAliasCount: number }): unknown; contents?: { range?: [number, ...number[]] } | null }, source: string, text?: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_ALIASES })
+  } catch (err) {
+    if (!(err instanceof ReferenceError)) throw err
+    const line = text !== undefined && doc.contents?.range ? `:${lineAt(text, doc.contents.range[0])}` : ''
+    throw new RenderError('input', [`${source}${line}: ${firstLine(err.message)} (more than ${MAX_ALIASES} aliases expanded)`])
+  }
 }

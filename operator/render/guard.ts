@@ -16,12 +16,17 @@ function isQualifiedName(key: string): boolean {
   return LABEL_KEY.test(key) && key.length - slash - 1 <= 63 && slash <= 253
 }
 
-/** Every rule an instance's objects break, as `Kind/name: problem`; empty when all is well. */
-export function guardObjects(objects: RenderedObject[], namespace: string, kinds: readonly ChartKind[]): string[] {
+/**
+ * Every rule an instance's objects break, as `Kind/name: problem` — `template: Kind/name: problem`
+ * when `sources` gives the template of each object; empty when all is well.
+ */
+export function guardObjects(objects: RenderedObject[], namespace: string, kinds: readonly ChartKind[], sources?: readonly string[]): string[] {
   const problems: string[] = []
-  const seen = new Set<string>()
-  for (const o of objects) {
-    const id = `${o.kind}/${o.metadata.name}`
+  const seen = new Map<string, string | undefined>()
+  for (const [i, o] of objects.entries()) {
+    const source = sources?.[i]
+    const id = `${source !== undefined ? `${source}: ` : ''}${o.kind}/${o.metadata.name}`
+    const key = `${o.kind}/${o.metadata.name}`
     const declared = kinds.find((k) => k.kind === o.kind && k.apiVersion === o.apiVersion)
     if (!declared) {
       problems.push(`${id}: kind ${o.apiVersion} ${o.kind} is not one the operator manages (kinds.yaml declares ${kinds.map((k) => `${k.apiVersion} ${k.kind}`).join(', ')})`)
@@ -47,8 +52,11 @@ export function guardObjects(objects: RenderedObject[], namespace: string, kinds
         if (!isQualifiedName(key.toLowerCase())) problems.push(`${id}: invalid annotation key ${JSON.stringify(key)}${where}`)
       }
     }
-    if (seen.has(id)) problems.push(`${id}: rendered twice`)
-    seen.add(id)
+    if (seen.has(key)) {
+      const first = seen.get(key)
+      problems.push(`${id}: rendered twice${first !== undefined ? ` (first by ${first})` : ''}`)
+    }
+    seen.set(key, source)
   }
   return problems
 }

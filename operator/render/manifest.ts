@@ -4,7 +4,7 @@
  * the YAML/JSON text the CLI prints.
  */
 import YAML from 'yaml'
-import { firstLine, lineAt, RenderError } from './errors.ts'
+import { firstLine, lineAt, RenderError, yamlData, yamlMessage } from './errors.ts'
 import { blockYaml, YAML_OUTPUT } from './scalar.ts'
 import { isPlainMap } from './values.ts'
 
@@ -209,10 +209,18 @@ function objectsOf(file: string, text: string, docs: YAML.Document.Parsed[] | YA
   const where = (line: number | undefined): string => (line ? `${file}: output line ${line}: ${JSON.stringify((lines[line - 1] ?? '').trim())}` : file)
   for (const doc of docs) {
     if (doc.errors.length > 0) {
-      for (const e of doc.errors) problems.push(`${where(e.linePos?.[0].line)}: ${firstLine(e.message)}`)
+      // The first error only: the parser's later ones follow from it.
+      for (const e of doc.errors.slice(0, 1)) problems.push(`${where(e.linePos?.[0].line)}: ${yamlMessage(e.message)}`)
       continue
     }
-    const value: unknown = doc.toJS({ maxAliasCount: 100 })
+    let value: unknown
+    try {
+      value = yamlData(doc, file, text)
+    } catch (err) {
+      if (!(err instanceof RenderError)) throw err
+      problems.push(...err.problems)
+      continue
+    }
     if (value === null || value === undefined) continue
     const line = doc.contents?.range ? lineAt(text, doc.contents.range[0]) : undefined
     if (!isPlainMap(value)) {

@@ -50,10 +50,18 @@ export function secretChecksum(secret: SecretContent): string {
   return sha256Bytes(Buffer.concat(parts))
 }
 
+/** The names of a Secret's keys (`data` and `stringData`), sorted: never their values. */
+export function secretKeys(secret: SecretContent): string[] {
+  const map = (m: unknown): string[] => (m !== null && typeof m === 'object' && !Array.isArray(m) ? Object.keys(m) : [])
+  return [...new Set([...map(secret.data), ...map(secret.stringData)])].sort()
+}
+
 /** Where `secretChecksum()` reads from. */
 export interface SecretSource {
   /** The checksum of Secret `namespace/name`, or undefined when this source has no such Secret. */
   checksum(namespace: string, name: string): string | undefined
+  /** The key names of Secret `namespace/name`; undefined when this source does not know them (nothing is checked then). */
+  keys?(namespace: string, name: string): readonly string[] | undefined
 }
 
 /** What `secretChecksum()` returns offline: not a digest, and the same for every Secret. */
@@ -86,5 +94,17 @@ export class SecretsNotFound extends RenderError {
     super('secret', missing.map((m) => `Secret ${m} not found`))
     this.name = 'SecretsNotFound'
     this.missing = missing
+  }
+}
+
+/**
+ * A render whose Secrets lack keys the pods read (`secretChecksum(name, { keys })`): memcached
+ * would exit at start, or the kubelet would not start the pod at all, so nothing of it is applied.
+ * Each problem names the Secret, the key and what needs it.
+ */
+export class SecretKeysMissing extends RenderError {
+  constructor(problems: string[]) {
+    super('secret', problems)
+    this.name = 'SecretKeysMissing'
   }
 }

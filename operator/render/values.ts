@@ -75,6 +75,17 @@ export function parseSet(arg: string, asString = false): Values {
   return out
 }
 
+/**
+ * One `key=value` whose value is already data (`--set-json`, `--set-file`): the key is a path as
+ * in `--set` (`a.b`, `list[0].key`, `\.` escapes), the value is taken as it is.
+ */
+export function parseSetValue(key: string, value: unknown, flag: string): Values {
+  const out: Values = Object.create(null)
+  const path = splitUnescaped(key, '.', false).map(unescape)
+  assignPath(out, path, value, `${key} (${flag})`)
+  return out
+}
+
 function typed(s: string, asString: boolean): unknown {
   if (asString) return s
   if (s === 'true') return true

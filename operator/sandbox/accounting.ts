@@ -18,6 +18,10 @@ export interface RequestRecord {
   /** `apply`, `merge`, `json` or `strategic` for patches. */
   patchType?: string
   fieldManager?: string
+  /** A list's or watch's `labelSelector`, as sent. */
+  labelSelector?: string
+  /** A list's or watch's `fieldSelector`, as sent. */
+  fieldSelector?: string
   userAgent?: string
   code: number
 }

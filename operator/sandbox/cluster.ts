@@ -38,6 +38,7 @@ import { contentTypeOf, convertBody, negotiateOutput, type OutputTarget } from '
 import { escapeFieldValue, fieldsOf, formatLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from './labels.ts'
 import { Registry, groupVersion, tableOf, type TopologyFor } from './registry.ts'
 import { Store, StoredObject, type StoreEvent } from './store.ts'
+import { BookmarkGate, pageOf, sendInitialEventsOf, validateListOptions } from './list-watch.ts'
 import { EVENT_TABLES, EventTtl } from './event-ttl.ts'
 import { admitNamespaceLifecycle } from './admission/namespace.ts'
 import { admitOwnerReferences } from './admission/ownerreferences.ts'
@@ -47,6 +48,7 @@ import { admitRestrictedV2 } from './admission/scc.ts'
 import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
 import { prepareService } from './service.ts'
 import { goJson, goValue, invalid as invalidCause, validateBuiltin, validateMetadata } from './validation.ts'
+import { applyErrorText } from '../kube/openapi-validate.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
 
 /** One field that an apply could not take from its other owner. */
@@ -92,6 +94,9 @@ export interface CrdAdapter {
 /** Renders objects as a `meta.k8s.io/v1` Table for `kubectl get`. */
 export type TableRenderer = (type: ResourceType, objects: KubeObject[], opts: { includeObject: 'None' | 'Metadata' | 'Object'; resourceVersion: string; continue?: string }) => unknown
 
+/** A mutating admission webhook of {@link Cluster.mutatingWebhooks}: changes `obj` in place. */
+export type MutatingWebhook = (obj: KubeObject, request: { group: string; resource: string; operation: 'CREATE' | 'UPDATE' }) => void
+
 /** Construction options of a {@link Cluster}. */
 export interface ClusterOptions {
   engine: WriteEngine
@@ -104,6 +109,8 @@ export interface ClusterOptions {
   historyWindow?: number
   /** Interval of BOOKMARK events for watches that allow them (default 60 s). */
   bookmarkIntervalMs?: number
+  /** Watch-lists served (`sendInitialEvents`; default true), as kube-apiserver's WatchList feature, on by default since 1.34. */
+  watchList?: boolean
   /**
    * Simulated graceful termination of scheduled pods: a DELETE sets deletionTimestamp and
    * deletionGracePeriodSeconds, and the pod goes away this many ms later. 0 (default): at once.
@@ -193,7 +200,11 @@ function sameObject(a: KubeObject, b: KubeObject, withManagedFields: boolean): b
   const { resourceVersion: _ra, managedFields: fa, ...xa } = ma
   const { resourceVersion: _rb, managedFields: fb, ...xb } = mb
   if (!deepEqual(xa, xb)) return false
-  return !withManagedFields || deepEqual(fa ?? [], fb ?? [])
+  // A write that changes nothing but managedFields timestamps is no write: kube-apiserver's
+  // registry reverts the timestamps (fieldmanager.IgnoreManagedFieldsTimestampsTransformer, after
+  // admission), e.g. when a mutating webhook turned an apply's change back into what was stored.
+  const untimed = (f: unknown[] | undefined) => (f ?? []).map((e) => (isObject(e) ? { ...e, time: undefined } : e))
+  return !withManagedFields || deepEqual(untimed(fa), untimed(fb))
 }
 
 /** RFC 7386 JSON merge patch. */
@@ -289,6 +300,7 @@ export class Cluster implements ClusterAccess {
   #crd: CrdAdapter | undefined
   #table: TableRenderer | undefined
   #bookmarkIntervalMs: number
+  #watchList: boolean
   #podTerminationMs: number
   readonly #eventTtl: EventTtl
   /** Requests answered outside the storage pipeline (reviews, TokenRequest); set by the auth layer. */
@@ -297,6 +309,14 @@ export class Cluster implements ClusterAccess {
   openshift = false
   /** The authorizer, for admission plugins that ask it (OwnerReferencesPermissionEnforcement); set by the auth layer. */
   authorize: ((a: Attributes) => Decision) | undefined
+  /**
+   * Mutating admission webhooks, in kube-apiserver's place for them: after the built-in mutating
+   * plugins, before validation, on every create and update (apply included) of a request with a
+   * user, not on subresources. Each may change the object in place (a registry mirror rewriting an
+   * image, say); a write that ends up equal to the stored object is answered with it, its
+   * resourceVersion unchanged, as kube-apiserver's no-op update is.
+   */
+  readonly mutatingWebhooks: MutatingWebhook[] = []
   #serviceIPs = new Set<string>(['10.96.0.1'])
   #nextServiceIP = 10
 
@@ -305,6 +325,7 @@ export class Cluster implements ClusterAccess {
     this.#crd = opts.crd
     this.#table = opts.table
     this.#bookmarkIntervalMs = opts.bookmarkIntervalMs ?? 60_000
+    this.#watchList = opts.watchList ?? true
     this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
@@ -413,6 +434,12 @@ export class Cluster implements ClusterAccess {
     if (pt) rec.patchType = pt
     const isWrite = req.verb === 'create' || req.verb === 'update' || req.verb === 'patch'
     if (isWrite) rec.fieldManager = managerOf(req)
+    if (req.verb === 'list' || req.verb === 'watch') {
+      const labels = req.query.get('labelSelector')
+      if (labels) rec.labelSelector = labels
+      const fields = req.query.get('fieldSelector')
+      if (fields) rec.fieldSelector = fields
+    }
     if (req.userAgent) rec.userAgent = req.userAgent
     this.accounting.record(rec)
   }
@@ -571,37 +598,18 @@ export class Cluster implements ClusterAccess {
   }
 
   #list(type: ResourceType, req: ApiRequest): Reply {
+    validateListOptions(req.query, false)
     const filter = this.#filterOf(type, req)
     let items = this.store.list(tableOf(type), filter.namespace)
     if (!filter.labels.empty || !filter.fields.empty) items = items.filter((o) => storedMatches(filter, o))
     const rv = String(this.store.resourceVersion)
-    // limit/continue: the token is the key of the last item served; later pages see later writes.
-    const cont = req.query.get('continue')
-    if (cont) {
-      let after: { ns?: unknown; name?: unknown } | undefined
-      try {
-        after = JSON.parse(Buffer.from(cont, 'base64url').toString('utf8')) as { ns?: unknown; name?: unknown }
-      } catch {
-        throw badRequest('continue key is not valid: illegal base64 data')
-      }
-      // Compare as the list is ordered (namespace, then name), not as joined strings.
-      const ns = String(after?.ns ?? '')
-      const name = String(after?.name ?? '')
-      items = items.filter((o) => o.namespace > ns || (o.namespace === ns && o.name > name))
-    }
-    const limit = Number(req.query.get('limit') ?? '0')
-    let next: string | undefined
-    let remaining = 0
-    if (limit > 0 && items.length > limit) {
-      remaining = items.length - limit
-      items = items.slice(0, limit)
-      const last = items[items.length - 1]
-      if (last) next = Buffer.from(JSON.stringify({ ns: last.namespace, name: last.name, rv })).toString('base64url')
-    }
+    const page = pageOf(items, req.query, rv)
+    items = page.items
+    const next = page.continue
     if (this.#wantsTable(req)) return this.#tableReply(type, req, items.map((o) => o.obj), next)
     const gv = groupVersion(type.group, type.version)
     let meta = `{"resourceVersion":${JSON.stringify(rv)}`
-    if (next) meta += `,"continue":${JSON.stringify(next)},"remainingItemCount":${remaining}`
+    if (next) meta += `,"continue":${JSON.stringify(next)},"remainingItemCount":${page.remainingItemCount ?? 0}`
     meta += '}'
     const parts = type.custom ? items.map((o) => this.#jsonFor(type, o)) : items.map((o) => o.itemJson)
     return { status: 200, json: `{"kind":${JSON.stringify(type.listKind)},"apiVersion":${JSON.stringify(gv)},"metadata":${meta},"items":[${parts.join(',')}]}` }
@@ -690,19 +698,26 @@ export class Cluster implements ClusterAccess {
     else this.#serviceIPs.delete(ip)
   }
 
+  /**
+   * Decoding into the kind's Go type, which fails on a value of the wrong JSON type or a quantity
+   * that does not parse before anything else (defaulting included) looks at the object. A body
+   * decoded from protobuf into a built-in kind's type (the sandbox's controllers') was made by
+   * that type: nothing in it can fail.
+   */
+  #decodes(type: ResourceType, req: ApiRequest, obj: KubeObject): void {
+    if (req.typed === true && !type.custom) return
+    const undecodable = type.decodeError?.(decodedPart(type, req, obj))
+    if (undecodable) throw decodingError(type, req, obj, undecodable)
+  }
+
   /** Pruning (CRs) and validation; throws 422 / 400 as the server does, returns warnings. */
   #admit(type: ResourceType, obj: KubeObject, req: ApiRequest, old: KubeObject | undefined): string[] {
     const warnings: string[] = []
-    // A /status write of a built-in kind takes all but the status and metadata from the stored
-    // object, which was checked when written against the kind's fixed schema: only those two can
-    // hold a bad quantity or an unknown field, and they come last in document order.
-    const decoded = !type.custom && req.subresource === 'status' ? ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata, status: obj.status } as KubeObject) : obj
-    // Decoding into the kind's Go type fails on a quantity that does not parse, before anything
-    // else is looked at. A body decoded from protobuf into a built-in kind's type (the sandbox's
-    // controllers') holds resource.Quantity values made by parsing: none can fail.
+    const decoded = decodedPart(type, req, obj)
     const typedBuiltin = req.typed === true && !type.custom
-    const badQuantity = typedBuiltin ? undefined : type.badQuantity?.(decoded)
-    if (badQuantity) throw decodingError(type, req, obj, badQuantity)
+    // A create or an update decoded its body before defaulting (#decodes); an apply's merged
+    // object is decoded here: its configuration's types were checked, but a quantity is any scalar to it.
+    if (patchTypeOf(req.contentType) === 'apply' && req.verb === 'patch') this.#decodes(type, req, obj)
     // An apply's configuration was checked for undeclared fields before it was merged (a 500
     // otherwise), and the live object holds none: the merged object has nothing to prune. Nor has
     // a body decoded from protobuf into a built-in kind's type (the sandbox's controllers').
@@ -721,6 +736,7 @@ export class Cluster implements ClusterAccess {
     if (req.user && this.authorize) admitOwnerReferences(type, obj, old, req.user, req.subresource, this.authorize, (g, v, k) => this.registry.byKind(g, v, k))
     // OpenShift's SCC admission is a mutating plugin too, for every Pod (the controllers' included).
     if (this.openshift && !type.custom && req.subresource === undefined) admitRestrictedV2(type, obj, old, this.#namespace(obj.metadata.namespace ?? '')?.metadata.annotations)
+    if (req.user && req.subresource === undefined) for (const hook of this.mutatingWebhooks) hook(obj, { group: type.group, resource: type.resource, operation: old ? 'UPDATE' : 'CREATE' })
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
     causes.push(...(type.validate?.(obj) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)
@@ -827,6 +843,7 @@ export class Cluster implements ClusterAccess {
 
   #create(type: ResourceType, req: ApiRequest): Reply {
     const obj = this.#stamp(type, this.#bodyObject(req))
+    this.#decodes(type, req, obj)
     const ns = this.#checkNamespace(type, obj, req)
     admitNamespaceLifecycle(type, obj, ns, this.#namespace(ns))
     const name = this.#checkName(type, obj)
@@ -861,6 +878,7 @@ export class Cluster implements ClusterAccess {
    * subresource rules, finalizers, defaulting, validation, generation, managedFields, no-op skip.
    */
   #writeUpdate(type: ResourceType, req: ApiRequest, live: StoredObject, next: KubeObject, o: { patch: boolean; subresource: string | undefined }): Reply {
+    if (o.subresource !== 'scale') this.#decodes(type, req, next)
     const old = live.obj
     const name = live.name
     const m = next.metadata
@@ -1021,8 +1039,9 @@ export class Cluster implements ClusterAccess {
       // A field the CRD schema does not declare fails the typed conversion of the patch; the
       // server answers with that raw error (HTTP 500, no reason), whatever fieldValidation says
       // (kubernetes/kubernetes#139253).
-      const undeclared = type.undeclared ? type.undeclared(cfg) : type.prune(structuredClone(cfg))
-      if (undeclared.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${typedName}): .${undeclared[0] ?? ''}: field not declared in schema`)
+      // A built-in kind's configuration is also typed: a value of the wrong type fails the same way.
+      const errors = type.applyErrors ? type.applyErrors(cfg) : type.prune(structuredClone(cfg)).slice(0, 1).map((p) => `.${p}: field not declared in schema`)
+      if (errors.length > 0) throw new StatusError(500, '', `failed to create typed patch object (${typedName}): ${applyErrorText(errors)}`)
     }
     let result: ReturnType<WriteEngine['apply']>
     try {
@@ -1396,6 +1415,7 @@ export class Cluster implements ClusterAccess {
     let filter: WatchFilter
     try {
       type = this.#typeOf({ ...req, verb: 'watch', name: undefined })
+      validateListOptions(req.query, true, this.#watchList)
       filter = this.#filterOf(type, req)
     } catch (e) {
       if (e instanceof SelectorError) throw badRequest(e.message)
@@ -1409,7 +1429,11 @@ export class Cluster implements ClusterAccess {
     const table = tableOf(type)
     const rvParam = req.query.get('resourceVersion') ?? ''
     const bookmarks = req.query.get('allowWatchBookmarks') === 'true'
-    const sendInitial = req.query.get('sendInitialEvents') === 'true'
+    // sendInitialEvents=false with resourceVersion unset or 0 starts from now, with no initial
+    // events (apiserver `pkg/storage/cacher` `Watch`: "SendInitialEvents = false and
+    // resourceVersion = 0 means that the request would like to start watching from Any").
+    const sendInitialParam = sendInitialEventsOf(req.query)
+    const sendInitial = sendInitialParam === true
     let stopped = false
     let unsubscribe: () => void = () => {}
     const timers: NodeJS.Timeout[] = []
@@ -1435,7 +1459,9 @@ export class Cluster implements ClusterAccess {
       if (annotations) meta.annotations = annotations
       sink.event('BOOKMARK', JSON.stringify({ kind: type.kind, apiVersion: groupVersion(type.group, type.version), metadata: meta }))
     }
+    let gate: BookmarkGate | undefined
     const deliver = (e: StoreEvent): void => {
+      gate?.saw(e.rv)
       const now = storedMatches(filter, e.current)
       if (e.type === 'ADDED') {
         if (now) send('ADDED', e.current)
@@ -1449,8 +1475,10 @@ export class Cluster implements ClusterAccess {
       }
     }
     let since = 0
-    const initial = rvParam === '' || rvParam === '0' || sendInitial
-    if (!initial) {
+    const fromNow = sendInitialParam === false && (rvParam === '' || rvParam === '0')
+    const initial = !fromNow && (rvParam === '' || rvParam === '0' || sendInitial)
+    if (fromNow) since = this.store.resourceVersion
+    else if (!initial) {
       since = Number(rvParam)
       if (!Number.isInteger(since) || since < 0) throw badRequest(`invalid resource version "${rvParam}"`)
     }
@@ -1464,6 +1492,7 @@ export class Cluster implements ClusterAccess {
     }
     // Subscribe before replaying, and hold live events until the replay is out: a consumer that
     // writes while receiving the replay must still see its own write's event, after the replay.
+    gate = new BookmarkGate(initial ? this.store.resourceVersion : since)
     let replaying = true
     const held: StoreEvent[] = []
     unsubscribe = this.store.subscribe(table, (e) => (replaying ? held.push(e) : deliver(e)), { freezes: sink.object !== undefined })
@@ -1478,7 +1507,7 @@ export class Cluster implements ClusterAccess {
     if (bookmarks) {
       const tick = (): void => {
         if (stopped) return
-        bookmark()
+        if (gate?.due) bookmark()
         const t = setTimeout(tick, this.#bookmarkIntervalMs)
         t.unref()
         timers.push(t)
@@ -1646,6 +1675,16 @@ function applyConflict(conflicts: ApplyConflict[], message: string): StatusError
 
 function internalRequest(): ApiRequest {
   return { verb: 'delete', group: '', version: 'v1', resource: '', query: new URLSearchParams(), userAgent: 'kube-controller-manager' }
+}
+
+/**
+ * What of a write decoding judges: a /status write of a built-in kind takes all but the status
+ * and metadata from the stored object, which was checked when written against the kind's fixed
+ * schema; only those two can hold a bad value or an unknown field, and they come last in
+ * document order.
+ */
+function decodedPart(type: ResourceType, req: ApiRequest, obj: KubeObject): KubeObject {
+  return !type.custom && req.subresource === 'status' ? ({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata, status: obj.status } as KubeObject) : obj
 }
 
 /**

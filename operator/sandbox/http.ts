@@ -9,6 +9,7 @@
  *
  * Faults and accounting apply to API requests only, never to the control endpoints.
  */
+import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Auth, UserInfo } from './auth/index.ts'
 import type { Cluster, Reply } from './cluster.ts'
@@ -16,6 +17,7 @@ import { promisify } from 'node:util'
 import { gzip } from 'node:zlib'
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from './discovery.ts'
 import { openapiV2, openapiV3GroupVersion, openapiV3Root, type Served } from './openapi.ts'
+import { OPENAPI_V2_PROTOBUF, openapiV2Format, openapiV2Protobuf } from './openapi-proto.ts'
 import { StatusError, badRequest, resourceNotFound, unsupportedMediaType, methodNotAllowed } from './errors.ts'
 import { FaultSpecError } from './faults.ts'
 import { negotiateOutput, watchConversion, type OutputTarget } from './negotiation.ts'
@@ -347,13 +349,23 @@ async function discovery(cluster: Cluster, serverAddress: () => string, auth: Au
   else if (segs[0] === 'openapi' && segs[1] === 'v3' && segs[2] === 'api' && segs.length === 4) body = openapiV3GroupVersion(cluster.registry, '', segs[3] ?? '')
   else if (segs[0] === 'openapi' && segs[1] === 'v3' && segs[2] === 'apis' && segs.length === 5) body = openapiV3GroupVersion(cluster.registry, segs[3] ?? '', segs[4] ?? '')
   else if (trimmed === '/openapi/v2') {
-    // client-go asks for the gnostic protobuf form first; the sandbox has only JSON (a declared deviation).
-    const accept = req.headers['accept'] ?? ''
-    if (accept !== '' && !/(^|,)\s*(application\/json|application\/\*|\*\/\*)\s*(;|,|$)/.test(accept)) {
-      record(406)
-      throw new StatusError(406, 'NotAcceptable', `only the following media types are accepted: application/json`)
+    // kube-openapi handler.go: JSON or gnostic's protobuf (client-go's OpenAPISchema), else a bare 406.
+    const format = openapiV2Format(req.headers['accept'])
+    record(format === undefined ? 406 : 200)
+    if (format === undefined) {
+      res.writeHead(406, { Vary: 'Accept', 'Content-Length': 0 })
+      res.end()
+      return
     }
-    body = openapiV2(cluster.registry)
+    const doc = openapiV2(cluster.registry)
+    const pb = openapiV2Binary(doc)
+    if (format === 'protobuf') {
+      res.writeHead(200, { 'Content-Type': OPENAPI_V2_PROTOBUF, Vary: 'Accept', Etag: `"${pb.etag}"`, 'Content-Length': pb.bytes.length })
+      res.end(pb.bytes)
+      return
+    }
+    await sendAnswer(res, { status: 200, json: doc.json, headers: { Vary: 'Accept', Etag: `"${pb.etag}"` } }, req.headers['accept-encoding'])
+    return
   }
   if (body === undefined) {
     record(404)
@@ -361,6 +373,25 @@ async function discovery(cluster: Cluster, serverAddress: () => string, auth: Au
   }
   record(200)
   await sendAnswer(res, { status: 200, json: isServed(body) ? body.json : JSON.stringify(body) }, req.headers['accept-encoding'])
+}
+
+/** The protobuf form of a served `/openapi/v2` document, made once per document, when first asked for; its ETag is the JSON's (handler.go: one ETag, Vary: Accept). */
+const v2Binaries = new WeakMap<Served, { bytes?: Buffer; etag: string }>()
+
+function openapiV2Binary(doc: Served): { readonly bytes: Buffer; etag: string } {
+  let pb = v2Binaries.get(doc)
+  if (!pb) {
+    pb = { etag: createHash('sha512').update(doc.json).digest('hex').toUpperCase() }
+    v2Binaries.set(doc, pb)
+  }
+  const entry = pb
+  return {
+    etag: entry.etag,
+    get bytes() {
+      entry.bytes ??= openapiV2Protobuf(JSON.parse(doc.json) as Record<string, unknown>)
+      return entry.bytes
+    },
+  }
 }
 
 function isServed(b: unknown): b is Served {

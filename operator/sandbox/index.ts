@@ -53,6 +53,8 @@ export interface SandboxOptions {
   historyWindow?: number
   /** Interval of BOOKMARK events on watches that allow them (default 60,000 ms). */
   bookmarkIntervalMs?: number
+  /** Serve watch-lists (`sendInitialEvents=true`; default true); false refuses them with 422, as kube-apiserver before 1.34 does by default. */
+  watchList?: boolean
   /**
    * Simulated graceful pod termination: deleted scheduled pods stay (with deletionTimestamp and
    * deletionGracePeriodSeconds) this many ms before they go. Default 0: deleted at once.
@@ -151,13 +153,14 @@ export const tableRenderer: TableRenderer = (type, objects, opts) => {
   return toTable(type, objects, meta, opts.includeObject)
 }
 
-type ClusterOpts = { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; podTerminationMs?: number; eventTtlMs?: number; accounting?: Accounting }
+type ClusterOpts = { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; watchList?: boolean; podTerminationMs?: number; eventTtlMs?: number; accounting?: Accounting }
 
 /** A cluster with its authentication and authorization, the bootstrap RBAC policy stored. */
 function createAuthorizedCluster(opts: ClusterOpts, authOpts: AuthOptions = {}): { cluster: Cluster; auth: Auth } {
   const o: ConstructorParameters<typeof Cluster>[0] = { engine: applyEngine, topologyFor: builtinTopology, defaultBuiltin: (obj) => defaultBuiltin(obj), crd: crdAdapter, table: tableRenderer, faults: new Faults(opts.faults) }
   if (opts.historyWindow !== undefined) o.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) o.bookmarkIntervalMs = opts.bookmarkIntervalMs
+  if (opts.watchList !== undefined) o.watchList = opts.watchList
   if (opts.podTerminationMs !== undefined) o.podTerminationMs = opts.podTerminationMs
   if (opts.eventTtlMs !== undefined) o.eventTtlMs = opts.eventTtlMs
   if (opts.accounting) o.accounting = opts.accounting
@@ -183,6 +186,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   if (opts.faults !== undefined) cOpts.faults = opts.faults
   if (opts.historyWindow !== undefined) cOpts.historyWindow = opts.historyWindow
   if (opts.bookmarkIntervalMs !== undefined) cOpts.bookmarkIntervalMs = opts.bookmarkIntervalMs
+  if (opts.watchList !== undefined) cOpts.watchList = opts.watchList
   if (opts.podTerminationMs !== undefined) cOpts.podTerminationMs = opts.podTerminationMs
   if (opts.eventTtlMs !== undefined) cOpts.eventTtlMs = opts.eventTtlMs
   cOpts.accounting = new Accounting(opts.requestLogSize)

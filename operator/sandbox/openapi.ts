@@ -6,7 +6,7 @@
  * the PATCH operation accepts one (built-in kinds) and a JSON merge patch elsewhere (custom
  * resources).
  *
- * Built-in kinds come from upstream's own definitions, committed in `openapi/kubernetes-1.34.json`
+ * Built-in kinds come from upstream's own definitions, committed in `../kube/openapi/kubernetes-1.34.json`
  * (see its `source`), reachable from the kinds the sandbox serves. Custom resources are built from
  * their CRD's structural schema as apiextensions-apiserver does
  * (pkg/controller/openapi/builder/builder.go: `buildKubeNative`, `buildListSchema`, definition
@@ -15,31 +15,13 @@
  * Documents are built on demand and kept until the served kinds of their group/version change.
  */
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { quantityOf } from './quantity.ts'
+import { builtinDefinitions, unknownFields } from '../kube/openapi-validate.ts'
 import type { Registry } from './registry.ts'
 import type { ResourceType } from './types.ts'
 
 type Schema = Record<string, unknown>
 
-interface Builtins {
-  definitions: Record<string, Schema>
-  /** `group/version/kind` → definition name. */
-  byGvk: Map<string, string>
-}
-
-let builtins: Builtins | undefined
-
-function load(): Builtins {
-  if (builtins) return builtins
-  const doc = JSON.parse(readFileSync(new URL('./openapi/kubernetes-1.34.json', import.meta.url), 'utf8')) as { definitions: Record<string, Schema> }
-  const byGvk = new Map<string, string>()
-  for (const [name, s] of Object.entries(doc.definitions)) {
-    for (const g of (s['x-kubernetes-group-version-kind'] ?? []) as { group: string; version: string; kind: string }[]) byGvk.set(`${g.group}/${g.version}/${g.kind}`, name)
-  }
-  builtins = { definitions: doc.definitions, byGvk }
-  return builtins
-}
+const load = builtinDefinitions
 
 const OBJECT_META = 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'
 const LIST_META = 'io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta'
@@ -429,37 +411,13 @@ export function openapiV2(registry: Registry): Served {
  * What decoding a built-in kind into its Go type does to fields the type does not have: drops
  * them, and reports each (`spec.replicass`, `spec.template.spec.containers[0].imagee`, in the
  * order of the document) for `fieldValidation` Warn and Strict (apimachinery's strict JSON
- * decoding, sigs.k8s.io/json). Walks upstream's definition of the kind; undefined for a kind
- * without one. Free-form objects (no `properties`, no `additionalProperties`: RawExtension,
- * FieldsV1) keep everything. With `remove` false, only reports.
+ * decoding, sigs.k8s.io/json). Undefined for a kind without a definition. With `remove` false,
+ * only reports.
  */
 export function builtinPruner(group: string, version: string, kind: string): ((obj: Record<string, unknown>, remove?: boolean) => string[]) | undefined {
-  const schema = definitionOf(group, version, kind)
-  if (!schema) return undefined
-  return (obj, remove = true) => {
-    const out: string[] = []
-    walk(schema, obj, (o, key, path) => {
-      if (remove) delete o[key]
-      out.push(path)
-    })
-    return out
-  }
+  if (!builtinDefinitions().byGvk.has(`${group}/${version}/${kind}`)) return undefined
+  return (obj, remove = true) => unknownFields(group, version, kind, obj, remove, storedAlready) ?? []
 }
-
-/**
- * The first quantity of a built-in object that does not parse, in the order of the document, as
- * decoding into the kind's Go type meets it (`resource.Quantity`'s UnmarshalJSON: the message of
- * apimachinery's parser); undefined when every one parses. Found through upstream's schema of the
- * kind: every field typed `io.k8s.apimachinery.pkg.api.resource.Quantity`.
- */
-export function builtinQuantityCheck(group: string, version: string, kind: string): ((obj: Record<string, unknown>) => string | undefined) | undefined {
-  const schema = definitionOf(group, version, kind)
-  if (!schema) return undefined
-  return (obj) => firstBadQuantity(schema, obj)
-}
-
-/** Quantity strings that parsed (`100m`, `64Mi` recur in every pod): bounded, cleared when full. */
-const goodQuantities = new Set<string>()
 
 /**
  * Whether a value of a write is a member of the stored object, at the same path of the same
@@ -467,158 +425,6 @@ const goodQuantities = new Set<string>()
  * are those the server shares from the stored object instead of copying (a built-in kind's
  * `/status` write, whose schema never changes). A request's body is always the server's own copy.
  */
-function storedAlready(value: object): boolean {
+export function storedAlready(value: object): boolean {
   return Object.isFrozen(value)
-}
-
-/** The walk of {@link builtinQuantityCheck}: into the fields whose schema can hold a Quantity only. */
-function firstBadQuantity(schema: Schema, value: unknown): string | undefined {
-  if (schema.$ref === QUANTITY_REF) {
-    if (typeof value !== 'string' && typeof value !== 'number') return undefined
-    if (typeof value === 'string' && goodQuantities.has(value)) return undefined
-    try {
-      quantityOf(value)
-    } catch (e) {
-      return e instanceof Error ? e.message : String(e)
-    }
-    if (typeof value === 'string') {
-      if (goodQuantities.size >= 10_000) goodQuantities.clear()
-      goodQuantities.add(value)
-    }
-    return undefined
-  }
-  if (typeof value !== 'object' || value === null || !holdsQuantity(schema) || storedAlready(value)) return undefined
-  const s = resolve(schema)
-  if (Array.isArray(value)) {
-    const items = s.items as Schema | undefined
-    if (!items) return undefined
-    for (const x of value) {
-      const bad = firstBadQuantity(items, x)
-      if (bad !== undefined) return bad
-    }
-    return undefined
-  }
-  const props = s.properties as Record<string, Schema> | undefined
-  const additional = typeof s.additionalProperties === 'object' && s.additionalProperties !== null ? (s.additionalProperties as Schema) : undefined
-  if (!props && !additional) return undefined
-  const obj = value as Record<string, unknown>
-  for (const k of Object.keys(obj)) {
-    const sub = props ? (Object.hasOwn(props, k) ? props[k] : undefined) : additional
-    if (sub === undefined) continue
-    const bad = firstBadQuantity(sub, obj[k])
-    if (bad !== undefined) return bad
-  }
-  return undefined
-}
-
-/** Schemas known to hold a Quantity somewhere below them (true) or nowhere (false). */
-const quantityHolders = new WeakMap<Schema, boolean>()
-
-/** Whether a value typed by `schema` can contain a Quantity. */
-function holdsQuantity(schema: Schema): boolean {
-  const known = quantityHolders.get(schema)
-  if (known !== undefined) return known
-  return searchQuantity(schema, new Set(), { cycle: false })
-}
-
-/**
- * Depth-first search for a Quantity below `schema`. A schema met again while still being searched
- * (a recursive definition) counts as holding none on that path; a "no" reached through such a
- * cycle is not remembered, as it may be wrong for the schema first entered.
- */
-function searchQuantity(schema: Schema, open: Set<Schema>, seen: { cycle: boolean }): boolean {
-  if (schema.$ref === QUANTITY_REF) return true
-  const known = quantityHolders.get(schema)
-  if (known !== undefined) return known
-  if (open.has(schema)) {
-    seen.cycle = true
-    return false
-  }
-  open.add(schema)
-  const outer = seen.cycle
-  seen.cycle = false
-  const s = resolve(schema)
-  const subs: Schema[] = []
-  if (s !== schema) subs.push(s)
-  else {
-    if (s.items) subs.push(s.items as Schema)
-    if (s.properties) subs.push(...Object.values(s.properties as Record<string, Schema>))
-    if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) subs.push(s.additionalProperties as Schema)
-  }
-  let found = false
-  for (const sub of subs) if (searchQuantity(sub, open, seen)) {
-    found = true
-    break
-  }
-  open.delete(schema)
-  if (found || !seen.cycle) quantityHolders.set(schema, found)
-  seen.cycle = outer || seen.cycle
-  return found
-}
-
-function definitionOf(group: string, version: string, kind: string): Schema | undefined {
-  const name = load().byGvk.get(`${group}/${version}/${kind}`)
-  return name === undefined ? undefined : load().definitions[name]
-}
-
-/** Schemas with their `$ref`s followed. */
-const resolved = new WeakMap<Schema, Schema>()
-
-function resolve(s: Schema): Schema {
-  if (typeof s.$ref !== 'string') return s
-  const hit = resolved.get(s)
-  if (hit !== undefined) return hit
-  const out = follow(s)
-  resolved.set(s, out)
-  return out
-}
-
-function follow(s: Schema): Schema {
-  let cur = s
-  for (let i = 0; i < 8 && typeof cur.$ref === 'string'; i++) {
-    const r = cur.$ref as string
-    cur = load().definitions[r.slice(r.lastIndexOf('/') + 1)] ?? {}
-  }
-  return cur
-}
-
-const QUANTITY_REF = '#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity'
-
-/** Walks `value` against `schema` in the order of the document (arrays by index, maps by key), calling `unknown` for each key the schema does not declare. */
-function walk(schema: Schema, value: unknown, unknown: (obj: Record<string, unknown>, key: string, path: string) => void): void {
-  walkAt(schema, value, [], unknown)
-}
-
-/** `trail`: the keys and indexes down to `value`, spelt as a path only for an unknown key. */
-function walkAt(schema: Schema, value: unknown, trail: (string | number)[], unknown: (obj: Record<string, unknown>, key: string, path: string) => void): void {
-  if (schema.$ref === QUANTITY_REF || typeof value !== 'object' || value === null || storedAlready(value)) return
-  const s = resolve(schema)
-  if (Array.isArray(value)) {
-    const items = s.items as Schema | undefined
-    if (!items) return
-    for (let i = 0; i < value.length; i++) {
-      trail.push(i)
-      walkAt(items, value[i], trail, unknown)
-      trail.pop()
-    }
-    return
-  }
-  const obj = value as Record<string, unknown>
-  const props = s.properties as Record<string, Schema> | undefined
-  const additional = typeof s.additionalProperties === 'object' && s.additionalProperties !== null ? (s.additionalProperties as Schema) : undefined
-  if (!props && !additional) return
-  for (const k of Object.keys(obj)) {
-    const sub = props ? (Object.hasOwn(props, k) ? props[k] : undefined) : additional
-    trail.push(k)
-    if (sub) walkAt(sub, obj[k], trail, unknown)
-    else unknown(obj, k, pathOf(trail))
-    trail.pop()
-  }
-}
-
-/** `spec.template.spec.containers[0].imagee` */
-function pathOf(trail: readonly (string | number)[]): string {
-  let out = ''
-  for (const x of trail) out = typeof x === 'number' ? `${out}[${x}]` : out === '' ? x : `${out}.${x}`
-  return out
 }

@@ -3,7 +3,8 @@
  * CustomResourceDefinition once it is Established. Discovery and the request handler both read
  * from here, so a CRD's kinds appear and disappear in one place.
  */
-import { builtinPruner, builtinQuantityCheck } from './openapi.ts'
+import { applyErrors, decodeError } from '../kube/openapi-validate.ts'
+import { builtinPruner, storedAlready } from './openapi.ts'
 import type { KubeObject, ResourceType, ScaleSubresource, Topology } from './types.ts'
 
 /** Builds a built-in kind's schema topology (the apply engine provides it). */
@@ -120,9 +121,9 @@ export class Registry {
       if (prune) {
         type.prune = (obj) => prune(obj as unknown as Record<string, unknown>, true)
         type.undeclared = (obj) => prune(obj as unknown as Record<string, unknown>, false)
+        type.decodeError = (obj) => decodeError(s.group, s.version, s.kind, obj as unknown as Record<string, unknown>, storedAlready)
+        type.applyErrors = (obj) => applyErrors(s.group, s.version, s.kind, obj as unknown as Record<string, unknown>) ?? []
       }
-      const quantities = builtinQuantityCheck(s.group, s.version, s.kind)
-      if (quantities) type.badQuantity = (obj) => quantities(obj as unknown as Record<string, unknown>)
       this.#add(type)
     }
   }

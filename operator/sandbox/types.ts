@@ -120,8 +120,10 @@ export interface ResourceType {
   prune?(obj: KubeObject): string[]
   /** The paths {@link prune} would remove, leaving the object as it is (built-in kinds). */
   undeclared?(obj: KubeObject): string[]
-  /** The first quantity that does not parse, as decoding into the kind's Go type reports it (built-in kinds). */
-  badQuantity?(obj: KubeObject): string | undefined
+  /** The error decoding into the kind's Go type fails with: a value of the wrong JSON type, a quantity that does not parse (built-in kinds). */
+  decodeError?(obj: KubeObject): string | undefined
+  /** What converting an apply configuration to the kind's typed value reports: wrong types, undeclared fields (built-in kinds). */
+  applyErrors?(obj: KubeObject): string[]
   /** Validation; an empty list means valid. */
   validate?(obj: KubeObject): FieldCause[]
   /** Extra printer columns for `Table` responses (CRDs' additionalPrinterColumns). */

@@ -198,6 +198,9 @@ function isEmptySelector(sel: Record<string, unknown>): boolean {
   return Object.keys(matchLabelsOf(sel) ?? {}).length + expressionsOf(sel).length === 0
 }
 
+/** supportedPortProtocols, sorted as sets.List gives them. */
+const PORT_PROTOCOLS = ['SCTP', 'TCP', 'UDP']
+
 function validatePodSpec(field: string, spec: unknown): FieldCause[] {
   if (!isObj(spec)) return [required(`${field}.containers`)]
   const out: FieldCause[] = []
@@ -217,6 +220,8 @@ function validatePodSpec(field: string, spec: unknown): FieldCause[] {
       if (!isObj(port)) return
       const n = port.containerPort
       if (typeof n !== 'number' || n < 1 || n > 65535) out.push(invalid(`${p}.ports[${j}].containerPort`, String(n ?? 0), 'must be between 1 and 65535, inclusive'))
+      // validateContainerPorts (pkg/apis/core/validation/validation.go); defaulting made an absent or empty protocol TCP.
+      if (port.protocol !== undefined && port.protocol !== null && !PORT_PROTOCOLS.includes(String(port.protocol))) out.push(notSupported(`${p}.ports[${j}].protocol`, goValue(port.protocol), PORT_PROTOCOLS))
     })
   })
   return out

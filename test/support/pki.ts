@@ -1,0 +1,43 @@
+/**
+ * Certificates for the TLS tests, made with the openssl command: a CA, a server certificate it
+ * signs (usable as a client certificate too, as the chart's cert-manager Certificate is), and a
+ * client certificate of another CA that memcached must refuse.
+ */
+import { execFileSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { requireTool } from './memcached.ts'
+import { tempDir } from './tmp.ts'
+
+export interface Pki {
+  ca: string
+  crt: string
+  key: string
+  rogueCrt: string
+  rogueKey: string
+}
+
+function openssl(dir: string, ...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
+}
+
+function ca(dir: string, name: string): void {
+  openssl(dir, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`, '-days', '2', '-keyout', `${name}.key`, '-out', `${name}.crt`)
+}
+
+function signed(dir: string, caName: string, name: string): void {
+  writeFileSync(join(dir, `${name}.ext`), 'subjectAltName=DNS:localhost,DNS:cache.team.svc\nextendedKeyUsage=serverAuth,clientAuth\n')
+  openssl(dir, 'req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`)
+  openssl(dir, 'x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`, '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.crt`)
+}
+
+export function makePki(): Pki {
+  requireTool('openssl', ['version'])
+  const dir = tempDir('mc-pki-')
+  ca(dir, 'ca')
+  ca(dir, 'rogue-ca')
+  signed(dir, 'ca', 'server')
+  signed(dir, 'rogue-ca', 'rogue')
+  const read = (f: string) => readFileSync(join(dir, f), 'utf8')
+  return { ca: read('ca.crt'), crt: read('server.crt'), key: read('server.key'), rogueCrt: read('rogue.crt'), rogueKey: read('rogue.key') }
+}
