@@ -222,3 +222,64 @@ t.test('a re-creation the plan did not foresee (the server refuses a field that 
   reconciler.forget('cr-w')
   t.same(p.counts(), { queued: 0, inFlight: 0 }, 'a deleted CR gives its slot back')
 })
+
+t.test('a re-created workload whose name somebody else took meanwhile: OwnershipConflict, and the slot goes back at once', async (t) => {
+  const cr = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'v', namespace: 'default', uid: 'cr-v', resourceVersion: '1', generation: 1 }, spec: { size: 1 } } as MemcachedObject
+  const stored = new Map<string, KubeObject>()
+  const statuses: unknown[] = []
+  let n = 0
+  let deleted = false
+  const refusal = () => new ApiError(422, 'Invalid', 'Deployment.apps "v" is invalid: spec.selector: Invalid value: {}: field is immutable', { causes: [{ reason: 'FieldValueInvalid', field: 'spec.selector', message: 'Invalid value: {}: field is immutable' }] })
+  // Somebody else's Deployment, created between our delete and our POST.
+  const theirs = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'v', namespace: 'default', uid: 'theirs', resourceVersion: '99' }, spec: {} } as KubeObject
+  const client = {
+    async apply(obj: KubeObject, opts: { subresource?: string }) {
+      if (opts.subresource === 'status') {
+        statuses.push(obj.status)
+        return { ...cr, status: obj.status }
+      }
+      if (obj.kind === 'Deployment' && stored.has('Deployment')) throw refusal()
+      return stored.get(obj.kind) ?? obj
+    },
+    async create(obj: KubeObject) {
+      if (obj.kind === 'Deployment' && deleted) throw new ApiError(409, 'AlreadyExists', 'deployments.apps "v" already exists')
+      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
+      stored.set(obj.kind, live)
+      return live
+    },
+    async get() {
+      return theirs
+    },
+    async delete() {
+      deleted = true
+      return { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success' }
+    },
+  } as unknown as KubeClient
+  const chart = loadChart()
+  const cache = (kind: string): Cache => ({
+    get: () => {
+      const o = stored.get(kind)
+      return o ? ({ ...o, metadata: { ...o.metadata, resourceVersion: `${o.metadata.resourceVersion}-drifted`, labels: {} } } as KubeObject) : undefined
+    },
+    byIndex: (index) => (index === CONTROLLER_INDEX && stored.has(kind) ? [stored.get(kind) as KubeObject] : []),
+  })
+  const { p } = pacer(1)
+  const reconciler = new Reconciler({
+    client,
+    chart: () => chart,
+    memcacheds: { get: () => cr, byIndex: () => [cr] },
+    children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
+    pods: { get: () => undefined, byIndex: () => [] },
+    memory: new AppliedMemory(),
+    events: { record: async () => {} },
+    metrics: { applied() {}, skipped() {}, pruned() {}, failed() {} },
+    pacer: p,
+  })
+  const log = pino({ level: 'silent' })
+  await reconciler.reconcile('default', 'v', log) // creates everything
+  const result = await reconciler.reconcile('default', 'v', log)
+  t.ok(deleted, 'deleted to re-create, its slot granted')
+  t.same(result, { requeueAfterMs: 60_000 }, 'looked at again as an ownership conflict is')
+  t.match(statuses.at(-1), { conditions: [{ type: 'Available' }, { type: 'Progressing' }, { type: 'Degraded', status: 'True', reason: 'OwnershipConflict' }] })
+  t.same(p.counts(), { queued: 0, inFlight: 0 }, 'no replacement of ours will free the slot: it is given back at once')
+})

@@ -608,8 +608,15 @@ export class Reconciler {
     done.recreated.push({ what, change })
     // A finalizer holds it: it is re-created once it is gone (#applyOne waits for that uid).
     if (left?.kind === d.kind && left.metadata.uid === uid && left.metadata.deletionTimestamp) return undefined
-    // Created again with a POST: somebody else's object that took the name meanwhile is refused.
-    const found = await this.#create(cr, d, undefined, log)
+    // Created again with a POST: somebody else's object that took the name meanwhile is refused,
+    // and this CR's slot goes back at once (no replacement of ours will become ready to free it).
+    let found: { created: boolean; object: KubeObject }
+    try {
+      found = await this.#create(cr, d, undefined, log)
+    } catch (err) {
+      if (err instanceof FoundForeign) this.#d.pacer?.release(slot.key)
+      throw err
+    }
     if (!found.created && found.object.metadata.uid === uid) return undefined
     log.info({ object: what }, 're-created')
     return found.object
