@@ -92,11 +92,14 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
   for (const name of names) await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name, namespace: 'default' }, spec: { size: 2 } })
   await eventually('applied', async () => ((await bed.client.list({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' }, { namespace: 'default' })).items.length === 3 ? true : undefined))
   const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
-  const reads = () => bed.sandbox.requests.log().filter((r) => r.userAgent?.startsWith('memcached-operator-diff') && (r.verb === 'get' || r.verb === 'list'))
+  // Reads of objects; diff's one discovery request (the platform, as the operator asks it) is a GET without a resource.
+  const diffReads = () => bed.sandbox.requests.log().filter((r) => r.userAgent?.startsWith('memcached-operator-diff') && (r.verb === 'get' || r.verb === 'list'))
+  const reads = () => diffReads().filter((r) => r.resource !== '')
   bed.sandbox.requests.reset()
   const all = captureIO()
   t.equal(await runCli(['diff', '--all', '--set', 'memoryMB=128', ...kc], all), 1, all.err())
   t.same(reads().filter((r) => r.verb === 'get'), [], 'no GET')
+  t.equal(diffReads().filter((r) => r.resource === '').length, 1, 'one discovery request: the platform')
   t.equal(reads().filter((r) => r.verb === 'list').length, 1 + loadChart().kinds.length, 'the Memcacheds, then one list per kind the chart declares')
 
   const file = join(tempDir('mc-diff-'), 'fleet.yaml')

@@ -55,6 +55,11 @@ t.test('run: flags are checked (exit 2)', async (t) => {
     ['run', '--metrics-bind-address', 'nonsense'],
     ['run', '--leader-elect-renew-deadline', '20s'],
     ['run', '--graceful-shutdown-timeout', 'soon'],
+    ['run', '--max-concurrent-recreations', '-1'],
+    ['run', '--max-concurrent-recreations', 'one'],
+    ['run', '--recreation-timeout', '10'],
+    ['run', '--platform', 'openshift4'],
+    ['diff', '--all', '--platform', 'openshift4'],
   ]) {
     const io = captureIO()
     t.equal(await runCli([...args, '--kubeconfig', '/dev/null'], io), 2, `${args.join(' ')}: ${io.err()}`)

@@ -138,3 +138,15 @@ t.test('sandbox flags are checked', async (t) => {
     t.equal(await runCli(args, io), 2, args.join(' '))
   }
 })
+
+t.test('--openshift: the operator finds the platform and the sample runs under restricted-v2 with a UID from default’s range', async (t) => {
+  const io = captureIO()
+  const kubeconfig = kubeconfigIn()
+  const running = await startSandboxCommand({ kubeconfigOut: kubeconfig, podReadyDelay: '10', openshift: true }, io, quiet)
+  t.teardown(() => running.close())
+  const kubectl = kubectlFor(kubeconfig)
+  t.match(await kubectl('wait', '--for=condition=Ready', 'mc/memcached-sample', '--timeout=30s'), /condition met/)
+  const uids = (await kubectl('get', 'pods', '-o', 'jsonpath={.items[*].spec.containers[0].securityContext.runAsUser}')).split(' ')
+  t.same(uids, ['1000000000', '1000000000', '1000000000'])
+  t.match(await kubectl('api-resources', '--api-group=security.openshift.io'), /securitycontextconstraints\s+scc\s+security\.openshift\.io\/v1\s+false\s+SecurityContextConstraints/, 'SecurityContextConstraints are served')
+})

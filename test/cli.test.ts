@@ -135,10 +135,10 @@ t.test('--help and --version exit 0', async (t) => {
   t.equal(version.out.trim(), JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version)
 })
 
-t.test('lint passes on the bundled chart: minimal values and its ci/ example values', async (t) => {
+t.test('lint passes on the bundled chart: minimal values (on each platform too) and its ci/ example values', async (t) => {
   const r = await run(['lint'])
   t.equal(r.code, 0, r.err)
-  t.match(r.out, /ok \(12 templates, 10 kinds, 11 instances rendered into \d+ objects: minimal values, 9 ci\/ values files\)/)
+  t.match(r.out, /ok \(12 templates, 10 kinds, 12 instances rendered into \d+ objects: minimal values \(also on openshift\), 9 ci\/ values files\)/)
 })
 
 t.test('lint reports a broken chart: schema, templates and renders', async (t) => {
@@ -248,4 +248,23 @@ t.test('the executable: exit codes and stdin through a real process', async (t) 
   t.match(readFileSync(join(root, 'operator/cli/memcached-operator'), 'utf8'), `\nexec node ${shebang} "$cli/main.js" "$@"\n`, 'the executable runs main.js with the flags of its shebang')
   const viaNpx = execFileSync('npx', ['--no-install', 'memcached-operator', '--version'], { cwd: root, encoding: 'utf8' })
   t.match(viaNpx.trim(), /^\d+\.\d+\.\d+$/, 'npx memcached-operator works from the checkout')
+})
+
+t.test('render --platform openshift renders as the operator does on OpenShift: no fixed UID or GID', async (t) => {
+  const podSc = (out: string) => docs(out).find((d) => d.kind === 'Deployment').spec.template.spec.securityContext
+  const plain = await run(['render', '-f', sample])
+  t.match(podSc(plain.out), { runAsUser: 11211, runAsGroup: 11211 })
+  const shift = await run(['render', '-f', sample, '--platform', 'openshift'])
+  t.equal(shift.code, 0, shift.err)
+  t.same(podSc(shift.out), { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })
+  const bad = await run(['render', '-f', sample, '--platform', 'openshift4'])
+  t.equal(bad.code, 2)
+  t.match(bad.err, /--platform.*openshift4/)
+})
+
+t.test('lint renders each platform’s values: a platform file the schema refuses is a problem named by its platform', async (t) => {
+  const dir = chartWith({ 'platforms/openshift.yaml': 'podSecurityContext:\n  runAsUser: 0\n' })
+  const r = await run(['lint', '--chart', dir])
+  t.equal(r.code, 1)
+  t.match(r.err, /minimal values on platform openshift \(size 3\): platforms\/openshift\.yaml: podSecurityContext\.runAsUser: must be >= 1 \(got 0\) \(a value of the chart on this platform: neither the spec nor an override sets podSecurityContext\)/)
 })

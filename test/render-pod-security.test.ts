@@ -7,6 +7,7 @@ import t from 'tap'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
 import { RenderError } from '../operator/render/errors.ts'
+import { chartWith } from './support/chart.ts'
 import { eventually, startBed } from './support/operator.ts'
 
 const chart = loadChart()
@@ -56,4 +57,21 @@ t.test('through the API server: a CR with null user and group keeps them null, a
     return list.items.length === 2 ? list.items : undefined
   })
   for (const p of pods) t.same((p.spec as { securityContext: unknown }).securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })
+})
+
+t.test('platform openshift: the chart’s platforms/openshift.yaml leaves user and group to the SCC; a spec may still set them', async (t) => {
+  const render = (spec: Record<string, unknown>, platform?: string) =>
+    (renderInstance(chart, { name: 'cache', namespace: 'team', spec, ...(platform ? { platform } : {}) }).objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: Pod } } }).spec.template.spec
+  t.same(render({ size: 1 }, 'openshift').securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } })
+  t.same(render({ size: 1 }, 'openshift').containers[0]?.securityContext, fixedContainer, 'the rest of the security context stays')
+  t.same(render({ size: 1, podSecurityContext: { runAsUser: 1000680000 } }, 'openshift').securityContext, { runAsNonRoot: true, runAsUser: 1000680000, seccompProfile: { type: 'RuntimeDefault' } }, 'the spec is above the platform')
+  t.same(render({ size: 1 }, 'kubernetes').securityContext.runAsUser, 11211, 'a platform the chart has no file for changes nothing')
+})
+
+t.test('a platform file must be a map of values; one that is not is named in the error', async (t) => {
+  const dir = chartWith({ 'platforms/openshift.yaml': '- runAsUser\n' })
+  t.throws(() => loadChart(dir), { name: 'RenderError', message: /platforms\/openshift\.yaml: must be a map/ })
+  const invalid = loadChart(chartWith({ 'platforms/openshift.yaml': 'podSecurityContext:\n  runAsUser: 0\n' }))
+  t.throws(() => renderInstance(invalid, { name: 'cache', namespace: 'team', spec: {}, platform: 'openshift' }), RenderError, 'its values meet the schema like any other')
+  t.same(Object.keys(loadChart(chartWith({ 'platforms/openshift.yaml': null })).platforms), [], 'a chart without platform files has none')
 })

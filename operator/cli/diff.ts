@@ -24,7 +24,8 @@ import { parseLabelSelector, SelectorError, type Selector } from '../sandbox/lab
 import { comparable, conflictOf, isWorkload, podsRestart, recreateReason, recreateRefused, type Action, type ObjectPrediction } from './diff-predict.ts'
 import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 import { contextNamespace, identityOf, loadKubeConfig } from './kubeconfig.ts'
-import { readInputs, readOverrides } from './render.ts'
+import { PLATFORMS, readInputs, readOverrides } from './render.ts'
+import { detectPlatform } from '../controller/platform.ts'
 
 export interface DiffOptions {
   filename: string[]
@@ -44,6 +45,8 @@ export interface DiffOptions {
   setString: string[]
   setJson?: string[]
   setFile?: string[]
+  /** `auto` (default: discovery, as the operator decides), `kubernetes` or `openshift`. */
+  platform?: string
 }
 
 type Identity = { apiVersion: string; kind: string; metadata: { namespace?: string | undefined; name?: string | undefined } }
@@ -182,6 +185,8 @@ function describeError(err: unknown, kc: ReturnType<typeof loadKubeConfig>): str
 export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   if (opts.all && opts.filename.length > 0) throw new UsageError('give -f FILE or --all, not both')
   if (!opts.all && opts.filename.length === 0) throw new UsageError('no input: give -f FILE (or -f -), or --all for every Memcached in the cluster')
+  const platformFlag = opts.platform ?? 'auto'
+  if (platformFlag !== 'auto' && !(PLATFORMS as readonly string[]).includes(platformFlag)) throw new UsageError(`--platform must be auto, ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   const output = opts.output ?? 'diff'
   if (output !== 'diff' && output !== 'json') throw new UsageError(`--output must be diff or json, not ${JSON.stringify(output)}`)
   if (opts.namespace !== undefined && !NAMESPACE.test(opts.namespace)) throw new UsageError(`--namespace ${JSON.stringify(opts.namespace)}: a namespace must be a lowercase RFC 1123 label (a-z, 0-9 and -, at most 63 characters)`)
@@ -208,6 +213,8 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
     client.learnKinds(chart.kinds)
     const optional = new Set(chart.kinds.filter((k) => k.optional).map(kindKey))
     const overrides = readOverrides(opts, io)
+    // What the operator renders for: it asks discovery at start, and so does diff.
+    const platform = platformFlag === 'auto' ? await detectPlatform(client) : platformFlag
     let crs: Memcached[]
     let live: Live
     // One object at a time, for an object read again.
@@ -244,7 +251,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(liveCr?.metadata.uid ? { uid: liveCr.metadata.uid } : {}) } }
       let desired: RenderedObject[]
       try {
-        const rendered = (await renderWithSecrets(chart, { name, namespace, spec: cr.spec ?? {}, overrides }, live)).objects
+        const rendered = (await renderWithSecrets(chart, { name, namespace, spec: cr.spec ?? {}, overrides, platform }, live)).objects
         desired = liveCr ? stampOwner(rendered, cr) : rendered
       } catch (err) {
         // One CR that does not render must not hide what the others would change.

@@ -1,7 +1,7 @@
 /**
  * `memcached-operator lint`: the chart's schema is valid and structural (it becomes the CRD), its
- * templates compile, its declared kinds (kinds.yaml) are namespaced, and minimal values, the
- * chart's example values (`ci/*.yaml`), `--values` files and `-f` CRs render into objects of
+ * templates compile, its declared kinds (kinds.yaml) are namespaced, and minimal values (also on
+ * each platform the chart has a `platforms/` file for), the chart's example values (`ci/*.yaml`), `--values` files and `-f` CRs render into objects of
  * declared kinds that a 1.34 API server would accept (check-objects.ts: types, undeclared fields,
  * validation).
  */
@@ -61,9 +61,12 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   const scopes = kindScopes(chart.kinds)
   problems.push(...scopes.problems)
   const minimal = (size: number) => ({ name: 'lint', namespace: 'default', spec: { size } })
+  const platforms = Object.keys(chart.platforms).sort()
   const inputs: { label: string; input: RenderInput }[] = [
     { label: 'minimal values (size 1)', input: minimal(1) },
     { label: 'minimal values (size 3)', input: minimal(3) },
+    // Each platform's values (platforms/<name>.yaml) go through the schema and the templates too.
+    ...platforms.map((platform) => ({ label: `minimal values on platform ${platform} (size 3)`, input: { ...minimal(3), platform } })),
   ]
   // The chart's own examples (what a copy of the chart carries along), then the files given.
   const valuesFiles = [...ciValues(dir).map((f) => ({ label: f, path: join(dir, f) })), ...(opts.values ?? []).map((f) => ({ label: f, path: resolve(io.cwd, f) }))]
@@ -116,7 +119,7 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   // Notes, not problems: on stderr, so that stdout is the one line of the result.
   for (const k of scopes.unknown) io.stderr(`lint: note: kinds.yaml: ${k.apiVersion} ${k.kind} is not a built-in kind: the operator checks through discovery when it starts that the cluster serves it namespaced\n`)
   const ci = valuesFiles.length - (opts.values?.length ?? 0)
-  io.stdout(`lint: ${dir}: ok (${chart.templates.length} templates, ${chart.kinds.length} kinds, ${inputs.length} instances rendered into ${objects} objects: minimal values, ${ci} ${CI_DIR}/ values file${ci === 1 ? '' : 's'}${opts.values?.length ? `, ${opts.values.length} --values` : ''}${opts.filename.length > 0 ? `, the CRs of ${opts.filename.length} -f` : ''})\n`)
+  io.stdout(`lint: ${dir}: ok (${chart.templates.length} templates, ${chart.kinds.length} kinds, ${inputs.length} instances rendered into ${objects} objects: minimal values${platforms.length > 0 ? ` (also on ${platforms.join(', ')})` : ''}, ${ci} ${CI_DIR}/ values file${ci === 1 ? '' : 's'}${opts.values?.length ? `, ${opts.values.length} --values` : ''}${opts.filename.length > 0 ? `, the CRs of ${opts.filename.length} -f` : ''})\n`)
   return 0
 }
 

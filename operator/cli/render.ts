@@ -35,7 +35,12 @@ export interface RenderOptions extends OverrideOptions {
   outputDir?: string
   /** `--timeout`: how long templates may run (a Go duration; default 10s). */
   timeout?: string
+  /** `kubernetes` (default) or `openshift`: the chart's values for that platform (platforms/<name>.yaml), as the operator finds it by discovery. */
+  platform?: string
 }
+
+/** The platforms `--platform` accepts: what the operator's discovery can find (controller/platform.ts). */
+export const PLATFORMS = ['kubernetes', 'openshift'] as const
 
 /** How long templates may run (`--timeout`) before render gives up on them: a template that loops forever must not hang it. */
 export const TEMPLATE_DEADLINE = '10s'
@@ -124,6 +129,8 @@ function identity(o: Record<string, unknown>): string {
 /** Runs `render`; returns the exit code. */
 export async function runRender(opts: RenderOptions, io: CliIO): Promise<number> {
   if (opts.output !== 'yaml' && opts.output !== 'json') throw new UsageError(`--output must be yaml or json, not ${JSON.stringify(opts.output)}`)
+  const platform = opts.platform ?? 'kubernetes'
+  if (!(PLATFORMS as readonly string[]).includes(platform)) throw new UsageError(`--platform must be ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   if (opts.namespace !== undefined && !NAMESPACE.test(opts.namespace)) throw new UsageError(`--namespace ${JSON.stringify(opts.namespace)}: a namespace must be a lowercase RFC 1123 label (a-z, 0-9 and -, at most 63 characters)`)
   const deadlineMs = parseDuration(opts.timeout ?? TEMPLATE_DEADLINE)
   const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
@@ -156,7 +163,7 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
           continue
         }
         crs.set(key, doc.source)
-        const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets })
+        const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets, platform })
         result.objects.forEach((object, i) => items.push({ source: `${chart.name}/${result.sources[i]}`, object, template: result.sources[i], cr: key }))
         problems.push(...renderedProblems(result.objects, result.sources).map((p) => `${who}: ${p}`))
         for (const s of result.secrets) secrets.add(s)

@@ -19,6 +19,7 @@ import { kubeMetricsAuthorizer } from '../controller/metrics-auth.ts'
 import { certDirVersion, readCertDir, selfSignedCertificate, type KeyPair } from '../controller/metrics-tls.ts'
 import { TokenBucket } from '../controller/ratelimit.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { PLATFORMS } from './render.ts'
 import { ClusterScopedKindError, controllerMetrics, MemcachedController } from '../reconcile/controller.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { InputError, packageVersion, parseDuration, processSignal, UsageError, type CliIO } from './io.ts'
@@ -35,6 +36,12 @@ export interface RunOptions {
   chart?: string
   concurrency: string
   resyncPeriod: string
+  /** Workloads re-created at a time across the fleet (default 1; 0: no limit). */
+  maxConcurrentRecreations?: string
+  /** Go duration (default 10m): how long a re-creation holds its slot while its replacement is not ready. */
+  recreationTimeout?: string
+  /** `auto` (default: discovery), `kubernetes` or `openshift`. */
+  platform?: string
   leaderElect?: boolean
   leaderElectionNamespace?: string
   leaderElectionId: string
@@ -121,6 +128,11 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const concurrency = Number(opts.concurrency)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${JSON.stringify(opts.concurrency)}`)
   const resyncPeriodMs = parseDuration(opts.resyncPeriod)
+  const maxConcurrentRecreations = Number(opts.maxConcurrentRecreations ?? '1')
+  if (!Number.isInteger(maxConcurrentRecreations) || maxConcurrentRecreations < 0) throw new UsageError(`--max-concurrent-recreations must be a non-negative integer (0: no limit), not ${JSON.stringify(opts.maxConcurrentRecreations)}`)
+  const recreationTimeoutMs = parseDuration(opts.recreationTimeout ?? '10m')
+  const platform = opts.platform ?? 'auto'
+  if (platform !== 'auto' && platform !== 'kubernetes' && platform !== 'openshift') throw new UsageError(`--platform must be auto, ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   const leaseDurationMs = parseDuration(opts.leaderElectLeaseDuration ?? '15s')
   const renewDeadlineMs = parseDuration(opts.leaderElectRenewDeadline ?? '10s')
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
@@ -198,6 +210,9 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     ...(opts.selector !== undefined ? { selector: opts.selector } : {}),
     concurrency,
     resyncPeriodMs,
+    maxConcurrentRecreations,
+    recreationTimeoutMs,
+    ...(platform !== 'auto' ? { platform } : {}),
     ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
     log,
     metrics: controllerMetrics(metrics, runtimeMetrics),

@@ -38,6 +38,8 @@ export interface SandboxCommandOptions {
   logLevel?: string
   /** `--kubeconfig-for IDENTITY=FILE`, repeatable: IDENTITY is a user (`jane`, `system:serviceaccount:ns:sa`), optionally `,group,…`. */
   kubeconfigFor?: string[]
+  /** Act as OpenShift: SecurityContextConstraints served, Pods admitted as restricted-v2 (sandbox/admission/scc.ts). */
+  openshift?: boolean
   /** How long a changed chart's trial render of every CR may take (default {@link CHART_DEADLINE_MS}). */
   chartDeadlineMs?: number
 }
@@ -122,6 +124,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       podReadyDelayMs,
       installCRDs: [memcachedCRD(chart) as unknown as KubeObject],
       ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
+      ...(opts.openshift ? { openshift: true } : {}),
       ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
     })
   } catch (err) {

@@ -53,6 +53,8 @@ export interface OperatorMetrics {
   readonly reconcileFailures: Counter<'reason'>
   /** `memcached_operator_kind_served{kind}`: 1 when the cluster serves a kind the chart declares (`apiVersion/Kind`), 0 when not. */
   readonly kindServed: Gauge<'kind'>
+  /** `memcached_operator_recreations{state}`: workload re-creations `queued` for a slot and `in_flight` (deleted, replacement not ready yet). */
+  readonly recreations: Gauge<'state'>
   /**
    * `rest_client_requests_total{code,method,host}`: client-go's count of requests sent, one per
    * attempt (retries included), by status code (`<error>` when no answer came), as
@@ -88,6 +90,7 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
   const skippedApplies = new Counter({ name: 'memcached_operator_skipped_applies_total', help: 'Applies not sent because the live object already matched, by kind', labelNames: ['kind'] as const, registers })
   const reconcileFailures = new Counter({ name: 'memcached_operator_reconcile_failures_total', help: 'Failed reconciles, by condition reason', labelNames: ['reason'] as const, registers })
   const kindServed = new Gauge({ name: 'memcached_operator_kind_served', help: 'Whether the cluster serves a kind the chart declares (1) or not (0), by apiVersion/Kind', labelNames: ['kind'] as const, registers })
+  const recreations = new Gauge({ name: 'memcached_operator_recreations', help: 'Workload re-creations waiting for a slot (queued) and under way (in_flight): deleted, replacement not ready yet', labelNames: ['state'] as const, registers })
   const restClientRequests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'method', 'host'] as const, registers })
   return {
     registry,
@@ -108,6 +111,7 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
     skippedApplies,
     reconcileFailures,
     kindServed,
+    recreations,
     initController(controller) {
       for (const result of RESULTS) reconcileTotal.inc({ controller, result }, 0)
       reconcileErrors.inc({ controller }, 0)

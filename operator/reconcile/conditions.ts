@@ -46,6 +46,8 @@ export const REASONS = {
   NotApplied: 'NotApplied',
   /** An object was deleted and re-created to change a field the API server does not change in place. */
   Recreated: 'Recreated',
+  /** A workload must be re-created and waits for a slot of the fleet-wide budget (--max-concurrent-recreations). */
+  RecreationQueued: 'RecreationQueued',
   /** The workload's kind changed: the old one keeps serving until the new one has every replica ready. */
   SwitchingWorkload: 'SwitchingWorkload',
   // Ready

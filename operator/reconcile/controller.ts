@@ -10,6 +10,8 @@ import type { Logger } from 'pino'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { discoverKinds } from '../controller/discovery.ts'
+import { RecreationPacer } from './pacing.ts'
+import { detectPlatform, type Platform } from '../controller/platform.ts'
 import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
@@ -65,6 +67,8 @@ export interface ControllerMetrics extends ReconcileMetrics {
   reconciled(result: 'success' | 'error' | 'requeue' | 'requeue_after', seconds: number): void
   /** What discovery found of a declared kind (`apiVersion/Kind`). */
   kindServed?(kind: string, served: boolean): void
+  /** Workload re-creations waiting for a slot and under way (pacing.ts). */
+  recreations?(queued: number, inFlight: number): void
   queueHooks: QueueHooks
   /** The work queue, whose unfinished work is reported at each scrape. */
   watchQueue?(queue: UnfinishedWorkSource): void
@@ -93,6 +97,10 @@ export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics):
     failed: (reason) => m.reconcileFailures.inc({ reason }),
     reconciled: (result, seconds) => m.observeReconcile(CONTROLLER_NAME, result, seconds),
     kindServed: (kind, served) => m.kindServed.set({ kind }, served ? 1 : 0),
+    recreations: (queued, inFlight) => {
+      m.recreations.set({ state: 'queued' }, queued)
+      m.recreations.set({ state: 'in_flight' }, inFlight)
+    },
     queueHooks: m.queueHooks(CONTROLLER_NAME),
   }
 }
@@ -117,6 +125,18 @@ export interface MemcachedControllerOptions {
    * (their CRD may be uninstalled); default one minute. No request when there are neither.
    */
   discoveryPeriodMs?: number
+  /**
+   * Workloads deleted and re-created at a time across every Memcached (a field the server will not
+   * change in place); 0: no limit. Default {@link MAX_CONCURRENT_RECREATIONS}.
+   */
+  maxConcurrentRecreations?: number
+  /** How long a re-creation holds its slot at most while its replacement is not ready; default {@link RECREATION_TIMEOUT_MS}. */
+  recreationTimeoutMs?: number
+  /**
+   * The platform to render for; default: found by discovery at start (controller/platform.ts),
+   * `kubernetes` when discovery fails (logged).
+   */
+  platform?: Platform
   /** How long transient failures last before the CR is Degraded (default SUSTAINED_FAILURE_MS, transient.ts). */
   sustainedFailureMs?: number
   /** Overrides for tests. */
@@ -127,6 +147,15 @@ export interface MemcachedControllerOptions {
 function clusterScoped(k: ChartKind): string {
   return `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)`
 }
+
+/**
+ * The default of {@link MemcachedControllerOptions.maxConcurrentRecreations}: one instance without
+ * pods at a time, as a Deployment's default maxUnavailable takes a quarter of one instance's pods
+ * (docs/operator.md, "Re-creating objects").
+ */
+export const MAX_CONCURRENT_RECREATIONS = 1
+/** The default of {@link MemcachedControllerOptions.recreationTimeoutMs}: a Deployment's default progressDeadlineSeconds (600). */
+export const RECREATION_TIMEOUT_MS = 600_000
 
 /** The default of {@link MemcachedControllerOptions.discoveryPeriodMs}. */
 export const DISCOVERY_PERIOD_MS = 60_000
@@ -258,6 +287,8 @@ export class MemcachedController {
   #memory = new AppliedMemory()
   #aggregator = new EventAggregator()
   #reconciler: Reconciler
+  /** What the reconciles render for: decided at start, before any reconcile. */
+  #platform: Platform = 'kubernetes'
   #workers: Promise<void>[] = []
   /** Events are queued only once the workers run (on the leader): a standby's queue stays empty. */
   #active = false
@@ -313,6 +344,16 @@ export class MemcachedController {
     )
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
+    const pacer = new RecreationPacer({
+      max: opts.maxConcurrentRecreations ?? MAX_CONCURRENT_RECREATIONS,
+      timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS,
+      onFree: (key) => {
+        if (this.#active) this.#queue.add(key, PRIORITY.changed)
+      },
+      onChange: (queued, inFlight) => opts.metrics.recreations?.(queued, inFlight),
+      onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
+    })
+    opts.metrics.recreations?.(0, 0)
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,
@@ -327,6 +368,8 @@ export class MemcachedController {
       memory: this.#memory,
       events: recorder,
       metrics: opts.metrics,
+      pacer,
+      platform: () => this.#platform,
       ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()
@@ -532,6 +575,11 @@ export class MemcachedController {
    * an informer. @throws ClusterScopedKindError when the chart declares a cluster-scoped kind
    */
   async start(): Promise<void> {
+    this.#platform = this.#o.platform ?? (await detectPlatform(this.#o.client).catch((err: unknown) => {
+      this.#o.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'platform discovery failed: rendering for kubernetes (set --platform)')
+      return 'kubernetes' as const
+    }))
+    this.#o.log.info({ platform: this.#platform, ...(this.#o.platform ? {} : { by: 'discovery' }) }, 'platform')
     await this.#discover(true)
     // Stopped while discovery waited (for the rate limiter, say): no informer is started after.
     if (this.#stopped) return

@@ -25,6 +25,7 @@ import { stampShard } from './shard.ts'
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
 import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
+import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer } from './pacing.ts'
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { TransientFailures } from './transient.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
@@ -84,6 +85,10 @@ export interface ReconcilerDeps {
   references?: SecretReferences
   events: EventRecorder
   metrics: ReconcileMetrics
+  /** The platform rendered for (controller/platform.ts): the chart's platforms/<name>.yaml applies. */
+  platform?: () => string | undefined
+  /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
+  pacer?: RecreationPacer
   now?: () => Date
   /** See {@link TransientFailures}; default SUSTAINED_FAILURE_MS. */
   sustainedFailureMs?: number
@@ -153,6 +158,8 @@ const CACHE_SYNC_RETRY_MS = 1_000
  */
 const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
+/** How soon a CR waiting for a re-creation slot asks again, if the budget has not queued it before (it does when a slot frees). */
+const RECREATION_QUEUED_RETRY_MS = 30_000
 
 /** An object a create found already there and not this CR's: the reconcile stops and reports it. */
 class FoundForeign extends Error {
@@ -205,6 +212,7 @@ export class Reconciler {
   async #reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
+    this.#releaseReplaced(cr)
     const chart = this.#d.chart()
     const inputs = this.#inputsOf(cr)
     const settled = this.#stillSettled(cr, chart, inputs)
@@ -239,6 +247,11 @@ export class Reconciler {
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) return this.#conflict(cr, conflicts, desired, log)
 
+    // Asked before anything is applied: a CR whose workload waits for its turn applies nothing, so
+    // that no Service, PDB or NetworkPolicy moves to the new selector while the old pods serve.
+    const plan = this.#d.pacer ? planRecreations(this.#d.pacer, cr, desired, live, (d, current) => this.#mayRecreate(cr, d, current), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : { granted: [] }
+    if (plan.queued !== undefined) return this.#queued(cr, plan.queued, optional, log)
+
     let liveWorkload: KubeObject | undefined
     const done: Applied = { created: [], updated: [], recreated: [] }
     const results: (KubeObject | undefined)[] = []
@@ -250,9 +263,14 @@ export class Reconciler {
         if (isWorkload(d)) liveWorkload = result
       }
     } catch (err) {
+      // The server forced a re-creation the plan did not foresee, and there is no slot for it.
+      if (err instanceof RecreationQueued) return await this.#queued(cr, err.message, optional, log)
       if (!(err instanceof FoundForeign)) throw err
       return this.#conflict(cr, [err.conflict], desired, log)
     } finally {
+      // A slot taken for a re-creation that did not happen (the server changed it in place, or an
+      // earlier object failed) goes back at once.
+      for (const g of plan.granted) if (!done.recreated.some((r) => r.what === g.what)) this.#d.pacer?.release(g.key)
       await this.#announce(cr, done)
     }
     const switching = await this.#prune(cr, chart, desired, log)
@@ -271,7 +289,7 @@ export class Reconciler {
 
   /** The render's inputs from the CR, and the optional kinds left out (which change what is applied), as one text. */
   #inputsOf(cr: MemcachedObject): string {
-    return JSON.stringify([cr.metadata.name, cr.metadata.namespace ?? '', cr.spec ?? {}, [...(this.#d.unserved ?? new Map<string, string>()).keys()].sort()])
+    return JSON.stringify([cr.metadata.name, cr.metadata.namespace ?? '', cr.spec ?? {}, [...(this.#d.unserved ?? new Map<string, string>()).keys()].sort(), this.#d.platform?.() ?? ''])
   }
 
   /**
@@ -347,7 +365,8 @@ export class Reconciler {
       return sum
     }
     try {
-      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum, keys: (ns, name) => cache.keys?.(ns, name) } }), read: [...referred] }
+      const platform = this.#d.platform?.()
+      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum, keys: (ns, name) => cache.keys?.(ns, name) }, ...(platform !== undefined ? { platform } : {}) }), read: [...referred] }
     } finally {
       this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred.keys())
     }
@@ -388,6 +407,7 @@ export class Reconciler {
     this.#recreations.delete(uid)
     this.#settled.delete(uid)
     this.#transient.clear(uid)
+    this.#d.pacer?.forget(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */
@@ -568,6 +588,9 @@ export class Reconciler {
       throw new ReconcileError(`apply ${message}`, change)
     }
     const uid = current.metadata.uid as string
+    const slot = { key: objectKey(d), owner: ownerUid, crKey: `${cr.metadata.namespace ?? ''}/${cr.metadata.name}`, what, field: change.field, replaces: uid, ref: d }
+    const grant = isWorkload(d) ? this.#d.pacer?.request(slot) : undefined
+    if (grant?.granted === false) throw new RecreationQueued(queuedMessage(slot, grant))
     byObject.set(objectKey(d), { desiredHash, deletedUid: uid })
     this.#recreations.set(ownerUid, byObject)
     let left: KubeObject | undefined
@@ -577,6 +600,7 @@ export class Reconciler {
         { propagationPolicy: 'Background', preconditions: { uid } },
       )
     } catch (err) {
+      if (!isNotFound(err)) this.#d.pacer?.release(slot.key)
       if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`, { cause: err }), log)
     }
     this.#d.memory.forget(uid)
@@ -584,11 +608,49 @@ export class Reconciler {
     done.recreated.push({ what, change })
     // A finalizer holds it: it is re-created once it is gone (#applyOne waits for that uid).
     if (left?.kind === d.kind && left.metadata.uid === uid && left.metadata.deletionTimestamp) return undefined
-    // Created again with a POST: somebody else's object that took the name meanwhile is refused.
-    const found = await this.#create(cr, d, undefined, log)
+    // Created again with a POST: somebody else's object that took the name meanwhile is refused,
+    // and this CR's slot goes back at once (no replacement of ours will become ready to free it).
+    let found: { created: boolean; object: KubeObject }
+    try {
+      found = await this.#create(cr, d, undefined, log)
+    } catch (err) {
+      if (err instanceof FoundForeign) this.#d.pacer?.release(slot.key)
+      throw err
+    }
     if (!found.created && found.object.metadata.uid === uid) return undefined
     log.info({ object: what }, 're-created')
     return found.object
+  }
+
+  /** Whether `current` may be deleted and re-created for `d` now ({@link whyNotRecreate}; not one already deleted and awaited). */
+  #mayRecreate(cr: MemcachedObject, d: RenderedObject, current: KubeObject): boolean {
+    const last = this.#recreations.get(cr.metadata.uid ?? '')?.get(objectKey(d))
+    if (last?.deletedUid === current.metadata.uid) return false
+    return whyNotRecreate({ desired: d, live: current, ownerUid: cr.metadata.uid, desiredHash: hashDesired(d), recreatedFor: last?.desiredHash }) === undefined
+  }
+
+  /**
+   * A CR whose workload re-creation waits for a slot (pacing.ts): nothing of it was applied; its
+   * status says so (Progressing RecreationQueued), from the live workload, and it looks again when
+   * a slot frees (the budget queues it) or after {@link RECREATION_QUEUED_RETRY_MS}.
+   */
+  async #queued(cr: MemcachedObject, message: string, optional: ConditionInput | undefined, log: Logger): Promise<ReconcileResult> {
+    log.info({ waiting: message }, 're-creation queued')
+    const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Progressing)
+    if (before?.reason !== REASONS.RecreationQueued) await this.#d.events.record(cr, 'Normal', REASONS.RecreationQueued, message, 'Apply')
+    await this.#writeStatus(cr, undefined, undefined, { kind: 'ok', queued: message }, log, optional ? [optional] : [])
+    return { requeueAfterMs: RECREATION_QUEUED_RETRY_MS }
+  }
+
+  /** Gives back the slots of this CR's re-creations whose replacement has every replica ready (read from the cache). */
+  #releaseReplaced(cr: MemcachedObject): void {
+    const pacer = this.#d.pacer
+    if (!pacer || cr.metadata.uid === undefined) return
+    for (const slot of pacer.held(cr.metadata.uid)) {
+      const live = this.#cached(slot.ref)
+      if (live === undefined || live.metadata.uid === slot.replaces || this.#notReady(slot.ref) !== undefined) continue
+      pacer.release(slot.key)
+    }
   }
 
   /** One event per kind of change and reconcile (not one per object): `Created a, b`, `Updated c (.spec.replicas)`. */

@@ -20,7 +20,8 @@ import { isMap, jsonEqual } from './normalize.ts'
  */
 export type ReconcileOutcome =
   /** `switching`: an old workload of the other kind is kept until the new one is ready (what is awaited). */
-  | { kind: 'ok'; recreated?: readonly string[]; switching?: string }
+  /** `queued`: a workload re-creation waits for a slot of the fleet's budget (pacing.ts), nothing was applied. */
+  | { kind: 'ok'; recreated?: readonly string[]; switching?: string; queued?: string }
   | { kind: 'invalid'; message: string }
   | { kind: 'template'; message: string }
   | { kind: 'refused'; message: string }
@@ -244,7 +245,8 @@ function validSelector(d: WorkloadLike | undefined): LabelSelector | undefined {
  *   pkg/polymorphichelpers/rollout_status.go) >= the desired size, True `ScaledToZero`
  *   for size 0, otherwise False `ReplicasNotReady` (`2/3 replicas ready`) or `DeploymentNotFound`
  *   (`StatefulSetNotFound`);
- * - Progressing: True `Recreated` when this reconcile deleted and re-created objects (the outcome's
+ * - Progressing: True `RecreationQueued` when a workload must be re-created and waits for its turn
+ *   (the outcome's `queued`: which object, the immutable field, its place); True `Recreated` when this reconcile deleted and re-created objects (the outcome's
  *   `recreated`, e.g. `Service default/cache: … may not change once set`); True `SwitchingWorkload`
  *   while a workload of the old kind waits to be pruned until the new one is ready (the outcome's
  *   `switching`); True `RollingOut` while the Deployment controller has not observed the
@@ -294,7 +296,10 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
 
   const recreated = outcome.kind === 'ok' ? (outcome.recreated ?? []) : []
   const switching = outcome.kind === 'ok' ? outcome.switching : undefined
-  if (recreated.length > 0) {
+  const queued = outcome.kind === 'ok' ? outcome.queued : undefined
+  if (queued !== undefined) {
+    conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.RecreationQueued, message: queued })
+  } else if (recreated.length > 0) {
     conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Recreated, message: `recreated ${recreated.join('; ')}` })
   } else if (switching !== undefined) {
     conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.SwitchingWorkload, message: switching })

@@ -38,6 +38,11 @@ export interface Chart {
   description: string
   /** values.yaml, parsed (null-prototype maps). */
   defaults: Values
+  /**
+   * platforms/<name>.yaml: values over the defaults on one platform (`openshift`), below the
+   * spec; their nulls are kept, so that they can remove a default (see docs/chart-authoring.md).
+   */
+  platforms: Readonly<Record<string, Values>>
   /** values.schema.json as written. */
   schema: SchemaNode
   validate: ValuesValidator
@@ -96,7 +101,30 @@ export function chartFiles(dir: string): string[] {
   } catch {
     // No templates/ directory: loading the chart reports it.
   }
-  return [join(dir, 'Chart.yaml'), join(dir, 'values.yaml'), join(dir, 'values.schema.json'), join(dir, KINDS_FILE), join(dir, 'templates'), ...templates]
+  return [join(dir, 'Chart.yaml'), join(dir, 'values.yaml'), join(dir, 'values.schema.json'), join(dir, KINDS_FILE), join(dir, 'templates'), ...templates, ...platformFiles(dir).map((f) => join(dir, PLATFORMS_DIR, f))]
+}
+
+const PLATFORMS_DIR = 'platforms'
+
+/** The chart's platform files (`openshift.yaml`), sorted; none without a platforms/ directory. */
+function platformFiles(dir: string): string[] {
+  try {
+    return readdirSync(join(dir, PLATFORMS_DIR)).filter((f) => f.endsWith('.yaml')).sort()
+  } catch {
+    return []
+  }
+}
+
+/** platforms/*.yaml, each a map of values (nulls kept: a platform may remove a default). */
+function readPlatforms(dir: string): Record<string, Values> {
+  const out: Record<string, Values> = Object.create(null)
+  for (const f of platformFiles(dir)) {
+    const file = join(PLATFORMS_DIR, f)
+    const values = parseYamlFile(dir, file) ?? {}
+    if (!isPlainMap(values)) throw new RenderError('input', [`${join(dir, file)}: must be a map`])
+    out[f.slice(0, -'.yaml'.length)] = cloneData(values) as Values
+  }
+  return out
 }
 
 function readChart(dir: string): Chart {
@@ -149,6 +177,7 @@ function readChart(dir: string): Chart {
     appVersion: String(meta.appVersion ?? meta.version),
     description: String(meta.description ?? ''),
     defaults: cloneData(defaults, true) as Values,
+    platforms: readPlatforms(dir),
     schema,
     validate,
     kinds,

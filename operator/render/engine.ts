@@ -22,6 +22,8 @@ export interface RenderInput {
   overrides?: Values[]
   /** Where `secretChecksum()` reads Secrets of the namespace; without one, every checksum is {@link OFFLINE_CHECKSUM}. */
   secrets?: SecretSource
+  /** The platform (`openshift`): the chart's platforms/<name>.yaml goes over its defaults, below the spec. */
+  platform?: string
 }
 
 /** The objects an instance should have, in apply order, with the template each came from. */
@@ -63,19 +65,23 @@ export function standardLabels(chart: Pick<Chart, 'name' | 'appVersion'>, instan
 export function resolveValues(chart: Chart, input: RenderInput): Values {
   const spec = input.spec ?? {}
   if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
-  const values = mergeAll([chart.defaults, cloneData(spec) as Values, ...(input.overrides ?? [])])
+  const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
+  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
-  if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, [spec, ...(input.overrides ?? [])])))
+  if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, platform && { file: `platforms/${input.platform}.yaml`, values: platform }, [spec, ...(input.overrides ?? [])])))
   return values
 }
 
 /**
  * A problem of a value that neither the spec nor an override sets is the chart's own default's:
- * said so, with `values.yaml` as its place, rather than blamed on the CR.
+ * said so, with `values.yaml` (or the platform's file, when that sets it) as its place, rather
+ * than blamed on the CR.
  */
-function blameDefaults(problem: string, defaults: Values, given: unknown[]): string {
+function blameDefaults(problem: string, defaults: Values, platform: { file: string; values: Values } | undefined, given: unknown[]): string {
   const m = /^spec\.([^.[:]+)[^:]*: /.exec(problem)
-  if (!m || !Object.hasOwn(defaults, m[1]!) || given.some((g) => isPlainMap(g) && Object.hasOwn(g, m[1]!))) return problem
+  if (!m || given.some((g) => isPlainMap(g) && Object.hasOwn(g, m[1]!))) return problem
+  if (platform && Object.hasOwn(platform.values, m[1]!)) return `${platform.file}: ${problem.slice('spec.'.length)} (a value of the chart on this platform: neither the spec nor an override sets ${m[1]})`
+  if (!Object.hasOwn(defaults, m[1]!)) return problem
   return `values.yaml: ${problem.slice('spec.'.length)} (a default of the chart: neither the spec nor an override sets ${m[1]})`
 }
 

@@ -44,6 +44,7 @@ import { admitNamespaceLifecycle } from './admission/namespace.ts'
 import { admitOwnerReferences } from './admission/ownerreferences.ts'
 import type { Attributes, Decision } from './auth/rbac.ts'
 import { admitPodSecurity } from './admission/podsecurity.ts'
+import { admitRestrictedV2 } from './admission/scc.ts'
 import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
 import { prepareService } from './service.ts'
 import { goJson, goValue, invalid as invalidCause, validateBuiltin, validateMetadata } from './validation.ts'
@@ -304,6 +305,8 @@ export class Cluster implements ClusterAccess {
   readonly #eventTtl: EventTtl
   /** Requests answered outside the storage pipeline (reviews, TokenRequest); set by the auth layer. */
   serveExtra: ((req: ApiRequest) => Reply | undefined) | undefined
+  /** OpenShift's SCC admission, restricted-v2 only (admission/scc.ts): the sandbox option `openshift`. */
+  openshift = false
   /** The authorizer, for admission plugins that ask it (OwnerReferencesPermissionEnforcement); set by the auth layer. */
   authorize: ((a: Attributes) => Decision) | undefined
   /**
@@ -731,6 +734,8 @@ export class Cluster implements ClusterAccess {
     // OwnerReferencesPermissionEnforcement is a mutating plugin: it runs before validation. Only
     // requests with a user pass through it (the sandbox's own controllers act as the server).
     if (req.user && this.authorize) admitOwnerReferences(type, obj, old, req.user, req.subresource, this.authorize, (g, v, k) => this.registry.byKind(g, v, k))
+    // OpenShift's SCC admission is a mutating plugin too, for every Pod (the controllers' included).
+    if (this.openshift && !type.custom && req.subresource === undefined) admitRestrictedV2(type, obj, old, this.#namespace(obj.metadata.namespace ?? '')?.metadata.annotations)
     if (req.user && req.subresource === undefined) for (const hook of this.mutatingWebhooks) hook(obj, { group: type.group, resource: type.resource, operation: old ? 'UPDATE' : 'CREATE' })
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
     causes.push(...(type.validate?.(obj) ?? []))

@@ -9,6 +9,7 @@
  * await sandbox.close()
  * ```
  */
+import { OPENSHIFT_DEFAULT_RANGES, SCC_CRD } from './admission/scc.ts'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net'
@@ -74,6 +75,11 @@ export interface SandboxOptions {
   anonymous?: boolean
   /** Static bearer tokens besides the kubeconfig's (`--token-auth-file`). */
   tokens?: AuthOptions['tokens']
+  /**
+   * Act as OpenShift where a Memcached's pods meet it: serve SecurityContextConstraints
+   * (security.openshift.io/v1, a CRD) and admit Pods as the restricted-v2 SCC does (admission/scc.ts).
+   */
+  openshift?: boolean
 }
 
 /** A running sandbox. */
@@ -188,7 +194,14 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   if (opts.anonymous !== undefined) authOpts.anonymous = opts.anonymous
   if (opts.tokens !== undefined) authOpts.tokens = opts.tokens
   const { cluster, auth } = createAuthorizedCluster(cOpts, authOpts)
-  for (const crd of opts.installCRDs ?? []) {
+  if (opts.openshift) {
+    cluster.openshift = true
+    // OpenShift's cluster-policy-controller gives every namespace its ranges; the sandbox gives
+    // `default` one at start, and a namespace created later must carry its own (README).
+    const res = cluster.respond({ verb: 'patch', group: '', version: 'v1', resource: 'namespaces', name: 'default', contentType: 'application/merge-patch+json', body: { metadata: { annotations: OPENSHIFT_DEFAULT_RANGES } }, query: new URLSearchParams(), userAgent: 'sandbox' })
+    if (res.status !== 200) throw new Error(`cannot annotate namespace default: ${res.json ?? JSON.stringify(res.body)}`)
+  }
+  for (const crd of [...(opts.openshift ? [SCC_CRD] : []), ...(opts.installCRDs ?? [])]) {
     const res = cluster.respond({ verb: 'create', group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', body: structuredClone(crd), query: new URLSearchParams(), userAgent: 'sandbox' })
     if (res.status !== 201) throw new Error(`cannot install CRD ${crd.metadata.name ?? ''}: ${res.json ?? JSON.stringify(res.body)}`)
   }

@@ -41,6 +41,11 @@ export class CountingMetrics implements ControllerMetrics {
   kindServed(kind: string, served: boolean): void {
     this.counts[`served:${kind}`] = served ? 1 : 0
   }
+  /** Every (queued, in-flight) pair of re-creations reported, in order. */
+  recreationCounts: [number, number][] = []
+  recreations(queued: number, inFlight: number): void {
+    this.recreationCounts.push([queued, inFlight])
+  }
   queueHooks = {}
 }
 
@@ -63,7 +68,7 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
 }
 
 /** An operator (controller and its client) against a running sandbox. */
-export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
   const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
@@ -77,6 +82,7 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
     concurrency: opts.concurrency ?? 2,
     resyncPeriodMs: opts.resyncPeriodMs ?? 600_000,
     ...(opts.discoveryPeriodMs !== undefined ? { discoveryPeriodMs: opts.discoveryPeriodMs } : {}),
+    ...(opts.maxConcurrentRecreations !== undefined ? { maxConcurrentRecreations: opts.maxConcurrentRecreations } : {}),
     ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     log,
     metrics,
