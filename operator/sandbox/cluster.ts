@@ -735,6 +735,14 @@ export class Cluster implements ClusterAccess {
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
     causes.push(...(type.validate?.(obj) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)
+    // A patch that creates (an apply to a missing object) needs `create` as well as `patch`: its
+    // create validation is wrapped in an authorization check (apiserver endpoints/handlers/patch.go,
+    // `withAuthorization(…, createAuthorizerAttributes)`), asked before the validating plugins.
+    if (!old && req.verb === 'patch' && req.user && this.authorize) {
+      const name = obj.metadata.name ?? ''
+      const d = this.authorize({ user: req.user, verb: 'create', resourceRequest: true, group: type.group, version: type.version, resource: type.resource, ...(req.namespace ? { namespace: req.namespace } : {}), name })
+      if (!d.allowed) throw forbidden(type.group, type.resource, name, d.reason)
+    }
     // Validating admission plugins, in kube-apiserver's order: PodSecurity, then ResourceQuota.
     if (!type.custom && req.subresource === undefined) {
       warnings.push(...admitPodSecurity(type, obj, old, type.namespaced ? this.#namespace(obj.metadata.namespace ?? '')?.metadata.labels : undefined))
