@@ -1,9 +1,12 @@
 /**
- * An object the operator's own cache does not show is created with a POST, never applied: a POST
- * finds somebody else's object of the name with its 409 AlreadyExists (and changes nothing), and
- * only then is the object read (GET) and judged as it is. A new Memcached thus costs its creates
- * (with the patch that gives their fields to the operator's Apply entry), its status writes and its
- * event, and the operator lists and watches nothing but its own objects.
+ * An object the operator's own cache does not show is created by a server-side apply carrying a
+ * fresh random uid: on a missing object it takes the create-on-update path of apiserver
+ * registry/generic/registry/store.go `Update` (the server's uid, only our Apply entry); on
+ * somebody else's object of the name it is refused 422 `metadata.uid … field is immutable`
+ * (registry/rest/update.go `BeforeUpdate`, `ValidateObjectMetaUpdate`) and changes nothing, and
+ * only then is the object read (GET) and judged as it is. A new Memcached thus costs one apply per
+ * object, its status writes and its event, and the operator lists and watches nothing but its own
+ * objects.
  */
 import pino from 'pino'
 import t, { type Test } from 'tap'
@@ -44,23 +47,23 @@ const theirDeployment = (name: string, labels: Record<string, string> = { app: n
   spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'app', image: 'their/app:1' }] } } },
 })
 
-t.test('a new Memcached is created with a POST per object, its status writes and an event: no GET', async (t) => {
+t.test('a new Memcached is created with one uid-guarded apply per object (store.go Update create path), its status writes and an event: no GET, no POST', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())
   bed.sandbox.requests.reset()
   await bed.client.create({ ...MC, metadata: { name: 'fresh', namespace: 'default' }, spec: { size: 2 } })
   await eventually('status written', async () => (conditionOf(await bed.client.get({ ...MC, namespace: 'default', name: 'fresh' }), 'Available') ? true : undefined))
-  await eventually('the creates\' fields moved', () => (operatorRequests(bed.sandbox).filter((r) => r.patchType === 'json' && r.code === 200).length === 3 ? true : undefined))
   t.same(operatorGets(bed.sandbox), [], 'no GET')
   const writes = operatorRequests(bed.sandbox).filter((r) => r.verb !== 'get' && r.verb !== 'list' && r.verb !== 'watch')
-  t.same(writes.filter((w) => w.resource !== 'events' && !w.subresource && w.verb === 'create').map((w) => `${w.resource} ${w.code}`).sort(), ['deployments 201', 'poddisruptionbudgets 201', 'services 201'], 'one create per object')
-  t.same([...new Set(writes.filter((w) => w.verb === 'patch' && !w.subresource).map((w) => w.patchType))], ['json'], 'no apply: the only patches move the creates\' fields to the Apply entry')
+  t.same(writes.filter((w) => w.resource !== 'events' && !w.subresource).map((w) => `${w.verb} ${w.patchType} ${w.resource} ${w.code}`).sort(), ['patch apply deployments 201', 'patch apply poddisruptionbudgets 201', 'patch apply services 201'], 'one apply per object, which created it: no POST, no other patch')
+  const dep = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'fresh' })
+  t.same(((dep.metadata.managedFields ?? []) as { manager: string; operation: string }[]).filter((e) => e.manager === 'memcached-operator').map((e) => e.operation), ['Apply'], 'the operator\'s Apply entry alone')
   t.ok(writes.some((w) => w.resource === 'memcacheds' && w.subresource === 'status'), 'status written')
   t.ok(writes.some((w) => w.resource === 'events' && w.verb === 'create'), 'an event')
   t.same([...new Set(writes.map((w) => w.resource))].sort(), ['deployments', 'events', 'memcacheds', 'poddisruptionbudgets', 'services'], 'and nothing else')
 })
 
-t.test('an object that is not the operator\'s is found by its create\'s AlreadyExists, read once and refused: nothing is written to it', async (t) => {
+t.test('an object that is not the operator\'s is found by its apply\'s 422 (uid immutable: rest/update.go BeforeUpdate), read once and refused: nothing is written to it', async (t) => {
   // Created before the operator starts, so that its caches hold it when the CR comes (one created
   // just before the CR may still be on its way through the watch: the tests below).
   const bed = await startBed({ before: async (sandbox) => {
@@ -73,17 +76,19 @@ t.test('an object that is not the operator\'s is found by its create\'s AlreadyE
   await bed.client.create({ ...MC, metadata: { name: 'theirs', namespace: 'default' }, spec: { size: 2 } })
   const cr = await degraded(bed.client, 'theirs', 'OwnershipConflict')
   t.match(conditionOf(cr, 'Degraded')?.message, /^Deployment default\/theirs exists and has no controller/)
-  const creates = operatorRequests(bed.sandbox).filter((r) => r.verb === 'create' && r.resource === 'deployments').map((r) => r.code)
-  t.ok(creates.length >= 1 && creates.every((c) => c === 409), 'its create refused: AlreadyExists')
+  const creates = operatorRequests(bed.sandbox).filter((r) => r.resource === 'deployments' && (r.verb === 'create' || r.verb === 'patch')).map((r) => `${r.verb} ${r.patchType} ${r.code}`)
+  t.ok(creates.length >= 1 && creates.every((c) => c === 'patch apply 422'), `its apply refused for its uid: ${creates.join(', ')}`)
   t.same([...new Set(operatorGets(bed.sandbox))], ['deployments/theirs'], 'then read: the only GET')
   const after = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'theirs' })
   t.notOk(managers(after).includes('memcached-operator'), 'not written')
   t.equal(after.metadata.ownerReferences, undefined, 'no owner added')
-  t.same(operatorRequests(bed.sandbox).filter((r) => r.patchType === 'apply' && !r.subresource), [], 'nothing applied')
+  const applies = operatorRequests(bed.sandbox).filter((r) => r.patchType === 'apply' && !r.subresource)
+  t.same(applies.filter((r) => r.resource === 'deployments' && r.code !== 422), [], 'nothing applied to it')
+  t.same(applies.filter((r) => r.code !== 201 && r.code !== 422), [], 'every apply created its object or was refused: no object changed')
   t.notOk(operatorRequests(bed.sandbox).some((r) => r.resource === 'poddisruptionbudgets'), 'nothing after it created')
 })
 
-t.test('an object whose operator label is taken away is refused: it leaves the cache, and its create finds it', async (t) => {
+t.test('an object whose operator label is taken away is refused: it leaves the cache, and the uid-guarded apply finds it', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())
   const other = clientFor(bed.sandbox, 'someone-else/v1', 'someone-else')
@@ -135,7 +140,7 @@ async function blindReconciler(t: Test, name: string, opts: { children?: Record<
  * delivered it — or one the operator's caches never list at all, being somebody else's.
  * Simulated by a reconciler whose caches have not seen it, against a real API server.
  */
-t.test('an object the caches do not show is found by the create\'s AlreadyExists: an ownership conflict, and nothing is written to it', async (t) => {
+t.test('an object the caches do not show is found by the apply\'s 422 (uid immutable): an ownership conflict, and nothing is written to it', async (t) => {
   const metrics = new CountingMetrics()
   const { sb, user, reconciler, log } = await blindReconciler(t, 'raced', { metrics })
   // Its selector is the chart's: a forced apply could have changed it.
@@ -152,15 +157,15 @@ t.test('an object the caches do not show is found by the create\'s AlreadyExists
   t.equal(theirs.metadata.ownerReferences, undefined, 'no owner added')
 
   t.same(await reconciler.reconcile('default', 'raced', log), { requeueAfterMs: 60_000 }, 'still refused at the next look')
-  t.same(sb.requests.log().filter((r) => r.userAgent === UA && r.resource === 'deployments').map((r) => `${r.verb} ${r.code}`), ['create 409', 'get 200', 'create 409', 'get 200'], 'a refused create and a read each time, no other write')
+  t.same(sb.requests.log().filter((r) => r.userAgent === UA && r.resource === 'deployments').map((r) => `${r.verb} ${r.code}`), ['patch 422', 'get 200', 'patch 422', 'get 200'], 'a refused apply and a read each time, no other write')
 })
 
-t.test('an object this CR created that its cache has not delivered yet is its own: found by its AlreadyExists, no conflict', async (t) => {
+t.test('an object this CR created that its cache has not delivered yet is its own: found by its apply\'s 422, no conflict', async (t) => {
   const { sb, user, reconciler, log } = await blindReconciler(t, 'mine')
   t.same(await reconciler.reconcile('default', 'mine', log), {})
   t.same(await reconciler.reconcile('default', 'mine', log), {}, 'the caches still show nothing')
   const requests = sb.requests.log().filter((r) => r.userAgent === UA && r.resource === 'deployments').map((r) => `${r.verb} ${r.code}`)
-  t.same(requests, ['create 201', 'create 409', 'get 200', 'patch 200'], 'created, then found, its fields moved to the Apply entry: nothing to apply')
+  t.same(requests, ['patch 201', 'patch 422', 'get 200'], 'created, then found as the create left it: nothing to apply')
   t.not(conditionOf(await user.get({ ...MC, namespace: 'default', name: 'mine' }), 'Degraded')?.status, 'True', 'not Degraded')
 })
 

@@ -47,18 +47,10 @@ t.test('a Memcached becomes a Deployment, a Service and a PDB it owns, and statu
     const child = await get(bed.client, apiVersion, kind, 'cache')
     t.same(child.metadata.ownerReferences, [{ apiVersion: MC.apiVersion, kind: MC.kind, name: 'cache', uid: cr.metadata.uid, controller: true, blockOwnerDeletion: true }], `${kind} is owned`)
   }
-  // A POST per object, then, at the next reconcile, the JSON patch that gives the POST's fields to
-  // the operator's Apply managedFields entry (reconcile/create.ts) — sent again if the cache had
-  // not yet shown the workload controller's status entry, which moves ours — and nothing else.
+  // One server-side apply per object, carrying a fresh uid, which created it (apiserver
+  // registry/generic/registry/store.go `Update`, create path) — and nothing else.
   const writes = bed.sandbox.requests.log().filter((r) => r.userAgent === 'memcached-operator/test' && WRITE_VERBS.has(r.verb) && r.resource !== 'events' && !r.subresource)
-  t.same(writes.filter((w) => w.verb === 'create').map((w) => `${w.resource} ${w.code}`).sort(), ['deployments 201', 'poddisruptionbudgets 201', 'services 201'], 'one create per rendered object')
-  const patches = writes.filter((w) => w.verb === 'patch')
-  t.ok(patches.every((w) => w.patchType === 'json'), 'no apply: nothing to change after the creates')
-  for (const resource of ['deployments', 'poddisruptionbudgets', 'services']) {
-    const codes = patches.filter((w) => w.resource === resource).map((w) => w.code)
-    t.ok(codes.length <= 3 && codes.at(-1) === 200 && codes.slice(0, -1).every((c) => c === 422), `${resource}: ownership moved (${codes.join(', ')})`)
-  }
-  t.equal(writes.length, 3 + patches.length, 'and nothing else')
+  t.same(writes.map((w) => `${w.verb} ${w.patchType} ${w.resource} ${w.code}`).sort(), ['patch apply deployments 201', 'patch apply poddisruptionbudgets 201', 'patch apply services 201'], 'one apply per rendered object, which created it, and nothing else')
   for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['policy/v1', 'PodDisruptionBudget']] as const) {
     const entries = ((await get(bed.client, apiVersion, kind, 'cache')).metadata.managedFields ?? []) as { manager: string; operation: string }[]
     t.same(entries.filter((e) => e.manager === 'memcached-operator').map((e) => e.operation), ['Apply'], `${kind}: the operator's fields are its Apply entry's only`)
@@ -157,7 +149,7 @@ t.test('an object of the same name owned by someone else is never taken over', a
   t.ok(events.items.some((e) => (e as any).reason === 'OwnershipConflict' && (e as any).type === 'Warning' && (e as any).involvedObject.name === 'taken'), 'a Warning event')
 })
 
-t.test('an unlabelled object of the same name (found by the create\'s AlreadyExists) is not taken over either', async (t) => {
+t.test('an unlabelled object of the same name (found by the uid-guarded apply\'s 422) is not taken over either', async (t) => {
   const before = async (sandbox: Bed['sandbox']) => {
     const other = clientFor(sandbox, 'someone-else/v1', 'someone-else')
     await other.create({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'theirs', namespace: 'default' }, spec: { replicas: 1, selector: { matchLabels: { app: 'theirs' } }, template: { metadata: { labels: { app: 'theirs' } }, spec: { containers: [{ name: 'app', image: 'their/app:1' }] } } } }, { fieldManager: 'someone-else' })
@@ -175,7 +167,7 @@ t.test('an unlabelled object of the same name (found by the create\'s AlreadyExi
   t.notOk(((after.metadata.managedFields ?? []) as { manager: string }[]).some((m) => m.manager === 'memcached-operator'), 'no write by our field manager')
   t.equal(after.metadata.ownerReferences, undefined, 'no owner added')
   t.equal((after.spec as any).template.spec.containers[0].image, 'their/app:1')
-  // Found when its create was refused: the objects created before it are the CR's own.
+  // Found when its uid-guarded apply was refused: the objects created before it are the CR's own.
   const service = await get(bed.client, 'v1', 'Service', 'theirs')
   t.equal(service.metadata.ownerReferences?.[0]?.uid, (await getMc(bed.client, 'theirs')).metadata.uid, 'the Service created before it is the CR\'s own')
   t.notOk(await exists(bed.client, 'policy/v1', 'PodDisruptionBudget', 'theirs'), 'and nothing after it is created')

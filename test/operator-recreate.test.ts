@@ -219,14 +219,10 @@ t.test('a second identical refusal after a re-creation does not delete again: De
     async apply(obj: KubeObject, opts: { subresource?: string }) {
       if (opts.subresource === 'status') return { ...cr, status: obj.status }
       calls.push(`apply ${obj.kind}`)
-      if (obj.kind === 'Service' && stored.has('Service')) throw refusal()
-      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
-      stored.set(obj.kind, live)
-      return live
-    },
-    async create(obj: KubeObject) {
-      if (stored.has(obj.kind)) throw new ApiError(409, 'AlreadyExists', `${obj.kind} "${obj.metadata.name}" already exists`)
-      calls.push(`create ${obj.kind}`)
+      const there = stored.get(obj.kind)
+      // As kube-apiserver: a uid the object does not have is refused (rest/update.go BeforeUpdate).
+      if (there && obj.metadata.uid !== undefined && obj.metadata.uid !== there.metadata.uid) throw new ApiError(422, 'Invalid', `${obj.kind} "loop" is invalid: metadata.uid: Invalid value: "${obj.metadata.uid}": field is immutable`, { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.uid', message: `Invalid value: "${obj.metadata.uid}": field is immutable` }] })
+      if (obj.kind === 'Service' && there) throw refusal()
       const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
       stored.set(obj.kind, live)
       return live

@@ -2,7 +2,8 @@
  * A new leader (or a restarted process) whose children's cache has not yet delivered what the
  * previous leader created a moment before — watch delivery under load, or an RV=0 list served by
  * a lagging apiserver's watch cache — takes the CR's own objects for its own: it finds them with
- * its creates' AlreadyExists, reads them and judges their controller reference, never reports an
+ * the 422 its uid-guarded applies get (a uid may not change: apiserver registry/rest/update.go
+ * `BeforeUpdate`, `ValidateObjectMetaUpdate`), reads them and judges their controller reference, never reports an
  * OwnershipConflict for them, and converges once its cache catches up. Two Reconcilers with their
  * own memories on one sandbox stand for the two processes.
  */
@@ -64,7 +65,7 @@ const writesBy = (sb: Sandbox, userAgent: string) => sb.requests.log().filter((r
 t.test('a new leader whose cache lags behind the previous leader\'s creates reports no OwnershipConflict and converges', async (t) => {
   const b = await bed(t)
   // Leader A creates the CR's objects (and at its next reconcile, its cache still empty, finds
-  // them and moves their fields to its Apply entry).
+  // them as it created them).
   const a = b.process('leader-a/1', new Map())
   t.same(await a.reconcile(), {})
   t.same(await a.reconcile(), {})
@@ -75,7 +76,7 @@ t.test('a new leader whose cache lags behind the previous leader\'s creates repo
   const leader = b.process('leader-b/1', shown)
   t.same(await leader.reconcile(), {}, 'no conflict, nothing to retry')
   t.equal((await b.degraded())?.status, 'False', 'not Degraded')
-  t.same(writesBy(b.sb, 'leader-b/1').map((r) => `${r.verb} ${r.resource} ${r.code}`), ['create services 409', 'create deployments 409', 'create poddisruptionbudgets 409'], 'its creates found the objects; nothing written to them')
+  t.same(writesBy(b.sb, 'leader-b/1').map((r) => `${r.verb} ${r.resource} ${r.code}`), ['patch services 422', 'patch deployments 422', 'patch poddisruptionbudgets 422'], 'its uid-guarded applies found the objects; nothing written to them')
   t.equal((await b.user.get({ apiVersion: 'v1', kind: 'Service', namespace: 'default', name: 'c' })).metadata.resourceVersion, created.metadata.resourceVersion, 'the Service untouched')
 
   // Its cache catches up: the CR's own objects, controlled by it.
@@ -98,7 +99,7 @@ t.test('a restarted process whose first list lags (an RV=0 list from a watch cac
   const restarted = b.process('restarted/1', new Map())
   t.same(await restarted.reconcile(), {})
   t.equal((await b.degraded())?.status, 'False', 'not Degraded')
-  t.same(writesBy(b.sb, 'restarted/1').filter((r) => r.verb === 'create').map((r) => `${r.resource} ${r.code}`), ['services 409', 'deployments 201', 'poddisruptionbudgets 201'])
+  t.same(writesBy(b.sb, 'restarted/1').map((r) => `${r.verb} ${r.resource} ${r.code}`), ['patch services 422', 'patch deployments 201', 'patch poddisruptionbudgets 201'], 'the Service found, nothing written to it; the rest created')
   const deployment = await b.user.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'c' })
   t.equal(deployment.metadata.ownerReferences?.[0]?.uid, b.cr.metadata.uid, 'the Deployment created again, the CR\'s')
 })

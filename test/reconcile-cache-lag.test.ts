@@ -174,7 +174,7 @@ const managersOf = (o: KubeObject) => ((o.metadata.managedFields ?? []) as { man
 /** Somebody else's Service of the CR's name. */
 const theirService = { apiVersion: 'v1', kind: 'Service', metadata: { name: NAME, namespace: 'default' }, spec: { clusterIP: 'None', ports: [{ name: 'memcache', port: 11211 }] } }
 
-t.test('a create that created an object but whose answer was lost: the next reconcile, its cache still showing nothing, finds it by its AlreadyExists and takes it for the CR\'s own', async (t) => {
+t.test('a create that created an object but whose answer was lost: the next reconcile, its cache still showing nothing, finds it by its uid-guarded apply\'s 422 (uid immutable: apiserver rest/update.go BeforeUpdate) and takes it for the CR\'s own', async (t) => {
   const bed = await laggingBed(t)
   bed.loseNextAnswer()
   await t.rejects(bed.reconcile(), /Timeout/, 'the first create times out')
@@ -189,7 +189,7 @@ t.test('an object somebody else created is an ownership conflict whatever the cl
   const bed = await laggingBed(t)
   await bed.user.create(theirService)
   bed.loseNextAnswer()
-  // The POST is refused (409) before its answer could be lost: the lost answer is the next write's.
+  // The uid-guarded apply is refused (422) before its answer could be lost: the lost answer is the next write's.
   t.same(await bed.reconcile(), { requeueAfterMs: 60_000 }, 'looked at again later')
   t.ok(await ownershipConflict(bed), 'Degraded OwnershipConflict')
   t.notOk(managersOf(await serviceOf(bed)).includes('memcached-operator'), 'not written')
@@ -215,7 +215,7 @@ t.test('an object the cache still shows after its deletion, applied again with t
   t.equal(after.metadata.resourceVersion, created.metadata.resourceVersion, 'and needs nothing more')
 })
 
-t.test('an object re-created for an immutable field, whose creating POST\'s answer was lost: the next reconcile, its cache showing nothing, finds it and takes it for the CR\'s own', async (t) => {
+t.test('an object re-created for an immutable field, whose creating apply\'s answer was lost: the next reconcile, its cache showing nothing, finds it and takes it for the CR\'s own', async (t) => {
   const bed = await laggingBed(t)
   await bed.reconcile()
   await bed.catchUp()
@@ -223,7 +223,7 @@ t.test('an object re-created for an immutable field, whose creating POST\'s answ
   // A Service with a cluster IP cannot become headless in place: it is deleted and created again.
   await bed.setSpec({ service: { headless: false } })
   bed.loseNextAnswer()
-  await t.rejects(bed.reconcile(), /Timeout/, 'the creating POST times out')
+  await t.rejects(bed.reconcile(), /Timeout/, 'the creating apply times out')
   const after = await serviceOf(bed)
   t.not(after.metadata.uid, before.metadata.uid, 'though the server created the Service again')
   bed.hide('Service')

@@ -8,13 +8,13 @@ const getMc = (c: KubeClient, name: string) => c.get({ ...MC, namespace: 'defaul
 type Condition = { type: string; status: string; reason: string; message: string }
 const condition = (o: KubeObject, type: string) => ((o.status ?? {}) as { conditions?: Condition[] }).conditions?.find((c) => c.type === type)
 
-// An object the caches do not show is created with a POST: what can fail on its way is that create.
+// An object the caches do not show is created by a uid-guarded apply: what can fail on its way is that apply.
 t.test('a failed create of an object the caches do not show is reported as Degraded, a Warning event and a metric', async (t) => {
   // A 5xx without Retry-After is reported once such failures have lasted (transient.ts): here at once.
   const bed = await startBed({ sustainedFailureMs: 0 })
   t.teardown(() => bed.stop())
-  // Only the create of the Service fails; lists, watches and the other writes go through.
-  bed.sandbox.faults.set({ errorRate: 1, verbs: ['create'], resources: ['services'] })
+  // Only the apply that creates the Service fails; lists, watches and the other writes go through.
+  bed.sandbox.faults.set({ errorRate: 1, verbs: ['patch'], resources: ['services'] })
   await bed.client.create({ ...MC, metadata: { name: 'unread', namespace: 'default' }, spec: { size: 1 } })
   const cr = await eventually('Degraded', async () => {
     const o = await getMc(bed.client, 'unread')

@@ -51,8 +51,8 @@ t.test('a 429-shedding window leaves the CR not Degraded and writes no status an
 t.test('a 5xx without Retry-After is not reported until such failures have lasted (SUSTAINED_FAILURE_MS)', async (t) => {
   const bed = await startBed()
   t.teardown(() => bed.stop())
-  // A new CR's objects are created with a POST: its Service's create fails.
-  bed.sandbox.faults.set({ errorRate: 1, verbs: ['create'], resources: ['services'] })
+  // A new CR's objects are created by a uid-guarded apply: its Service's fails.
+  bed.sandbox.faults.set({ errorRate: 1, verbs: ['patch'], resources: ['services'] })
   const errorsBefore = bed.metrics.counts['reconciled:error'] ?? 0
   await bed.client.apply({ ...MC, metadata: { name: 'shed', namespace: 'default' }, spec: { size: 1 } }, { force: true })
   await eventually('two reconciles failed', () => ((bed.metrics.counts['reconciled:error'] ?? 0) >= errorsBefore + 2 ? true : undefined))

@@ -74,10 +74,10 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
             why:
               'The kinds the chart may render (charts/memcached/kinds.yaml): informers list and watch the\n' +
               'objects labelled app.kubernetes.io/managed-by=memcached-operator (nobody else\'s); an object\n' +
-              'they do not show is created with `create` (a POST never touches an existing object), and only\n' +
-              'when one is already there is it read with `get`, to tell whose it is; server-side apply and\n' +
-              'the move of a create\'s fields to the operator\'s apply entry `patch` them, and pruning deletes\n' +
-              'what a CR no longer renders.',
+              'they do not show is created by a server-side apply (`patch`) carrying a fresh uid, which the\n' +
+              'API server refuses on an existing object: an apply that creates needs `create` too. Only when\n' +
+              'one is already there is it read with `get`, to tell whose it is; server-side apply `patch`es\n' +
+              'them, and pruning deletes what a CR no longer renders.',
           }
         : {}),
     })

@@ -204,9 +204,7 @@ function withoutManagedFields(o: KubeObject): KubeObject {
 
 /**
  * A child as cached: what a reconcile reads of it. Of its managedFields only the operator's own
- * entries on the main resource — its Apply entry, and the Update entry a create leaves until the
- * reconcile moves it to the Apply entry (create.ts; meanwhile every other entry as a stub, for
- * their indexes) — with their fieldsV1 kept as JSON text (the
+ * Apply entry on the main resource, with its fieldsV1 kept as JSON text (the
  * diff parses it when it runs, which a remembered apply spares; as text it takes a fraction of the
  * memory of the parsed tree); of its
  * status only what the CR's status and a kind switch read, a Deployment's or StatefulSet's replica
@@ -216,11 +214,8 @@ function withoutManagedFields(o: KubeObject): KubeObject {
 export function childSummary(o: KubeObject): KubeObject {
   const entries = o.metadata.managedFields as { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }[] | undefined
   const { status, ...rest } = o
-  const ours = (e: { manager?: string; operation?: string; subresource?: string }) => e.manager === FIELD_MANAGER && (e.operation === 'Apply' || e.operation === 'Update') && (e.subresource ?? '') === ''
-  // While a create's Update entry of ours is there, a stub of every other entry keeps the indexes
-  // the JSON patch that moves it addresses (create.ts ownershipPatch).
-  const stubs = entries?.some((e) => ours(e) && e.operation === 'Update') === true
-  const own = entries?.flatMap<Record<string, unknown>>((e) => (ours(e) ? [{ manager: e.manager, operation: e.operation, fieldsV1: JSON.stringify(e.fieldsV1 ?? {}) }] : stubs ? [{ manager: e.manager, operation: e.operation, ...(e.subresource ? { subresource: e.subresource } : {}) }] : []))
+  const ours = (e: { manager?: string; operation?: string; subresource?: string }) => e.manager === FIELD_MANAGER && e.operation === 'Apply' && (e.subresource ?? '') === ''
+  const own = entries?.flatMap<Record<string, unknown>>((e) => (ours(e) ? [{ manager: e.manager, operation: e.operation, fieldsV1: JSON.stringify(e.fieldsV1 ?? {}) }] : []))
   const out: KubeObject = own ? { ...rest, metadata: { ...o.metadata, managedFields: own } as KubeObject['metadata'] } : rest
   if ((o.kind === 'Deployment' || o.kind === 'StatefulSet') && status !== undefined) out.status = workloadStatusSummary(status as WorkloadLike['status'] & object)
   return out

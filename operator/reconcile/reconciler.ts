@@ -3,7 +3,7 @@
  * what the server will not change in place) → prune → status; when nothing it renders from and
  * nothing it applied has changed since its last complete reconcile, straight to prune → status.
  * Reads come from informer caches of the operator's own objects; an object they do not show is
- * created with a POST, and only when that POST finds one already there is it read (create.ts).
+ * created by an apply that can only create, and only when one is already there is it read (create.ts).
  */
 import type { Logger } from 'pino'
 import { API_VERSION, KIND, type Memcached, type MemcachedStatus } from '../api/memcached.ts'
@@ -19,7 +19,7 @@ import { hashDesired, type AppliedMemory } from './applied.ts'
 import { CONDITION_TYPES, findCondition, REASONS, type ConditionInput } from './conditions.ts'
 import { diffObject, FIELD_MANAGER } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
-import { createOrGet, ownUpdateEntry, takeOwnership } from './create.ts'
+import { createOrGet } from './create.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner, type OwnershipConflict } from './owner.ts'
 import { stampShard } from './shard.ts'
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
@@ -306,9 +306,8 @@ export class Reconciler {
       const result = results[i]
       const uid = result?.metadata.uid
       const entry = uid === undefined ? undefined : this.#d.memory.get(uid)
-      // A value the server kept (keptImmutable) is re-created by the next full reconcile, and the
-      // fields of a create are moved to our Apply entry by it (#ownFields).
-      if (result === undefined || uid === undefined || entry === undefined || entry.resourceVersion !== result.metadata.resourceVersion || keptImmutable(d, result) || ownUpdateEntry(result) >= 0) return
+      // A value the server kept (keptImmutable) is re-created by the next full reconcile.
+      if (result === undefined || uid === undefined || entry === undefined || entry.resourceVersion !== result.metadata.resourceVersion || keptImmutable(d, result)) return
       objects.push({ identity: settledIdentity(d), uid, desiredHash: entry.desiredHash })
     }
     this.#settled.set(crUid, { chart, inputs, secrets, objects, optional, notServed })
@@ -455,7 +454,6 @@ export class Reconciler {
     // Deleted to be re-created and still held by a finalizer: its deletion event brings us back.
     const deleted = this.#recreations.get(cr.metadata.uid ?? '')?.get(objectKey(d))?.deletedUid
     if (deleted !== undefined && current.metadata.uid === deleted) return undefined
-    current = await this.#ownFields(d, current, log)
     const kept = keptImmutable(d, current)
     if (kept) return this.#recreate(cr, d, current, kept, done, log)
     if (memory.isUnchangedSinceApply(d, current)) {
@@ -494,7 +492,8 @@ export class Reconciler {
   }
 
   /**
-   * Creates an object the cache does not show (create.ts: POST, and on AlreadyExists a GET). The
+   * Creates an object the cache does not show (create.ts: an apply that can only create, and when
+   * the object exists a GET). The
    * object found there is judged as it is: this CR's own or its adoptable orphan is returned for
    * the caller to diff and apply; anybody else's stops the reconcile as an ownership conflict
    * ({@link FoundForeign}) — nothing was written to it. No clock, no memory of earlier requests:
@@ -515,9 +514,6 @@ export class Reconciler {
       log.debug({ object: what }, 'exists though the cache does not show it yet: this Memcached\'s own')
       return found
     }
-    // Its fields move to our Apply entry at the next reconcile (which the object's arrival in the
-    // cache brings), from the cache: by then it shows the entries the workload controllers add
-    // right after a create (their status), which would move ours under a patch sent now.
     const object = found.object
     this.#d.memory.remember(object, d)
     this.#d.metrics.applied(d.kind)
@@ -526,23 +522,6 @@ export class Reconciler {
       done.created.push(what)
     }
     return { created: true, object }
-  }
-
-  /**
-   * An object that still carries the `Update` managedFields entry our POST left is given to our
-   * `Apply` entry (create.ts {@link takeOwnership}), so that a field later dropped from the render
-   * is removed by the apply instead of staying co-owned. When that fails (the entries moved
-   * meanwhile, a lost answer), the object is used as it is and the next reconcile tries again:
-   * a CR is not settled while one of its objects still has that entry.
-   */
-  async #ownFields(d: RenderedObject, live: KubeObject, log: Logger): Promise<KubeObject> {
-    if (ownUpdateEntry(live) < 0) return live
-    try {
-      return await takeOwnership(this.#d.client, live, d)
-    } catch (err) {
-      log.debug({ object: describeObject(d), err: err instanceof Error ? err.message : String(err) }, 'field ownership of the create not moved to the apply entry yet; the next reconcile tries again')
-      return live
-    }
   }
 
   /** Reports a failed apply (Degraded ApplyFailed) and throws it for a retry with backoff. */
@@ -608,8 +587,8 @@ export class Reconciler {
     done.recreated.push({ what, change })
     // A finalizer holds it: it is re-created once it is gone (#applyOne waits for that uid).
     if (left?.kind === d.kind && left.metadata.uid === uid && left.metadata.deletionTimestamp) return undefined
-    // Created again with a POST: somebody else's object that took the name meanwhile is refused,
-    // and this CR's slot goes back at once (no replacement of ours will become ready to free it).
+    // Created again by an apply that can only create: somebody else's object that took the name
+    // meanwhile is refused, and this CR's slot goes back at once (no replacement of ours will become ready to free it).
     let found: { created: boolean; object: KubeObject }
     try {
       found = await this.#create(cr, d, undefined, log)

@@ -47,7 +47,7 @@ import { admitPodSecurity } from './admission/podsecurity.ts'
 import { admitRestrictedV2 } from './admission/scc.ts'
 import { admitQuota, quotaStatus, type QuotaStore } from './admission/quota.ts'
 import { prepareService } from './service.ts'
-import { goJson, goValue, invalid as invalidCause, validateBuiltin, validateMetadata } from './validation.ts'
+import { goJson, goValue, invalid as invalidCause, uidChange, validateBuiltin, validateMetadata } from './validation.ts'
 import { applyErrorText } from '../kube/openapi-validate.ts'
 import type { ApiRequest, ApiResponse, ClusterAccess, FieldCause, Json, JsonObject, KubeObject, ResourceType, Topology, WatchEvent } from './types.ts'
 
@@ -740,6 +740,14 @@ export class Cluster implements ClusterAccess {
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
     causes.push(...(type.validate?.(obj) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)
+    // A patch that creates (an apply to a missing object) needs `create` as well as `patch`: its
+    // create validation is wrapped in an authorization check (apiserver endpoints/handlers/patch.go,
+    // `withAuthorization(…, createAuthorizerAttributes)`), asked before the validating plugins.
+    if (!old && req.verb === 'patch' && req.user && this.authorize) {
+      const name = obj.metadata.name ?? ''
+      const d = this.authorize({ user: req.user, verb: 'create', resourceRequest: true, group: type.group, version: type.version, resource: type.resource, ...(req.namespace ? { namespace: req.namespace } : {}), name })
+      if (!d.allowed) throw forbidden(type.group, type.resource, name, d.reason)
+    }
     // Validating admission plugins, in kube-apiserver's order: PodSecurity, then ResourceQuota.
     if (!type.custom && req.subresource === undefined) {
       warnings.push(...admitPodSecurity(type, obj, old, type.namespaced ? this.#namespace(obj.metadata.namespace ?? '')?.metadata.labels : undefined))
@@ -887,8 +895,11 @@ export class Cluster implements ClusterAccess {
     const sentManagedFields = m.managedFields !== undefined
     if (m.name !== undefined && m.name !== name) throw badRequest(`the name of the object (${m.name}) does not match the name on the URL (${name})`)
     if (type.namespaced && m.namespace !== undefined && m.namespace !== live.namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
-    // A uid in the body is a precondition, as the registry's update makes it.
-    if (m.uid !== undefined && m.uid !== '' && m.uid !== old.metadata.uid)
+    // A PUT's uid is a precondition, as the registry's update makes it; a patch's is validated (uidChange).
+    if (o.patch && o.subresource !== 'status') {
+      const changed = uidChange(m.uid, old.metadata.uid)
+      if (changed.length > 0) throw invalidObject(type, name, changed)
+    } else if (m.uid !== undefined && m.uid !== '' && m.uid !== old.metadata.uid)
       throw conflict(type.group, type.resource, name, `Precondition failed: UID in precondition: ${m.uid}, UID in object meta: ${old.metadata.uid ?? ''}`)
     const rv = m.resourceVersion
     if (rv !== undefined && rv !== '' && rv !== old.metadata.resourceVersion) throw conflict(type.group, type.resource, name)
@@ -1054,6 +1065,13 @@ export class Cluster implements ClusterAccess {
       throw new StatusError(500, '', `failed to create typed patch object (${typedName}): ${what}`)
     }
     if (!result.ok) throw applyConflict(result.conflicts, result.message)
+    // An apply that creates takes a server-generated uid whatever the configuration says (#initialise;
+    // registry/generic/registry/store.go `Update` fills the system fields on its create path); one
+    // to an existing object may not change it.
+    if (live && !subresource) {
+      const changed = uidChange(cfg.metadata.uid, live.obj.metadata.uid)
+      if (changed.length > 0) throw invalidObject(type, name, changed)
+    }
     const obj = this.#stamp(type, result.object)
     if (!live) {
       this.#initialise(type, obj)

@@ -636,3 +636,16 @@ export function validateBuiltin(obj: KubeObject, old: KubeObject | undefined): F
   else if (isRbacObject(obj)) out.push(...validateRbac(obj, old))
   return out
 }
+
+/**
+ * The uid a patch or an apply leaves in an existing object, refused when it is not the stored one:
+ * the patched object keeps a uid it carries (apiserver registry/rest/update.go `BeforeUpdate`:
+ * "Use the existing UID if none is provided") and `ValidateObjectMetaUpdate` holds it immutable
+ * (apimachinery api/validation/objectmeta.go). A PUT differs: its body's uid is a precondition
+ * (rest/update.go `defaultUpdatedObjectInfo.Preconditions`, a 409), while a patch's updated-object
+ * info has no object and so no precondition (endpoints/handlers/patch.go).
+ */
+export function uidChange(sent: unknown, stored: string | undefined): FieldCause[] {
+  if (typeof sent !== 'string' || sent === '' || sent === (stored ?? '')) return []
+  return [invalid('metadata.uid', goValue(sent), 'field is immutable')]
+}
