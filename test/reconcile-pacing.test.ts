@@ -230,7 +230,7 @@ t.test('a re-created workload whose name somebody else took meanwhile: Ownership
   let n = 0
   let deleted = false
   const refusal = () => new ApiError(422, 'Invalid', 'Deployment.apps "v" is invalid: spec.selector: Invalid value: {}: field is immutable', { causes: [{ reason: 'FieldValueInvalid', field: 'spec.selector', message: 'Invalid value: {}: field is immutable' }] })
-  // Somebody else's Deployment, created between our delete and our POST.
+  // Somebody else's Deployment, created between our delete and our re-creating apply.
   const theirs = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'v', namespace: 'default', uid: 'theirs', resourceVersion: '99' }, spec: {} } as KubeObject
   const client = {
     async apply(obj: KubeObject, opts: { subresource?: string }) {
@@ -238,14 +238,15 @@ t.test('a re-created workload whose name somebody else took meanwhile: Ownership
         statuses.push(obj.status)
         return { ...cr, status: obj.status }
       }
+      // The apply that can only create carries a fresh uid: an existing object refuses it, as kube-apiserver's ValidateObjectMetaUpdate does.
+      if (obj.metadata.uid !== undefined) {
+        if (obj.kind === 'Deployment' && deleted) throw new ApiError(422, 'Invalid', `Deployment.apps "v" is invalid: metadata.uid: Invalid value: "${obj.metadata.uid}": field is immutable`, { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.uid', message: `Invalid value: "${obj.metadata.uid}": field is immutable` }] })
+        const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
+        stored.set(obj.kind, live)
+        return live
+      }
       if (obj.kind === 'Deployment' && stored.has('Deployment')) throw refusal()
       return stored.get(obj.kind) ?? obj
-    },
-    async create(obj: KubeObject) {
-      if (obj.kind === 'Deployment' && deleted) throw new ApiError(409, 'AlreadyExists', 'deployments.apps "v" already exists')
-      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
-      stored.set(obj.kind, live)
-      return live
     },
     async get() {
       return theirs

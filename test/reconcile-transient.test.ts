@@ -42,3 +42,9 @@ t.test('a run of transient failures is reported once it has lasted; throttling n
   const zero = new TransientFailures(() => now, 0)
   t.same(zero.judge(undefined, api(500)), { report: true })
 })
+
+t.test('an applied configuration of the wrong types (500 from the field manager) is a definite refusal, reported at once', async (t) => {
+  const err = new ApiError(500, '', 'failed to create typed patch object (default/x; /v1, Kind=ConfigMap): .data.size: expected string, got &value.valueUnstructured{Value:1}')
+  t.equal(transientReason(err), undefined)
+  t.equal(transientReason(new ApiError(500, 'InternalError', 'etcdserver: request timed out')), 'ServerError', 'another 500 is still transient')
+})

@@ -26,6 +26,9 @@ export const SUSTAINED_FAILURE_MS = 5 * 60_000
 /** Why a failure is only retried: the metric's `reason`. */
 export type TransientReason = 'Throttled' | 'Conflict' | 'ServerError' | 'Unreachable'
 
+/** How kube-apiserver's field manager words an applied configuration of the wrong types. */
+const TYPED_PATCH_REFUSAL = 'failed to create typed patch object'
+
 /** Codes of failed connections (node's system errors). */
 const CONNECTION_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED'])
 
@@ -43,6 +46,10 @@ export function transientReason(err: unknown): TransientReason | undefined {
   const api = apiErrorIn(err)
   if (api) {
     if (api.status === 429) return 'Throttled'
+    // A server-side apply whose configuration does not fit the kind's schema is answered 500 by
+    // the field manager (structured-merge-diff's "failed to create typed patch object"), but it is
+    // the object that is wrong: the same apply fails the same way however often it is retried.
+    if (api.status === 500 && api.message.startsWith(TYPED_PATCH_REFUSAL)) return undefined
     if (api.status >= 500) return api.retryAfterSeconds !== undefined ? 'Throttled' : 'ServerError'
     // An optimistic-lock conflict or a precondition the cache has not caught up with; AlreadyExists is a definite answer.
     if (api.status === 409 && api.reason === 'Conflict') return 'Conflict'
