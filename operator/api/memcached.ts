@@ -58,14 +58,12 @@ export interface Memcached {
 }
 
 /**
- * Parses a YAML stream of Memcached documents (empty documents skipped; a `List` is unpacked).
- * Every problem names the source and the document; anything that is not a Memcached is refused.
+ * Calls `each` with every item of a YAML stream (YAML 1.1, duplicate keys refused, empty documents
+ * skipped, a `List` unpacked) and where it stands (`source: document N[, item M]`); YAML problems
+ * go to `problems`, named by source and line.
  */
-export function parseMemcacheds(text: string, source: string): Memcached[] {
-  const docs = YAML.parseAllDocuments(text, { version: '1.1', uniqueKeys: true })
-  const out: Memcached[] = []
-  const problems: string[] = []
-  docs.forEach((doc, i) => {
+export function forEachManifest(text: string, source: string, problems: string[], each: (item: unknown, at: string) => void): void {
+  YAML.parseAllDocuments(text, { version: '1.1', uniqueKeys: true }).forEach((doc, i) => {
     const where = `${source}: document ${i + 1}`
     if (doc.errors.length > 0) {
       problems.push(...yamlProblems(source, doc.errors))
@@ -81,12 +79,21 @@ export function parseMemcacheds(text: string, source: string): Memcached[] {
     }
     if (value === null || value === undefined) return
     const items = isPlainMap(value) && value.kind === 'List' && Array.isArray(value.items) ? value.items : [value]
-    items.forEach((item, j) => {
-      const at = items.length > 1 || item !== value ? `${where}, item ${j + 1}` : where
-      const problem = checkMemcached(item)
-      if (problem) problems.push(`${at}: ${problem}`)
-      else out.push(item as Memcached)
-    })
+    items.forEach((item, j) => each(item, items.length > 1 || item !== value ? `${where}, item ${j + 1}` : where))
+  })
+}
+
+/**
+ * Parses a YAML stream of Memcached documents (empty documents skipped; a `List` is unpacked).
+ * Every problem names the source and the document; anything that is not a Memcached is refused.
+ */
+export function parseMemcacheds(text: string, source: string): Memcached[] {
+  const out: Memcached[] = []
+  const problems: string[] = []
+  forEachManifest(text, source, problems, (item, at) => {
+    const problem = checkMemcached(item)
+    if (problem) problems.push(`${at}: ${problem}`)
+    else out.push(item as Memcached)
   })
   if (problems.length > 0) throw new RenderError('input', problems)
   return out

@@ -6,9 +6,8 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import YAML from 'yaml'
-import { API_VERSION, checkMemcached, KIND, type Memcached } from '../api/memcached.ts'
-import { RenderError, yamlData, yamlProblems } from '../render/errors.ts'
+import { API_VERSION, checkMemcached, forEachManifest, KIND, type Memcached } from '../api/memcached.ts'
+import { RenderError } from '../render/errors.ts'
 import { isPlainMap } from '../render/values.ts'
 import { UsageError, type CliIO } from './io.ts'
 
@@ -86,38 +85,20 @@ export type InputDocument = { memcached: Memcached; source: string } | { other: 
 export function parseDocuments(text: string, source: string): InputDocument[] {
   const out: InputDocument[] = []
   const problems: string[] = []
-  YAML.parseAllDocuments(text, { version: '1.1', uniqueKeys: true }).forEach((doc, i) => {
-    const where = `${source}: document ${i + 1}`
-    if (doc.errors.length > 0) {
-      problems.push(...yamlProblems(source, doc.errors))
+  forEachManifest(text, source, problems, (item, at) => {
+    if (isPlainMap(item) && (item.kind === KIND || item.apiVersion === API_VERSION)) {
+      const problem = checkMemcached(item)
+      if (problem) problems.push(`${at}: ${problem}`)
+      else out.push({ memcached: item as unknown as Memcached, source })
       return
     }
-    let value: unknown
-    try {
-      value = yamlData(doc, source, text)
-    } catch (err) {
-      if (!(err instanceof RenderError)) throw err
-      problems.push(...err.problems)
+    const meta = isPlainMap(item) ? item.metadata : undefined
+    if (!isPlainMap(item) || typeof item.apiVersion !== 'string' || typeof item.kind !== 'string' || !isPlainMap(meta) || typeof meta.name !== 'string' || meta.name === '') {
+      const hint = isPlainMap(item) && item.apiVersion === undefined && item.kind === undefined ? ' (a values file is given with --values, not -f)' : ''
+      problems.push(`${at}: not a Kubernetes object: expected apiVersion ${API_VERSION} and kind ${KIND}, or another object with apiVersion, kind and metadata.name to pass through${hint}`)
       return
     }
-    if (value === null || value === undefined) return
-    const items = isPlainMap(value) && value.kind === 'List' && Array.isArray(value.items) ? value.items : [value]
-    items.forEach((item, j) => {
-      const at = items.length > 1 || item !== value ? `${where}, item ${j + 1}` : where
-      if (isPlainMap(item) && (item.kind === KIND || item.apiVersion === API_VERSION)) {
-        const problem = checkMemcached(item)
-        if (problem) problems.push(`${at}: ${problem}`)
-        else out.push({ memcached: item as unknown as Memcached, source })
-        return
-      }
-      const meta = isPlainMap(item) ? item.metadata : undefined
-      if (!isPlainMap(item) || typeof item.apiVersion !== 'string' || typeof item.kind !== 'string' || !isPlainMap(meta) || typeof meta.name !== 'string' || meta.name === '') {
-        const hint = isPlainMap(item) && item.apiVersion === undefined && item.kind === undefined ? ' (a values file is given with --values, not -f)' : ''
-        problems.push(`${at}: not a Kubernetes object: expected apiVersion ${API_VERSION} and kind ${KIND}, or another object with apiVersion, kind and metadata.name to pass through${hint}`)
-        return
-      }
-      out.push({ other: item, source })
-    })
+    out.push({ other: item, source })
   })
   if (problems.length > 0) throw new RenderError('input', problems)
   return out
