@@ -15,7 +15,7 @@
  *   `.spec.tpye: field not declared in schema`, list items named by their keys.
  *
  * Go type names the schema does not carry (`v1.Protocol`, `v1.ResourceList`) come from
- * `openapi/go-types.json`, generated from the Go sources by hack/go-field-types.ts.
+ * `openapi/go-types.json`, generated from the Go sources by test/support/go-field-types.ts.
  */
 import { readFileSync } from 'node:fs'
 import { quantityOf } from './quantity.ts'

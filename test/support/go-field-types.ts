@@ -6,7 +6,7 @@
  * (`<group>/<version>/types.go` under api/), k8s.io/apimachinery pkg/apis/meta/v1 (under meta/v1/)
  * and k8s.io/apiextensions-apiserver pkg/apis/apiextensions/v1 (under apiext/v1/).
  *
- * usage: node hack/go-field-types.ts <dir> > operator/kube/openapi/go-types.json
+ * usage: node test/support/go-field-types.ts <dir> > operator/kube/openapi/go-types.json
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -15,10 +15,10 @@ type Schema = Record<string, any>
 
 const src = process.argv[2]
 if (!src) {
-  process.stderr.write('usage: node hack/go-field-types.ts <dir with api/, meta/v1/, apiext/v1/>\n')
+  process.stderr.write('usage: node test/support/go-field-types.ts <dir with api/, meta/v1/, apiext/v1/>\n')
   process.exit(2)
 }
-const defs = (JSON.parse(readFileSync(new URL('../operator/kube/openapi/kubernetes-1.34.json', import.meta.url), 'utf8')) as { definitions: Record<string, Schema> }).definitions
+const defs = (JSON.parse(readFileSync(new URL('../../operator/kube/openapi/kubernetes-1.34.json', import.meta.url), 'utf8')) as { definitions: Record<string, Schema> }).definitions
 
 /** Go import alias → package name (reflect prints the package name). */
 const ALIASES: Record<string, string> = { metav1: 'v1', corev1: 'v1', rbacv1: 'v1', autoscalingv1: 'v1' }
