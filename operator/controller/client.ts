@@ -166,6 +166,12 @@ export class ApiError extends Error {
   }
 }
 
+/** The ApiError in an error or its `cause` chain (a reconcile wraps the client's errors). */
+export function apiErrorIn(err: unknown): ApiError | undefined {
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) if (e instanceof ApiError) return e
+  return undefined
+}
+
 /** Whether an error is a 404 NotFound from the server. */
 export function isNotFound(err: unknown): boolean {
   return err instanceof ApiError && err.status === 404

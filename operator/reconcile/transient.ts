@@ -11,7 +11,7 @@
  * optimistic-lock conflict, a timeout, a dropped connection) is reported once it has lasted
  * {@link SUSTAINED_FAILURE_MS}.
  */
-import { ApiError } from '../controller/client.ts'
+import { apiErrorIn } from '../controller/client.ts'
 
 /**
  * How long a CR's reconciles must keep failing transiently before the CR says so. Longer than an
@@ -32,11 +32,6 @@ const TYPED_PATCH_REFUSAL = 'failed to create typed patch object'
 /** Codes of failed connections (node's system errors). */
 const CONNECTION_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED'])
 
-/** The ApiError in an error or its `cause` chain. */
-function apiErrorIn(err: unknown): ApiError | undefined {
-  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) if (e instanceof ApiError) return e
-  return undefined
-}
 
 /**
  * The transient reason of a failed request, or undefined for a definite failure (a refusal, or an
