@@ -1,7 +1,8 @@
 /**
  * The Memcached controller: informers for Memcacheds, for every kind the chart declares in its
- * kinds.yaml (label-filtered to objects the operator manages), for pods and for the Secrets
- * labelled as render inputs; events mapped to the key of the CR they concern; a work queue and N
+ * kinds.yaml and for pods (label-filtered to objects the operator manages, and with `--selector`
+ * to the shard's: shard.ts), for the Secrets labelled as render inputs, and for the StatefulSet
+ * controller's FailedCreate Events (field-selected: workload-events.ts); events mapped to the key of the CR they concern; a work queue and N
  * workers running the {@link Reconciler}. Discovery decides which declared kinds get an informer:
  * a cluster-scoped one is refused, an optional one the cluster does not serve is left out and
  * looked up again every discovery period.

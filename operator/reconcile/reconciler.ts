@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino'
 import { API_VERSION, KIND, type Memcached, type MemcachedStatus } from '../api/memcached.ts'
-import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
+import { apiErrorIn, isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
 import type { Chart } from '../render/chart.ts'
 import { renderInstance, type RenderResult } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
@@ -135,7 +135,11 @@ export interface ReconcileResult {
   requeueAfterMs?: number
 }
 
-/** A failure that was already reported (condition, event, metric); the worker retries it with backoff. */
+/**
+ * A failed reconcile, reported on the CR (condition, event) unless it was transient (then only
+ * logged and counted, transient.ts); the worker retries it with backoff, not before a server's
+ * Retry-After found anywhere in its cause chain.
+ */
 export class ReconcileError extends Error {
   override readonly cause: unknown
   /** A server's Retry-After, in milliseconds. */
@@ -144,7 +148,8 @@ export class ReconcileError extends Error {
     super(message)
     this.name = 'ReconcileError'
     this.cause = cause
-    this.retryAfterMs = cause instanceof ApiError && cause.retryAfterSeconds !== undefined ? cause.retryAfterSeconds * 1000 : undefined
+    const retryAfterSeconds = apiErrorIn(cause)?.retryAfterSeconds
+    this.retryAfterMs = retryAfterSeconds !== undefined ? retryAfterSeconds * 1000 : undefined
   }
 }
 
@@ -528,7 +533,7 @@ export class Reconciler {
   async #applyFailed(cr: MemcachedObject, d: RenderedObject, err: unknown, log: Logger): Promise<never> {
     const message = `${describeObject(d)}: ${err instanceof Error ? err.message : String(err)}`
     if (this.#reported(cr, err, message, log)) await this.#fail(cr, { kind: 'apply-failed', message }, undefined, log)
-    throw new ReconcileError(`apply ${message}`, apiCause(err))
+    throw new ReconcileError(`apply ${message}`, err)
   }
 
   /**
@@ -546,8 +551,10 @@ export class Reconciler {
   }
 
   /**
-   * Deletes `current` (uid precondition: never an object that replaced it meanwhile) and applies
-   * `d` again, which creates it. Background propagation, as Flux's `ssa` manager and `kubectl
+   * Deletes `current` (uid precondition: never an object that replaced it meanwhile) and creates
+   * `d` again with the apply that can only create (create.ts): an object somebody else put under
+   * the name meanwhile is refused, reported as an ownership conflict, and a workload's pacing slot
+   * (pacing.ts) goes back at once. A workload waits for a slot first. Background propagation, as Flux's `ssa` manager and `kubectl
    * delete` use: the object goes at once and the new one is created right away, while the garbage
    * collector removes the old one's dependents (a Deployment's ReplicaSets and pods) alongside —
    * Foreground would keep the old object until every old pod is gone, so the cache would have no
@@ -579,8 +586,10 @@ export class Reconciler {
         { propagationPolicy: 'Background', preconditions: { uid } },
       )
     } catch (err) {
-      if (!isNotFound(err)) this.#d.pacer?.release(slot.key)
-      if (!isNotFound(err)) return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`, { cause: err }), log)
+      if (!isNotFound(err)) {
+        this.#d.pacer?.release(slot.key)
+        return this.#applyFailed(cr, d, new Error(`delete to re-create (${change.field}): ${err instanceof Error ? err.message : String(err)}`, { cause: err }), log)
+      }
     }
     this.#d.memory.forget(uid)
     log.info({ object: what, field: change.field }, 'deleted to re-create')
@@ -778,11 +787,6 @@ export class Reconciler {
     }
     if (cr.metadata.uid) this.#written.set(cr.metadata.uid, { baseVersion: cr.metadata.resourceVersion, status })
   }
-}
-
-/** The ApiError a wrapped error was made from (its Retry-After paces the retry), else the error. */
-function apiCause(err: unknown): unknown {
-  return err instanceof Error && !(err instanceof ApiError) && err.cause instanceof ApiError ? err.cause : err
 }
 
 /** `namespace/name` split at its first slash (a namespace has none). */
