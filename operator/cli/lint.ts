@@ -123,4 +123,3 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   return 0
 }
 
-export { kindScopes }

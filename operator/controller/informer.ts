@@ -81,8 +81,6 @@ export interface InformerOptions<T extends KubeObject> {
   namespace?: string
   labelSelector?: string
   fieldSelector?: string
-  /** List and watch the objects' metadata only (PartialObjectMetadata); `transform` should keep no more than that. */
-  metadataOnly?: boolean
   /** Every this many ms, `onUpdate(obj, obj)` is called for every cached object (0 or unset: never). */
   resyncPeriodMs?: number
   /** Retry of failed lists and watches (default 800 ms doubling to 30 s with 50% jitter, as client-go's reflector). */
@@ -248,7 +246,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   /** `Kind` and namespace, for messages. */
   describe(): string {
-    return `${this.#opts.kind}${this.#opts.metadataOnly ? ' (metadata)' : ''}${this.#opts.namespace ? ` in ${this.#opts.namespace}` : ''}`
+    return `${this.#opts.kind}${this.#opts.namespace ? ` in ${this.#opts.namespace}` : ''}`
   }
 
   /** Stops watching, cancels timers and in-flight requests; the cache stays readable. */
@@ -306,7 +304,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.#listAbort = abort
     const o = this.#opts
     this.#client
-      .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit: 500, signal: abort.signal, metadataOnly: o.metadataOnly, transform: (i) => this.#transform(i) })
+      .list({ apiVersion: o.apiVersion, kind: o.kind }, { namespace: o.namespace, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit: 500, signal: abort.signal, transform: (i) => this.#transform(i) })
       .then(
         (list) => {
           if (gen !== this.#generation || this.#stopped) return
@@ -375,7 +373,6 @@ export class Informer<T extends KubeObject = KubeObject> {
       allowWatchBookmarks: true,
       timeoutSeconds,
       idleTimeoutMs: o.watchIdleTimeoutMs ?? (timeoutSeconds + 30) * 1000,
-      metadataOnly: o.metadataOnly,
     }
     this.#stopWatch = this.#client.watch(
       { apiVersion: o.apiVersion, kind: o.kind },

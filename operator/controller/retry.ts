@@ -55,8 +55,6 @@ export interface RetryOptions {
   /** Default {@link MAX_RETRIES}; 0 sends once. */
   maxRetries?: number
   clock?: Clock
-  /** Called before each retry is waited for, with the attempt number (1-based) and the wait. */
-  onRetry?: (info: { attempt: number; waitMs: number; status?: number; error?: unknown }) => void
 }
 
 /** Waits `ms` unless the signal fires first (then rejects with its reason or `what`). */
@@ -92,13 +90,11 @@ export async function withRetry<R extends AttemptAnswer>(attempt: () => Promise<
     } catch (err) {
       if (attempts >= max || opts.signal?.aborted || !isRetryableError(opts.method, err)) throw err
       attempts++
-      opts.onRetry?.({ attempt: attempts, waitMs: 0, error: err })
       continue
     }
     const wait = checkWait(answer.status, answer.headers)
     if (wait === undefined || attempts >= max) return answer
     attempts++
-    opts.onRetry?.({ attempt: attempts, waitMs: wait * 1000, status: answer.status })
     await sleep(wait * 1000, opts.signal, what, opts.clock)
   }
 }

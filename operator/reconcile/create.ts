@@ -41,17 +41,16 @@ export function isUidRefused(err: unknown): boolean {
  * the two).
  * @throws ApiError of the apply or the GET
  */
-export async function createOrGet(client: KubeClient, d: RenderedObject, signal?: AbortSignal): Promise<CreateResult> {
+export async function createOrGet(client: KubeClient, d: RenderedObject): Promise<CreateResult> {
   const ref = { apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name }
-  const opts = signal ? { signal } : {}
   for (let attempt = 0; ; attempt++) {
     try {
-      return { object: await client.apply({ ...d, metadata: { ...d.metadata, uid: randomUUID() } }, { fieldManager: FIELD_MANAGER, force: true, ...opts }), created: true }
+      return { object: await client.apply({ ...d, metadata: { ...d.metadata, uid: randomUUID() } }, { fieldManager: FIELD_MANAGER, force: true }), created: true }
     } catch (err) {
       if (!isUidRefused(err)) throw err
     }
     try {
-      return { object: await client.get(ref, opts), created: false }
+      return { object: await client.get(ref), created: false }
     } catch (err) {
       if (!isNotFound(err) || attempt > 0) throw err
     }
