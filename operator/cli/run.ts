@@ -138,6 +138,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const retryPeriodMs = parseDuration(opts.leaderElectRetryPeriod ?? '2s')
   if (!(retryPeriodMs < renewDeadlineMs && renewDeadlineMs < leaseDurationMs)) throw new UsageError('--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration must hold')
   const shutdownTimeoutMs = parseDuration(opts.gracefulShutdownTimeout ?? '20s')
+  if (!opts.metricsSecure && opts.metricsCertDir !== undefined) throw new UsageError('--metrics-cert-dir needs --metrics-secure')
   const qps = Number(opts.kubeApiQps ?? DEFAULT_KUBE_API_QPS)
   if (qps === 0 || !Number.isFinite(qps)) throw new UsageError(`--kube-api-qps must be a positive number (or negative for no limit), not ${JSON.stringify(opts.kubeApiQps)}`)
   const burst = Number(opts.kubeApiBurst ?? DEFAULT_KUBE_API_BURST)
@@ -217,8 +218,13 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     log,
     metrics: controllerMetrics(metrics, runtimeMetrics),
   })
-  const metricsTls = opts.metricsSecure ? await metricsCertificate(opts.metricsCertDir ? resolve(io.cwd, opts.metricsCertDir) : undefined) : undefined
-  if (!opts.metricsSecure && opts.metricsCertDir !== undefined) throw new UsageError('--metrics-cert-dir needs --metrics-secure')
+  let metricsTls: KeyPair | undefined
+  try {
+    metricsTls = opts.metricsSecure ? await metricsCertificate(opts.metricsCertDir ? resolve(io.cwd, opts.metricsCertDir) : undefined) : undefined
+  } catch (err) {
+    client.close()
+    throw err
+  }
   const informerStallMs = opts.informerStallMs ?? 15 * 60_000
   let leaseRefusal: () => string | undefined = () => undefined
   let endpoints: Endpoints
