@@ -26,7 +26,7 @@
  * field name; it follows the table of the API server reference (§1.6), which follows k8s.io/api's
  * `patchMergeKey` / `listType` markers.
  */
-import { canonicalQuantity } from '../sandbox/quantity.ts'
+import { canonicalQuantity } from '../kube/quantity.ts'
 
 /** A JSON map. */
 export type JsonMap = { [key: string]: unknown }

@@ -10,8 +10,7 @@ import { dnsLabel, labelValue, sha256 } from './names.ts'
 import { Raw, quoteString, yamlScalar } from './scalar.ts'
 import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
-// A pure module (no sandbox state): apimachinery's resource.Quantity, exact.
-import { compareQuantities, quantityOf, QuantityError } from '../sandbox/quantity.ts'
+import { compareQuantities, quantityOf, QuantityError } from '../kube/quantity.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
 export interface RenderInput {
