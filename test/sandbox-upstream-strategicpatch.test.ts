@@ -15,7 +15,8 @@
  */
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { applyStrategicPatch } from '../operator/sandbox/apply/strategic.ts'
+import { applyStrategicPatch } from '../operator/kube/strategic-merge.ts'
+import { topologyPatchMeta } from '../operator/sandbox/apply/patch-meta.ts'
 import { childTopology } from '../operator/sandbox/apply/walk.ts'
 import type { Json, JsonObject, Topology } from '../operator/sandbox/types.ts'
 import { runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
@@ -116,7 +117,7 @@ function applies(original: JsonObject | undefined, patch: JsonObject | undefined
   const prep = (o: JsonObject | undefined): JsonObject => (sorted ? sortMap(o ?? {}, mergeItem) : structuredClone(o ?? {}))
   let got: JsonObject
   try {
-    got = applyStrategicPatch(prep(original), prep(patch), mergeItem)
+    got = applyStrategicPatch(prep(original), prep(patch), topologyPatchMeta(mergeItem))
   } catch (e) {
     const message = (e as Error).message
     return expectedError !== undefined && message.includes(expectedError) ? undefined : `error: ${message}`

@@ -1,19 +1,49 @@
 /**
- * Strategic merge patch (`application/strategic-merge-patch+json`) for built-in kinds: a port of
- * apimachinery pkg/util/strategicpatch/patch.go (`StrategicMergeMapPatch`, v0.34), function for
- * function, so that directives behave as on a real server: `$patch: replace|delete` on maps (a
- * deleted map that existed is left as `{}`) and on list items, `$retainKeys`,
+ * Strategic merge patch (`application/strategic-merge-patch+json`): a port of apimachinery
+ * pkg/util/strategicpatch/patch.go (`StrategicMergeMapPatch`, v0.34), function for function, so
+ * that directives behave as on a real server and in kubectl/kustomize: `$patch: replace|delete` on
+ * maps (a deleted map that existed is left as `{}`) and on list items, `$retainKeys`,
  * `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` (its order wins, then the
  * patch's, then the live list's).
  *
- * The patch metadata comes from the same topology as apply: a list that apply merges by key
- * (`patchStrategy: merge`) merges by its first key (the `patchMergeKey`), a set merges as a union
- * of scalars, every other list is replaced; maps and structs always merge (strategic merge ignores
- * `+mapType=atomic`). No built-in served here has a `patchStrategy: replace` map.
+ * The patch metadata (which lists merge, by which key) comes from a {@link PatchMeta}, as upstream's
+ * `LookupPatchMeta`: the sandbox derives it from its apply topologies, the operator's overlays
+ * from the Kubernetes OpenAPI schemas (`x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`).
+ * A leaf module: it imports nothing of the project.
  */
-import type { Json, JsonObject, KubeObject, Topology } from '../types.ts'
-import { clone, isObject } from './json.ts'
-import { childTopology, itemTopology } from './walk.ts'
+
+/** A JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+/** A JSON object. */
+export type JsonObject = { [key: string]: Json }
+
+/**
+ * The patch metadata of a map (upstream's LookupPatchMeta): the metadata of each of its fields,
+ * and of each list field its items' metadata, whether it merges (`patchStrategy: merge`) and its
+ * merge key (`patchMergeKey`; '' for a list of scalars).
+ */
+export interface PatchMeta {
+  field(key: string): PatchMeta
+  list(key: string): { items: PatchMeta; merge: boolean; mergeKey: string }
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/** A deep copy; `__proto__` stays an own member (as JSON.parse and Go read it), never a prototype. */
+function clone<T>(v: T): T {
+  if (typeof v !== 'object' || v === null) return v
+  if (Array.isArray(v)) return v.map(clone) as T
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(v)) {
+    const x = (v as Record<string, unknown>)[k]
+    if (x === undefined) continue
+    if (k === '__proto__') Object.defineProperty(out, k, { value: clone(x), enumerable: true, writable: true, configurable: true })
+    else out[k] = clone(x)
+  }
+  return out as T
+}
 
 /**
  * A strategic merge patch that cannot be applied, with the status the server answers
@@ -62,21 +92,14 @@ const errNoMergeKey = (m: JsonObject, k: string): StrategicPatchError => new Str
 const errBadArgType = (expected: string, actual: Json | undefined): StrategicPatchError => new StrategicPatchError(`expected a ${expected}, but received a ${goType(actual)}`)
 const errBadPatchType = (t: Json | undefined, m: JsonObject): StrategicPatchError => new StrategicPatchError(`unknown patch type: ${goV(t)} in map: ${goV(m)}`)
 
-/** The patch metadata of a list field: its items' topology, strategy and merge key. */
-function sliceMeta(t: Topology, key: string): { items: Topology; merge: boolean; mergeKey: string } {
-  const c = childTopology(t, key)
-  if (c.type !== 'list' || c.listType === 'atomic') return { items: itemTopology(c), merge: false, mergeKey: '' }
-  return { items: c.items, merge: true, mergeKey: c.listType === 'map' ? (c.keys?.[0] ?? '') : '' }
-}
-
 /**
  * Applies a strategic merge patch to `live` as kube-apiserver does, and returns the patched
  * object (fresh; neither argument is modified). The result is what the server then decodes into
  * its typed object: directive keys that survive the merge (`$retainKeys` in a new map, …) and
  * `null` values in added content do not exist in a typed object, so they are dropped.
  */
-export function strategicMergePatch(live: KubeObject, patch: unknown, topology: Topology): KubeObject {
-  return dropUntyped(applyStrategicPatch(live as unknown as JsonObject, patch, topology)) as unknown as KubeObject
+export function strategicMergePatch(live: JsonObject, patch: unknown, meta: PatchMeta): JsonObject {
+  return dropUntyped(applyStrategicPatch(live, patch, meta)) as JsonObject
 }
 
 /**
@@ -84,9 +107,9 @@ export function strategicMergePatch(live: KubeObject, patch: unknown, topology: 
  * IgnoreUnmatchedNulls on): the merged map, exactly as upstream returns it. Throws
  * {@link StrategicPatchError}.
  */
-export function applyStrategicPatch(original: JsonObject, patch: unknown, topology: Topology): JsonObject {
+export function applyStrategicPatch(original: JsonObject, patch: unknown, meta: PatchMeta): JsonObject {
   if (!isObject(patch)) throw new StrategicPatchError('strategic merge patch must be a JSON object', 400)
-  return mergeMap(clone(original), clone(patch), topology)
+  return mergeMap(clone(original), clone(patch), meta)
 }
 
 function dropUntyped(v: Json): Json {
@@ -100,7 +123,7 @@ function dropUntyped(v: Json): Json {
   return v
 }
 
-function mergeMap(original: JsonObject | undefined, patch: JsonObject, t: Topology): JsonObject {
+function mergeMap(original: JsonObject | undefined, patch: JsonObject, t: PatchMeta): JsonObject {
   if (Object.hasOwn(patch, DIRECTIVE)) {
     const directive = patch[DIRECTIVE]
     if (directive === 'replace') {
@@ -134,9 +157,9 @@ function mergeMap(original: JsonObject | undefined, patch: JsonObject, t: Topolo
       continue
     }
     const cur = out[k] as Json
-    if (isObject(cur)) out[k] = mergeMap(cur, patchV as JsonObject, childTopology(t, k))
+    if (isObject(cur)) out[k] = mergeMap(cur, patchV as JsonObject, t.field(k))
     else if (Array.isArray(cur)) {
-      const meta = sliceMeta(t, k)
+      const meta = t.list(k)
       out[k] = mergeSliceHandler(cur, patchV as Json[], meta.items, meta.merge, meta.mergeKey, isDeleteList)
     } else {
       const [v, keep] = removeDirectives(patchV)
@@ -193,7 +216,7 @@ function applyRetainKeysDirective(original: JsonObject, patch: JsonObject): void
 }
 
 /** The `$setElementOrder/<field>` lists: merges each with its field's patch list, in the order they give. */
-function mergePatchIntoOriginal(original: JsonObject, patch: JsonObject, t: Topology): void {
+function mergePatchIntoOriginal(original: JsonObject, patch: JsonObject, t: PatchMeta): void {
   for (const key of Object.keys(patch)) {
     if (!key.startsWith(SET_ORDER)) continue
     const order = patch[key] as Json
@@ -209,7 +232,7 @@ function mergePatchIntoOriginal(original: JsonObject, patch: JsonObject, t: Topo
     if (foundPatch && !Array.isArray(patchList)) throw errBadArgType('[]interface {}', patchList)
     const originalValue = foundOriginal ? (originalList as Json[]) : []
     const patchValue = foundPatch ? (patchList as Json[]) : []
-    const meta = sliceMeta(t, field)
+    const meta = t.list(field)
     validatePatchWithSetOrderList(patchValue, order, meta.mergeKey)
     let merged: Json[]
     if (foundOriginal && !foundPatch) merged = originalValue
@@ -307,12 +330,12 @@ function sliceElementType(...slices: Json[][]): Kind {
   return prev === 'map[string]interface {}' ? 'map' : 'scalar'
 }
 
-function mergeSliceHandler(original: Json[], patch: Json[], items: Topology, merge: boolean, mergeKey: string, isDeleteList: boolean): Json[] {
+function mergeSliceHandler(original: Json[], patch: Json[], items: PatchMeta, merge: boolean, mergeKey: string, isDeleteList: boolean): Json[] {
   if (merge || isDeleteList) return mergeSlice(original, patch, items, mergeKey, isDeleteList)
   return patch
 }
 
-function mergeSlice(original: Json[], patch: Json[], items: Topology, mergeKey: string, isDeleteList: boolean): Json[] {
+function mergeSlice(original: Json[], patch: Json[], items: PatchMeta, mergeKey: string, isDeleteList: boolean): Json[] {
   if (original.length === 0 && patch.length === 0) return original
   const kind = sliceElementType(original, patch)
   let merged: Json[]
@@ -386,7 +409,7 @@ function mergeSliceWithSpecialElements(original: Json[], patch: Json[], mergeKey
  * list: as with Go's append into a slice shortened by deletions, what lands below its length is
  * visible there.
  */
-function mergeSliceWithoutSpecialElements(backing: Json[], working: Json[], patch: Json[], mergeKey: string, items: Topology): Json[] {
+function mergeSliceWithoutSpecialElements(backing: Json[], working: Json[], patch: Json[], mergeKey: string, items: PatchMeta): Json[] {
   const out = [...working]
   for (const v of patch) {
     const m = v as JsonObject
