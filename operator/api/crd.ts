@@ -4,6 +4,7 @@
  */
 import type { Chart } from '../render/chart.ts'
 import { isPlainMap } from '../render/values.ts'
+import { OPERATOR_SPEC_FIELDS } from './spec-fields.ts'
 import { API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from './memcached.ts'
 
 const STATUS_SCHEMA = {
@@ -60,6 +61,12 @@ export function crdSchema(node: unknown): unknown {
   return out
 }
 
+/** The spec's schema: the chart's values schema, with the operator's own fields (spec-fields.ts) beside its properties. */
+export function specSchema(chart: Pick<Chart, 'schema'>): Record<string, unknown> {
+  const schema = crdSchema(chart.schema) as Record<string, unknown>
+  return { ...schema, properties: { ...(isPlainMap(schema.properties) ? schema.properties : {}), ...OPERATOR_SPEC_FIELDS } }
+}
+
 /** The CRD object `memcached-operator crd` prints. */
 export function memcachedCRD(chart: Chart): Record<string, unknown> {
   return {
@@ -97,7 +104,7 @@ export function memcachedCRD(chart: Chart): Record<string, unknown> {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 metadata: { type: 'object' },
-                spec: crdSchema(chart.schema),
+                spec: specSchema(chart),
                 status: STATUS_SCHEMA,
               },
               required: ['spec'],

@@ -13,7 +13,9 @@ import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
 import { renderInstance, templateRunning, type RenderInput } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
+import { OPERATOR_SPEC_FIELDS } from '../api/spec-fields.ts'
 import { renderedProblems } from './check-objects.ts'
+import { patchableProblems } from './lint-patchable.ts'
 import type { CliIO } from './io.ts'
 import { kindScopes } from './kind-scopes.ts'
 import { readInputs, readOverrides } from './render.ts'
@@ -58,6 +60,8 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   }
   if (!chart.description) problems.push('Chart.yaml: description is empty')
   problems.push(...structuralProblems(chart.schema).map((p) => `values.schema.json: ${p}`))
+  problems.push(...operatorFieldProblems(chart.schema))
+  problems.push(...patchableProblems(chart.kinds))
   const scopes = kindScopes(chart.kinds)
   problems.push(...scopes.problems)
   const minimal = (size: number) => ({ name: 'lint', namespace: 'default', spec: { size } })
@@ -123,3 +127,12 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   return 0
 }
 
+
+/** A value the chart declares under a name the operator reads itself (`overlays`): the CR could not set it. */
+function operatorFieldProblems(schema: unknown): string[] {
+  const props = (schema as { properties?: unknown } | undefined)?.properties
+  if (typeof props !== 'object' || props === null) return []
+  return Object.keys(OPERATOR_SPEC_FIELDS)
+    .filter((k) => Object.hasOwn(props, k))
+    .map((k) => `values.schema.json: properties.${k}: "${k}" is a field of the Memcached spec that the operator reads itself (see docs/chart-authoring.md); a value may not have that name`)
+}

@@ -11,6 +11,8 @@ import { Raw, quoteString, yamlScalar } from './scalar.ts'
 import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 import { compareQuantities, quantityOf, QuantityError } from '../kube/quantity.ts'
+import { chartValuesOf } from '../api/spec-fields.ts'
+import { applyOverlays, parseOverlays, platformOverlaysFor, type OverlayChange, type PlatformOverlay } from './overlays.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
 export interface RenderInput {
@@ -23,6 +25,10 @@ export interface RenderInput {
   secrets?: SecretSource
   /** The platform (`openshift`): the chart's platforms/<name>.yaml goes over its defaults, below the spec. */
   platform?: string
+  /** The platform's overlays (`run --overlays`), applied before the spec's own `overlays`. */
+  platformOverlays?: readonly PlatformOverlay[]
+  /** The Memcached's labels, which the platform's overlays select by. */
+  labels?: Readonly<Record<string, string>>
 }
 
 /** The objects an instance should have, in apply order, with the template each came from. */
@@ -33,6 +39,8 @@ export interface RenderResult {
   values: Values
   /** The Secrets the templates asked `secretChecksum()` for, as `namespace/name`, sorted. */
   secrets: string[]
+  /** What each overlay changed, in the order applied. */
+  overlays: OverlayChange[]
 }
 
 /** The Secrets one render referred to, and those its source did not have (`namespace/name`). */
@@ -65,7 +73,7 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   const spec = input.spec ?? {}
   if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
   const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
-  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
+  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(chartValuesOf(spec)) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
   if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, platform && { file: `platforms/${input.platform}.yaml`, values: platform }, [spec, ...(input.overrides ?? [])])))
   return values
@@ -94,6 +102,7 @@ export function templateRunning(): string | undefined {
 
 /** Renders an instance; throws {@link RenderError} listing every problem found. */
 export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
+  const overlays = [...platformOverlaysFor(input.platformOverlays ?? [], input.labels ?? {}), ...parseOverlays(isPlainMap(input.spec) ? input.spec.overlays : undefined, 'spec.overlays')]
   const values = resolveValues(chart, input)
   const labels = standardLabels(chart, input.name)
   const secrets: SecretUse = { source: input.secrets ?? offlineSecrets, referenced: new Set(), missing: new Set(), missingKeys: [] }
@@ -117,11 +126,14 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
   if (problems.length > 0) throw new RenderError(kind, problems)
   if (secrets.missing.size > 0) throw new SecretsNotFound([...secrets.missing].sort())
   if (secrets.missingKeys.length > 0) throw new SecretKeysMissing(secrets.missingKeys)
+  const patched = items.map((i) => i.object)
+  const changes = applyOverlays(patched, overlays, input.namespace, chart.kinds)
+  for (const [i, o] of patched.entries()) items[i]!.object = o
   const refused = guardObjects(items.map((i) => i.object), input.namespace, chart.kinds, items.map((i) => i.source))
   if (refused.length > 0) throw new RenderError('guard', refused)
   const order = new Map(items.map((item) => [item.object, item.source]))
   const objects = sortObjects(items.map((i) => i.object))
-  return { objects, sources: objects.map((o) => order.get(o) ?? ''), values, secrets: [...secrets.referenced].sort() }
+  return { objects, sources: objects.map((o) => order.get(o) ?? ''), values, secrets: [...secrets.referenced].sort(), overlays: changes }
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { RenderError } from './errors.ts'
 import { isPlainMap } from './values.ts'
+import { covers, formatPath, NEVER_PATCHED_PATHS, parsePath, PathSyntaxError, type Segment } from './overlay-paths.ts'
 
 /** A kind a chart may render, with its REST resource (the RBAC rules grant exactly these). */
 export interface ChartKind {
@@ -18,12 +19,17 @@ export interface ChartKind {
    * rest of the render is applied and the CR's `OptionalKindsServed` condition says what was not.
    */
   optional: boolean
+  /**
+   * The paths (and everything under them) that overlays may change in objects of this kind, parsed
+   * (overlay-paths.ts); empty or absent: overlays may not touch this kind.
+   */
+  patchable?: readonly Segment[][]
 }
 
 /** The file beside Chart.yaml. */
 export const KINDS_FILE = 'kinds.yaml'
 
-const KEYS = new Set(['apiVersion', 'kind', 'resource', 'optional'])
+const KEYS = new Set(['apiVersion', 'kind', 'resource', 'optional', 'patchable'])
 // A group is a DNS subdomain (apimachinery's IsDNS1123Subdomain); a version a DNS label
 // (apiextensions' validation of a CRD's versions, e.g. v1, v1beta1).
 const GROUP = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
@@ -81,6 +87,7 @@ export function parseKinds(data: unknown, file: string): ChartKind[] {
       else if (typeof entry[key] !== 'string') problems.push(`${at}: ${key} must be a string`)
     }
     if ('optional' in entry && typeof entry.optional !== 'boolean') problems.push(`${at}: optional must be true or false`)
+    const patchable = patchableOf(entry.patchable, `${at}: patchable`, problems)
     if (problems.length > before) return
     const { apiVersion, kind, resource } = entry as { apiVersion: string; kind: string; resource: string }
     const badVersion = apiVersionProblem(apiVersion)
@@ -98,8 +105,32 @@ export function parseKinds(data: unknown, file: string): ChartKind[] {
     }
     seenKind.set(k, i)
     seenResource.set(r, i)
-    kinds.push({ apiVersion, kind, resource, optional: entry.optional === true })
+    kinds.push({ apiVersion, kind, resource, optional: entry.optional === true, patchable })
   })
   if (problems.length > 0) throw new RenderError('input', problems)
   return kinds
+}
+
+/** A kind's `patchable` list: each a path overlays may change, none within what is never patched. */
+function patchableOf(value: unknown, at: string, problems: string[]): Segment[][] {
+  if (value === undefined) return []
+  if (!Array.isArray(value)) {
+    problems.push(`${at}: must be a list of paths, e.g. spec.template.spec.tolerations`)
+    return []
+  }
+  const out: Segment[][] = []
+  value.forEach((p: unknown, i) => {
+    if (typeof p !== 'string') return problems.push(`${at}[${i}]: must be a path (a string)`)
+    let path: Segment[]
+    try {
+      path = parsePath(p)
+    } catch (err) {
+      if (!(err instanceof PathSyntaxError)) throw err
+      return problems.push(`${at}[${i}]: ${err.message}`)
+    }
+    const never = NEVER_PATCHED_PATHS.find((n) => covers(n, path))
+    if (never) return problems.push(`${at}[${i}]: ${p} is within ${formatPath(never)}, which no overlay may change`)
+    out.push(path)
+  })
+  return out
 }

@@ -1,0 +1,57 @@
+/**
+ * Strategic merge patch metadata of a built-in kind read from its OpenAPI definition, as kubectl and
+ * kustomize read it (apimachinery strategicpatch `PatchMetaFromOpenAPI`): a list whose
+ * `x-kubernetes-patch-strategy` includes `merge` merges its items by `x-kubernetes-patch-merge-key`
+ * (a list of scalars merges as a union); every other list is replaced; maps merge. A kind the
+ * definitions do not hold (a custom resource) gets the metadata of an unknown map: maps merge, lists
+ * are replaced — what kustomize does for a kind it has no schema of.
+ */
+import { builtinDefinitions, definitionOf, type Schema } from './openapi-validate.ts'
+import type { PatchMeta } from './strategic-merge.ts'
+
+const metas = new WeakMap<Schema, PatchMeta>()
+
+/** Follows a `$ref` (directly or as the only `allOf`) to its definition. */
+function resolve(s: Schema | undefined): Schema | undefined {
+  if (s === undefined) return undefined
+  const allOf = s.allOf as Schema[] | undefined
+  const ref = (s.$ref ?? (allOf?.length === 1 ? allOf[0]?.$ref : undefined)) as string | undefined
+  if (typeof ref !== 'string') return s
+  return builtinDefinitions().definitions[ref.slice('#/definitions/'.length)]
+}
+
+const OPEN: PatchMeta = { field: () => OPEN, list: () => ({ items: OPEN, merge: false, mergeKey: '' }) }
+
+/** The patch metadata a schema node gives its members. */
+export function schemaPatchMeta(schema: Schema | undefined): PatchMeta {
+  const s = resolve(schema)
+  if (s === undefined) return OPEN
+  let m = metas.get(s)
+  if (m) return m
+  const child = (key: string): Schema | undefined => {
+    const props = s.properties as Record<string, Schema> | undefined
+    if (props !== undefined && Object.hasOwn(props, key)) return props[key]
+    const extra = s.additionalProperties
+    return typeof extra === 'object' && extra !== null ? (extra as Schema) : undefined
+  }
+  m = {
+    field: (key) => schemaPatchMeta(child(key)),
+    list(key) {
+      const c = child(key)
+      const strategy = String(c?.['x-kubernetes-patch-strategy'] ?? '').split(',')
+      const items = schemaPatchMeta(c?.items as Schema | undefined)
+      if (!strategy.includes('merge')) return { items, merge: false, mergeKey: '' }
+      return { items, merge: true, mergeKey: String(c?.['x-kubernetes-patch-merge-key'] ?? '') }
+    },
+  }
+  metas.set(s, m)
+  return m
+}
+
+/** The patch metadata of a kind (`apps/v1` `Deployment`); an unknown kind's is that of an open map. */
+export function kindPatchMeta(apiVersion: string, kind: string): PatchMeta {
+  const slash = apiVersion.indexOf('/')
+  const group = slash === -1 ? '' : apiVersion.slice(0, slash)
+  const version = slash === -1 ? apiVersion : apiVersion.slice(slash + 1)
+  return schemaPatchMeta(definitionOf(group, version, kind))
+}
