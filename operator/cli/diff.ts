@@ -11,6 +11,8 @@ import { API_VERSION, KIND, parseMemcacheds, type Memcached } from '../api/memca
 import { ApiError, isNotFound, KubeClient, type KubeObject } from '../controller/client.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { renderInstance, type RenderInput, type RenderResult } from '../render/engine.ts'
+import type { OverlayChange } from '../render/overlays.ts'
+import { readPlatformOverlays } from './overlays-file.ts'
 import { RenderError } from '../render/errors.ts'
 import { kindKey, type ChartKind } from '../render/kinds.ts'
 import type { RenderedObject } from '../render/manifest.ts'
@@ -47,6 +49,10 @@ export interface DiffOptions {
   setFile?: string[]
   /** `auto` (default: discovery, as the operator decides), `kubernetes` or `openshift`. */
   platform?: string
+  /** `--overlays FILE`: the platform's overlays, as `run --overlays` applies them. */
+  overlays?: string
+  /** `--show-overlays`: which overlay changed which fields of which object, on stderr. */
+  showOverlays?: boolean
 }
 
 type Identity = { apiVersion: string; kind: string; metadata: { namespace?: string | undefined; name?: string | undefined } }
@@ -158,7 +164,7 @@ interface CrResult {
   err: string[]
   differences: number
   failed: boolean
-  summary: { memcached: string; inCluster: boolean; error?: string; objects: ObjectPrediction[] }
+  summary: { memcached: string; inCluster: boolean; error?: string; objects: ObjectPrediction[]; overlays?: OverlayChange[] }
 }
 
 /** The namespace of a CR from a file: its own, else `-n`, else the context's; a conflict with `-n` is kubectl's error. */
@@ -188,6 +194,7 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
   const platformFlag = opts.platform ?? 'auto'
   if (platformFlag !== 'auto' && !(PLATFORMS as readonly string[]).includes(platformFlag)) throw new UsageError(`--platform must be auto, ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   const output = opts.output ?? 'diff'
+  const platformOverlays = readPlatformOverlays(opts.overlays, io.cwd)
   if (output !== 'diff' && output !== 'json') throw new UsageError(`--output must be diff or json, not ${JSON.stringify(output)}`)
   if (opts.namespace !== undefined && !NAMESPACE.test(opts.namespace)) throw new UsageError(`--namespace ${JSON.stringify(opts.namespace)}: a namespace must be a lowercase RFC 1123 label (a-z, 0-9 and -, at most 63 characters)`)
   let selector: Selector | undefined
@@ -251,7 +258,10 @@ export async function runDiff(opts: DiffOptions, io: CliIO): Promise<number> {
       const cr: Memcached = { ...given, metadata: { ...given.metadata, namespace, ...(liveCr?.metadata.uid ? { uid: liveCr.metadata.uid } : {}) } }
       let desired: RenderedObject[]
       try {
-        const rendered = (await renderWithSecrets(chart, { name, namespace, spec: cr.spec ?? {}, overrides, platform }, live)).objects
+        const result = await renderWithSecrets(chart, { name, namespace, spec: cr.spec ?? {}, overrides, platform, platformOverlays, labels: cr.metadata.labels ?? {} }, live)
+        const rendered = result.objects
+        if (result.overlays.length > 0) r.summary.overlays = result.overlays
+        if (opts.showOverlays) for (const c of result.overlays) r.err.push(`Memcached ${namespace}/${name}: ${c.overlay}: ${c.object}: ${c.paths.join(', ')}\n`)
         desired = liveCr ? stampOwner(rendered, cr) : rendered
       } catch (err) {
         // One CR that does not render must not hide what the others would change.

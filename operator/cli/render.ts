@@ -11,6 +11,7 @@ import type { Memcached } from '../api/memcached.ts'
 import { loadChart, DEFAULT_CHART_DIR, parseYamlValue } from '../render/chart.ts'
 import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
 import { renderInstance, templateRunning } from '../render/engine.ts'
+import { readPlatformOverlays } from './overlays-file.ts'
 import { renderedProblems } from './check-objects.ts'
 import { RenderError } from '../render/errors.ts'
 import { offlineSecrets } from '../render/secrets.ts'
@@ -37,6 +38,10 @@ export interface RenderOptions extends OverrideOptions {
   timeout?: string
   /** `kubernetes` (default) or `openshift`: the chart's values for that platform (platforms/<name>.yaml), as the operator finds it by discovery. */
   platform?: string
+  /** `--overlays FILE`: the platform's overlays, as `run --overlays` applies them. */
+  overlays?: string
+  /** `--show-overlays`: which overlay changed which fields of which object, on stderr. */
+  showOverlays?: boolean
 }
 
 /** The platforms `--platform` accepts: what the operator's discovery can find (controller/platform.ts). */
@@ -139,6 +144,8 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
   const scoped = kindScopes(chart.kinds).problems
   if (scoped.length > 0) throw new RenderError('input', scoped.map((p) => `chart ${chart.dir}: ${p}`))
   const overrides = readOverrides(opts, io)
+  const platformOverlays = readPlatformOverlays(opts.overlays, io.cwd)
+  const shownOverlays: string[] = []
   const documents = (await readInputs(opts.filename, io, opts.recursive)).flatMap((input) => parseDocuments(input.text, input.source))
   if (documents.length === 0) throw new RenderError('input', [`no Memcached resource in the input (${opts.filename.map((f) => (f === '-' ? '<stdin>' : f)).join(', ')})`])
   const items: { source: string; object: unknown; template?: string; cr?: string }[] = []
@@ -163,7 +170,8 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
           continue
         }
         crs.set(key, doc.source)
-        const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets, platform })
+        const result = renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, overrides, secrets: offlineSecrets, platform, platformOverlays, labels: cr.metadata.labels ?? {} })
+        for (const c of result.overlays) shownOverlays.push(`render: Memcached ${key}: ${c.overlay}: ${c.object}: ${c.paths.join(', ')}\n`)
         result.objects.forEach((object, i) => items.push({ source: `${chart.name}/${result.sources[i]}`, object, template: result.sources[i], cr: key }))
         problems.push(...renderedProblems(result.objects, result.sources).map((p) => `${who}: ${p}`))
         for (const s of result.secrets) secrets.add(s)
@@ -192,6 +200,7 @@ export async function runRender(opts: RenderOptions, io: CliIO): Promise<number>
   const shown = showOnly(opts.showOnly ?? [], chart, items)
   if (opts.outputDir !== undefined) writeOutputDir(resolve(io.cwd, opts.outputDir), opts.outputDir, shown, io)
   else io.stdout(opts.output === 'json' ? toJsonList(shown.map((i) => i.object)) : toYamlStream(shown))
+  if (opts.showOverlays) io.stderr(shownOverlays.length > 0 ? shownOverlays.join('') : 'render: no overlay changed anything\n')
   // Without a cluster there is no Secret to digest: say so once, on stderr (stdout stays a manifest stream).
   if (secrets.size > 0) io.stderr(`render: checksums of Secret(s) ${[...secrets].sort().join(', ')} not computed offline (no cluster); pods' checksum annotations are placeholders\n`)
   return 0

@@ -25,6 +25,7 @@ import { FIELD_MANAGER } from '../reconcile/diff.ts'
 import { InputError, packageVersion, parseDuration, processSignal, UsageError, type CliIO } from './io.ts'
 import { loadKubeConfig } from './kubeconfig.ts'
 import { selectorKeys } from '../reconcile/shard.ts'
+import { readPlatformOverlays } from './overlays-file.ts'
 
 export { loadKubeConfig, parseDuration }
 
@@ -42,6 +43,8 @@ export interface RunOptions {
   recreationTimeout?: string
   /** `auto` (default: discovery), `kubernetes` or `openshift`. */
   platform?: string
+  /** `--overlays FILE`: the platform's overlays, applied to every Memcached they select before its own. */
+  overlays?: string
   leaderElect?: boolean
   leaderElectionNamespace?: string
   leaderElectionId: string
@@ -150,6 +153,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
       throw new UsageError(`${flag}: ${err instanceof Error ? err.message : String(err)}`)
     }
   }
+  const platformOverlays = readPlatformOverlays(opts.overlays, io.cwd)
   const kc = loadKubeConfig(opts.kubeconfig, io)
   const chartDir = opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR
   const loaded = chartSource ? undefined : loadChart(chartDir)
@@ -214,6 +218,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     maxConcurrentRecreations,
     recreationTimeoutMs,
     ...(platform !== 'auto' ? { platform } : {}),
+    ...(platformOverlays.length > 0 ? { platformOverlays } : {}),
     ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
     log,
     metrics: controllerMetrics(metrics, runtimeMetrics),

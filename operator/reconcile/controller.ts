@@ -13,6 +13,7 @@ import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { discoverKinds } from '../controller/discovery.ts'
 import { RecreationPacer } from './pacing.ts'
 import { detectPlatform, type Platform } from '../controller/platform.ts'
+import type { PlatformOverlay } from '../render/overlays.ts'
 import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
 import { reconcileLogger } from '../controller/log.ts'
 import type { OperatorMetrics } from '../controller/metrics.ts'
@@ -138,6 +139,8 @@ export interface MemcachedControllerOptions {
    * `kubernetes` when discovery fails (logged).
    */
   platform?: Platform
+  /** The platform's overlays (`run --overlays`), applied to every Memcached they select before its own. */
+  platformOverlays?: readonly PlatformOverlay[]
   /** How long transient failures last before the CR is Degraded (default SUSTAINED_FAILURE_MS, transient.ts). */
   sustainedFailureMs?: number
   /** Overrides for tests. */
@@ -366,6 +369,7 @@ export class MemcachedController {
       metrics: opts.metrics,
       pacer,
       platform: () => this.#platform,
+      ...(opts.platformOverlays !== undefined ? { platformOverlays: opts.platformOverlays } : {}),
       ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()

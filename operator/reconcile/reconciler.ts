@@ -11,6 +11,7 @@ import { apiErrorIn, isNotFound, type KubeClient, type KubeObject } from '../con
 import type { Chart } from '../render/chart.ts'
 import { renderInstance, type RenderResult } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
+import type { PlatformOverlay } from '../render/overlays.ts'
 import { kindKey } from '../render/kinds.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { SecretsNotFound } from '../render/secrets.ts'
@@ -87,6 +88,8 @@ export interface ReconcilerDeps {
   metrics: ReconcileMetrics
   /** The platform rendered for (controller/platform.ts): the chart's platforms/<name>.yaml applies. */
   platform?: () => string | undefined
+  /** The platform's overlays (`run --overlays`, render/overlays.ts), applied before each CR's own. */
+  platformOverlays?: readonly PlatformOverlay[]
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
   now?: () => Date
@@ -294,7 +297,7 @@ export class Reconciler {
 
   /** The render's inputs from the CR, and the optional kinds left out (which change what is applied), as one text. */
   #inputsOf(cr: MemcachedObject): string {
-    return JSON.stringify([cr.metadata.name, cr.metadata.namespace ?? '', cr.spec ?? {}, [...(this.#d.unserved ?? new Map<string, string>()).keys()].sort(), this.#d.platform?.() ?? ''])
+    return JSON.stringify([cr.metadata.name, cr.metadata.namespace ?? '', cr.spec ?? {}, [...(this.#d.unserved ?? new Map<string, string>()).keys()].sort(), this.#d.platform?.() ?? '', this.#d.platformOverlays?.length ? (cr.metadata.labels ?? {}) : {}])
   }
 
   /**
@@ -370,7 +373,7 @@ export class Reconciler {
     }
     try {
       const platform = this.#d.platform?.()
-      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum, keys: (ns, name) => cache.keys?.(ns, name) }, ...(platform !== undefined ? { platform } : {}) }), read: [...referred] }
+      return { ...renderInstance(chart, { name: cr.metadata.name, namespace, spec: cr.spec ?? {}, secrets: { checksum, keys: (ns, name) => cache.keys?.(ns, name) }, ...(platform !== undefined ? { platform } : {}), platformOverlays: this.#d.platformOverlays ?? [], labels: cr.metadata.labels ?? {} }), read: [...referred] }
     } finally {
       this.#d.references?.set(`${namespace}/${cr.metadata.name}`, referred.keys())
     }
