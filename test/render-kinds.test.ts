@@ -71,7 +71,7 @@ t.test('bad declarations are refused with the file and the index of each', async
   ], 'bad names')
   t.same(problems('kinds:\n  - {apiVersion: v1, kind: Service, resource: services, optinal: true}\n  - {apiVersion: v1, kind: ConfigMap, resource: configmaps, optional: "yes"}\nextra: 1\n'), [
     'kinds.yaml: unknown key "extra" (only "kinds" is allowed)',
-    'kinds.yaml: kinds[0]: unknown key "optinal" (allowed: apiVersion, kind, resource, optional)',
+    'kinds.yaml: kinds[0]: unknown key "optinal" (allowed: apiVersion, kind, resource, optional, patchable)',
     'kinds.yaml: kinds[1]: optional must be true or false',
   ], 'unknown keys, and optional only a boolean')
   t.same(problems('kinds: []\n'), ['kinds.yaml: kinds: must be a non-empty list'])

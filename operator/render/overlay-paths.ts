@@ -14,7 +14,9 @@ import type { PatchMeta } from '../kube/strategic-merge.ts'
 export type Segment = { field: string } | { item: '*' } | { item: number } | { item: string; key: string }
 
 /** A path that cannot be read (where it was written is the caller's to say). */
-export class PathSyntaxError extends Error {}
+export class PathSyntaxError extends Error {
+  override name = 'PathSyntaxError'
+}
 
 const PLAIN = /^[A-Za-z0-9_-]+$/
 

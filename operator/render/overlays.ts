@@ -124,7 +124,12 @@ function checkJsonPatch(ops: unknown, at: string, problems: string[]): void {
     if (typeof op.op !== 'string' || !OPS.has(op.op)) problems.push(`${at}[${j}].op: must be one of ${[...OPS].join(', ')}`)
     for (const k of ['path', 'from'] as const) {
       if (op[k] === undefined && k === 'from' && op.op !== 'move' && op.op !== 'copy') continue
-      if (typeof op[k] !== 'string' || !/^(\/.*)?$/.test(op[k])) problems.push(`${at}[${j}].${k}: must be a JSON pointer, e.g. /spec/template/spec/tolerations`)
+      const pointer = op[k]
+      if (typeof pointer !== 'string' || !/^(\/.*)?$/.test(pointer)) problems.push(`${at}[${j}].${k}: must be a JSON pointer, e.g. /spec/template/spec/tolerations`)
+      else {
+        const bad = pointer.split('/').map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~')).find((t) => PROTOTYPE_KEYS.includes(t))
+        if (bad !== undefined) problems.push(`${at}[${j}].${k}: ${JSON.stringify(bad)} is not allowed in a path`)
+      }
     }
     if ((op.op === 'add' || op.op === 'replace' || op.op === 'test') && !Object.hasOwn(op, 'value')) problems.push(`${at}[${j}].value: is required by ${op.op}`)
   })
