@@ -13,6 +13,8 @@
  * BENCH_SANDBOX_HEAPSNAPSHOT=<file> writes a heap snapshot of the sandbox's process at convergence.
  * BENCH_ACCOUNT_CONTROLLERS=1 records the simulated controllers' requests too and prints every
  * client's writes by resource (the recording costs the sandbox a few percent of its CPU).
+ * BENCH_OVERLAY=1 gives every CR an overlay (a strategic merge patch of its Deployment's pod
+ * template: a toleration and an annotation), to compare with the run without.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -28,6 +30,7 @@ import { WRITE_VERBS } from '../support/operator.ts'
 const root = resolve(import.meta.dirname, '..', '..')
 const N = Number(process.env.BENCH_CRS ?? 1000)
 const SIZE = Number(process.env.BENCH_SIZE ?? 3)
+const OVERLAYS = process.env.BENCH_OVERLAY === '1' ? [{ name: 'bench', target: { kind: 'Deployment' }, strategicMerge: { spec: { template: { metadata: { annotations: { 'mesh.example.com/inject': 'false' } }, spec: { tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }] } } } } }] : undefined
 const RESYNC_S = 30
 // Give up after this long (BENCH_LIMIT_S; a loaded shared machine can take far longer than the target).
 const LIMIT_S = Number(process.env.BENCH_LIMIT_S ?? 1800)
@@ -83,7 +86,7 @@ const emptyHeap = await heapUsed()
 const emptyRss = rssOf(operator.pid!).rss
 sandbox.requests.reset()
 const opUA = (ua: string | undefined) => ua?.startsWith('memcached-operator/') ?? false
-console.log(`${N} Memcached CRs of size ${SIZE}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version} ${nodeFlags.join(' ')}${managerNodeOptions ? `, NODE_OPTIONS=${managerNodeOptions}` : ''}\n`)
+console.log(`${N} Memcached CRs of size ${SIZE}${OVERLAYS ? ', each with an overlay' : ''}; sandbox pods become Ready after 200 ms; operator --concurrency 8, node ${process.version} ${nodeFlags.join(' ')}${managerNodeOptions ? `, NODE_OPTIONS=${managerNodeOptions}` : ''}\n`)
 
 /**
  * The CRs whose status.nodes is complete, kept from the store's own events (what a write tells its
@@ -105,7 +108,7 @@ const reconcilesStart = await reconciles()
 // The CRs are created by a client in a thread of its own (as kubectl runs in a process of its
 // own), 100 creates in flight at a time: ten thousand at once would be ten thousand connections.
 await new Promise<void>((resolve, reject) => {
-  const creator = new Worker(new URL('./create-crs.ts', import.meta.url), { workerData: { kubeconfigPath: sandbox.kubeconfigPath, count: N, size: SIZE, inFlight: 100 } })
+  const creator = new Worker(new URL('./create-crs.ts', import.meta.url), { workerData: { kubeconfigPath: sandbox.kubeconfigPath, count: N, size: SIZE, inFlight: 100, ...(OVERLAYS ? { overlays: OVERLAYS } : {}) } })
   creator.once('message', (m: { done?: true; error?: string }) => (m.error !== undefined ? reject(new Error(`creating the CRs: ${m.error}`)) : resolve()))
   creator.once('error', reject)
 })
