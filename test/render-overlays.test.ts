@@ -130,6 +130,7 @@ t.test('malformed overlays are listed, each with its place', async (t) => {
     'spec.overlays[2].target: is required (a strategic merge patch without one must name apiVersion, kind and metadata.name)',
   ])
   t.same(problemsOf({ size: 1, overlays: 'x' }), ['spec.overlays: must be a list of overlays'])
+  t.same(problemsOf({ size: -1, overlays: 'x' }).length, 2, 'the values\' problems too')
 })
 
 t.test('a strategic merge patch without a target names its object, as in kustomize', async (t) => {

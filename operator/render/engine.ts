@@ -12,7 +12,7 @@ import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, S
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 import { compareQuantities, quantityOf, QuantityError } from '../kube/quantity.ts'
 import { chartValuesOf } from '../api/spec-fields.ts'
-import { applyOverlays, parseOverlays, platformOverlaysFor, type OverlayChange, type PlatformOverlay } from './overlays.ts'
+import { applyOverlays, parseOverlays, platformOverlaysFor, type Overlay, type OverlayChange, type PlatformOverlay } from './overlays.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
 export interface RenderInput {
@@ -102,7 +102,21 @@ export function templateRunning(): string | undefined {
 
 /** Renders an instance; throws {@link RenderError} listing every problem found. */
 export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
-  const overlays = [...platformOverlaysFor(input.platformOverlays ?? [], input.labels ?? {}), ...parseOverlays(isPlainMap(input.spec) ? input.spec.overlays : undefined, 'spec.overlays')]
+  let overlays: Overlay[] = []
+  try {
+    overlays = [...platformOverlaysFor(input.platformOverlays ?? [], input.labels ?? {}), ...parseOverlays(isPlainMap(input.spec) ? input.spec.overlays : undefined, 'spec.overlays')]
+  } catch (err) {
+    // Every problem of the spec at once: the overlays' and the values'.
+    if (!(err instanceof RenderError)) throw err
+    let more: string[] = []
+    try {
+      resolveValues(chart, input)
+    } catch (e) {
+      if (!(e instanceof RenderError)) throw e
+      more = e.problems
+    }
+    throw new RenderError('values', [...more, ...err.problems])
+  }
   const values = resolveValues(chart, input)
   const labels = standardLabels(chart, input.name)
   const secrets: SecretUse = { source: input.secrets ?? offlineSecrets, referenced: new Set(), missing: new Set(), missingKeys: [] }
