@@ -14,7 +14,8 @@ import { chartValuesOf } from '../operator/api/spec-fields.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { renderInstance, type RenderInput } from '../operator/render/engine.ts'
 import { RenderError } from '../operator/render/errors.ts'
-import { formatPath, parsePath } from '../operator/render/overlay-paths.ts'
+import { changedPaths, covers, formatPath, parsePath, touches, valueAt } from '../operator/render/overlay-paths.ts'
+import { kindPatchMeta } from '../operator/kube/openapi-patch-meta.ts'
 import { parsePlatformOverlays } from '../operator/render/overlays.ts'
 import { matchesSelector, parseSelector } from '../operator/render/overlay-selector.ts'
 import { kubectlPath } from './support/tools.ts'
@@ -214,4 +215,22 @@ t.test('a strategic merge overlay gives what kubectl patch and kustomize give fo
   writeFileSync(join(dir, 'kustomization.yaml'), YAML.stringify({ resources: ['deployment.yaml'], patches: [{ target: { kind: 'Deployment', name: 'cache' }, patch: JSON.stringify(patchWith(false)) }] }))
   const kustomized = YAML.parse(execFileSync(kubectlPath(), ['kustomize', dir], { encoding: 'utf8' })) as Any
   t.same(ours(patchWith(false)), kustomized, 'as kustomize')
+})
+
+t.test('changes are found field by field, list items by their merge key', async (t) => {
+  const meta = kindPatchMeta('apps/v1', 'Deployment')
+  const before = { spec: { template: { spec: { containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }, { name: 'b', image: 'y' }], tolerations: [{ key: 't' }], dnsConfig: null } } } }
+  const paths = (after: unknown) => changedPaths(before, after, meta).map((c) => formatPath(c.path))
+  t.same(paths({ spec: { template: { spec: { containers: [{ name: 'a', image: 'z', env: [{ name: 'E', value: '1' }] }, { name: 'b', image: 'y' }], tolerations: [{ key: 't' }] } } } }), ['spec.template.spec.containers[name=a].image'], 'by key; a dropped null is no change')
+  t.same(paths({ spec: { template: { spec: { containers: [{ name: 'b', image: 'y' }, { name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }], tolerations: [] } } } }), ['spec.template.spec.containers', 'spec.template.spec.tolerations'], 'a reorder is a change of the list; an atomic list changes whole')
+  t.same(paths({ spec: { template: { spec: { containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }], tolerations: [{ key: 't' }] } } } }), ['spec.template.spec.containers[name=b]'], 'a removed item')
+  const removed = changedPaths(before, { spec: { template: { spec: { containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }], tolerations: [{ key: 't' }] } } } }, meta)[0]!
+  t.equal(touches(removed, parsePath('spec.template.spec.containers[*].image')), true, 'removing an item touches its fields')
+  t.equal(touches(removed, parsePath('spec.template.spec.containers[*].securityContext')), false, 'but not those it lacked')
+  t.equal(covers(parsePath('spec.ports[0]'), parsePath('spec.ports[0].port')), true)
+  t.equal(covers(parsePath('spec.ports[1]'), parsePath('spec.ports[0].port')), false)
+  t.equal(covers(parsePath('spec.containers[name=a]'), parsePath('spec.containers[name=b].image')), false)
+  t.equal(valueAt(before, parsePath('spec.template.spec.containers[name=b].image')), 'y')
+  t.equal(valueAt(before, parsePath('spec.template.spec.tolerations[0].key')), 't')
+  t.equal(valueAt(before, parsePath('spec.template.spec.nothing.here')), undefined)
 })

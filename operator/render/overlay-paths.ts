@@ -130,6 +130,8 @@ function walk(before: unknown, after: unknown, meta: PatchMeta, path: Segment[],
   for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
     const b = Object.hasOwn(before, k) ? before[k] : undefined
     const a = Object.hasOwn(after, k) ? after[k] : undefined
+    // A strategic merge drops nulls, as the API server's typed decoding does: not a change.
+    if (b === null && a === undefined) continue
     const here = [...path, { field: k }]
     if (Array.isArray(b) && Array.isArray(a)) {
       const list = meta.list(k)

@@ -267,7 +267,7 @@ export interface PlatformOverlay extends Overlay {
  */
 export function parsePlatformOverlays(data: unknown, file: string): PlatformOverlay[] {
   if (!isPlainMap(data) || Object.keys(data).some((k) => k !== 'overlays')) throw new RenderError('input', [`${file}: must be a map with one key, overlays (a list)`])
-  const list = Array.isArray(data.overlays) ? data.overlays : data.overlays
+  const list = data.overlays
   const selectors: (Requirement[] | undefined)[] = []
   const problems: string[] = []
   const stripped = Array.isArray(list)
