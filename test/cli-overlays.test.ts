@@ -14,7 +14,7 @@ import { tempDir } from './support/tmp.ts'
 const root = resolve(import.meta.dirname, '..')
 const sample = join(root, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
 const overlaysSample = join(root, 'kustomize/samples/cache_v1alpha1_memcached_overlays.yaml')
-const platform = join(root, 'kustomize/samples/platform-overlays.yaml')
+const platform = join(root, 'kustomize/manager/platform-overlays.yaml')
 
 async function run(args: string[], stdin = '') {
   const io = captureIO(stdin)
@@ -29,7 +29,7 @@ t.test('render applies the platform\'s overlays before the CR\'s and shows what 
   t.match(r.out, /node-role\.kubernetes\.io\/edge/)
   t.notMatch(r.out, /cloud\.example\.com\/spot/, 'the CR\'s tolerations replace the platform\'s, as in a strategic merge')
   t.equal(r.err.split('\n').filter(Boolean).length, 3)
-  t.match(r.err, /^render: Memcached default\/memcached-overlays: \S*kustomize\/samples\/platform-overlays\.yaml: overlays\[0\] \(spot-nodes\): Deployment\/memcached-overlays: spec\.template\.spec\.tolerations$/m)
+  t.match(r.err, /^render: Memcached default\/memcached-overlays: \S*kustomize\/manager\/platform-overlays\.yaml: overlays\[0\] \(spot-nodes\): Deployment\/memcached-overlays: spec\.template\.spec\.tolerations$/m)
   t.match(r.err, /spec\.overlays\[1\] \(registry-mirror\): Deployment\/memcached-overlays: spec\.template\.spec\.containers\[name=memcached\]\.image$/m)
   const plain = await run(['render', '-f', sample, '--show-overlays'])
   t.equal(plain.err, 'render: no overlay changed anything\n')
