@@ -3,9 +3,10 @@
  * (`--overlays`) and say which patch changed what (`--show-overlays`, `diff -o json`); a bad file
  * is a usage error naming every problem, for `run` before any request.
  */
-import { writeFileSync } from 'node:fs'
+import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t from 'tap'
+import YAML from 'yaml'
 import { runCli } from '../operator/cli/program.ts'
 import { startBed } from './support/operator.ts'
 import { captureIO } from './support/io.ts'
@@ -63,4 +64,18 @@ t.test('diff lists each overlay\'s changes in its JSON, and on stderr with --sho
   t.equal(shown.code, 1)
   t.match(shown.err, /Memcached default\/memcached-sample: .*platform-overlays\.yaml: overlays\[0\] \(spot-nodes\): Deployment\/memcached-sample: spec\.template\.spec\.tolerations/)
   t.match(shown.out, /cloud\.example\.com\/spot/)
+})
+
+t.test('diff --all with a new chart reports the CRs whose overlays it would break, before it is rolled out', async (t) => {
+  const bed = await startBed()
+  t.teardown(() => bed.stop())
+  const cr = YAML.parse(readFileSync(overlaysSample, 'utf8')) as { metadata: Record<string, unknown> }
+  await bed.client.create({ ...cr, metadata: { ...cr.metadata, namespace: 'default' } } as never)
+  const dir = tempDir('mc-overlays-chart-')
+  cpSync(join(root, 'charts/memcached'), dir, { recursive: true })
+  // The new revision renames the container the JSON patch tests.
+  for (const f of ['templates/_pod.ejs']) writeFileSync(join(dir, f), readFileSync(join(dir, f), 'utf8').replace('    - name: memcached\n', '    - name: cache\n'))
+  const r = await run(['diff', '--all', '--chart', dir, '--kubeconfig', bed.sandbox.kubeconfigPath])
+  t.equal(r.code, 2, r.err)
+  t.match(r.err, /error: Memcached default\/memcached-overlays: .*spec\.overlays\[1\] \(registry-mirror\): target Deployment\/memcached-overlays: jsonPatch\[0\] \(test \/spec\/template\/spec\/containers\/0\/name\): the test failed/s)
 })
