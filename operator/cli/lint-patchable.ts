@@ -4,16 +4,9 @@
  * list, `[key=value]` only by the list's merge key. Kinds without a definition here (custom
  * resources) are checked for syntax only, when the chart is loaded.
  */
-import { builtinDefinitions, definitionOf, type Schema } from '../kube/openapi-validate.ts'
+import { definitionOf, resolve, type Schema } from '../kube/openapi-validate.ts'
 import { groupOf, type ChartKind } from '../render/kinds.ts'
 import { formatPath, type Segment } from '../render/overlay-paths.ts'
-
-function resolve(s: Schema | undefined): Schema | undefined {
-  if (s === undefined) return undefined
-  const allOf = s.allOf as Schema[] | undefined
-  const ref = (s.$ref ?? (allOf?.length === 1 ? allOf[0]?.$ref : undefined)) as string | undefined
-  return typeof ref === 'string' ? builtinDefinitions().definitions[ref.slice('#/definitions/'.length)] : s
-}
 
 /** Why `path` names no field of `schema`, or undefined when it does. */
 function pathProblem(schema: Schema, path: readonly Segment[]): string | undefined {
@@ -24,13 +17,13 @@ function pathProblem(schema: Schema, path: readonly Segment[]): string | undefin
     if ('field' in seg) {
       const props = cur.properties as Record<string, Schema> | undefined
       const extra = cur.additionalProperties
-      if (props !== undefined && Object.hasOwn(props, seg.field)) cur = resolve(props[seg.field])
+      if (props !== undefined && Object.hasOwn(props, seg.field)) cur = resolve(props[seg.field]!)
       else if (typeof extra === 'object' && extra !== null) cur = resolve(extra as Schema)
       else return `${here}: no such field`
     } else {
       if (cur.type !== 'array') return `${here}: ${formatPath(path.slice(0, i))} is not a list`
       if ('key' in seg && cur['x-kubernetes-patch-merge-key'] !== seg.key) return `${here}: the list's items are not merged by ${seg.key}${cur['x-kubernetes-patch-merge-key'] ? ` (its merge key is ${String(cur['x-kubernetes-patch-merge-key'])})` : ' (it has no merge key: write [*])'}`
-      cur = resolve(cur.items as Schema | undefined)
+      cur = cur.items === undefined ? undefined : resolve(cur.items as Schema)
     }
   }
   return undefined

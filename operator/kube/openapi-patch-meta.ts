@@ -6,26 +6,17 @@
  * definitions do not hold (a custom resource) gets the metadata of an unknown map: maps merge, lists
  * are replaced — what kustomize does for a kind it has no schema of.
  */
-import { builtinDefinitions, definitionOf, type Schema } from './openapi-validate.ts'
+import { definitionOf, resolve, type Schema } from './openapi-validate.ts'
 import type { PatchMeta } from './strategic-merge.ts'
 
 const metas = new WeakMap<Schema, PatchMeta>()
-
-/** Follows a `$ref` (directly or as the only `allOf`) to its definition. */
-function resolve(s: Schema | undefined): Schema | undefined {
-  if (s === undefined) return undefined
-  const allOf = s.allOf as Schema[] | undefined
-  const ref = (s.$ref ?? (allOf?.length === 1 ? allOf[0]?.$ref : undefined)) as string | undefined
-  if (typeof ref !== 'string') return s
-  return builtinDefinitions().definitions[ref.slice('#/definitions/'.length)]
-}
 
 const OPEN: PatchMeta = { field: () => OPEN, list: () => ({ items: OPEN, merge: false, mergeKey: '' }) }
 
 /** The patch metadata a schema node gives its members. */
 export function schemaPatchMeta(schema: Schema | undefined): PatchMeta {
+  if (schema === undefined) return OPEN
   const s = resolve(schema)
-  if (s === undefined) return OPEN
   let m = metas.get(s)
   if (m) return m
   const child = (key: string): Schema | undefined => {

@@ -122,9 +122,9 @@ export function changedPaths(before: unknown, after: unknown, meta: PatchMeta): 
 }
 
 function walk(before: unknown, after: unknown, meta: PatchMeta, path: Segment[], out: Change[]): void {
-  if (jsonEqual(before, after)) return
+  if (before === after) return
   if (!isMap(before) || !isMap(after)) {
-    out.push({ path, before, after })
+    if (!jsonEqual(before, after)) out.push({ path, before, after })
     return
   }
   for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {

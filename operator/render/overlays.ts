@@ -204,7 +204,8 @@ export function applyOverlays(objects: RenderedObject[], overlays: readonly Over
   if (overlays.length === 0) return []
   const problems: string[] = []
   const changes: OverlayChange[] = []
-  const work = objects.map((o) => JSON.parse(JSON.stringify(o)) as RenderedObject)
+  // Each patch gives a fresh object and leaves the one it patched as it was.
+  const work = [...objects]
   for (const ov of overlays) {
     const t = ov.target
     if (t.namespace !== undefined && t.namespace !== namespace) {
