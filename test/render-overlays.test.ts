@@ -14,6 +14,7 @@ import { chartValuesOf } from '../operator/api/spec-fields.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { renderInstance, type RenderInput } from '../operator/render/engine.ts'
 import { RenderError } from '../operator/render/errors.ts'
+import { parseKinds } from '../operator/render/kinds.ts'
 import { changedPaths, covers, formatPath, parsePath, touches, valueAt } from '../operator/render/overlay-paths.ts'
 import { kindPatchMeta } from '../operator/kube/openapi-patch-meta.ts'
 import { parsePlatformOverlays } from '../operator/render/overlays.ts'
@@ -76,6 +77,9 @@ t.test('hostile patches are refused and nothing of them is rendered', async (t) 
     ['privileged', deployment({ spec: { template: { spec: { containers: [{ name: 'memcached', securityContext: { privileged: true } }] } } } }), /containers\[name=memcached\]\.securityContext\.privileged: no overlay may change spec\.template\.spec\.containers\[\*\]\.securityContext/],
     ['a privileged sidecar', deployment({ spec: { template: { spec: { containers: [{ name: 'x', image: 'x', securityContext: { privileged: true } }] } } } }), /containers\[name=x\]: no overlay may change spec\.template\.spec\.containers\[\*\]\.securityContext/],
     ['hostNetwork', deployment({ spec: { template: { spec: { hostNetwork: true } } } }), /spec\.template\.spec\.hostNetwork: no overlay may change/],
+    ['the pod spec replaced ($patch: replace)', deployment({ spec: { template: { spec: { $patch: 'replace', containers: [{ name: 'memcached', image: 'x' }] } } } }), /spec\.template\.spec\.securityContext: no overlay may change spec\.template\.spec\.securityContext/],
+    ['the securityContext dropped ($retainKeys)', deployment({ spec: { template: { spec: { $retainKeys: ['containers'] } } } }), /spec\.template\.spec\.securityContext: no overlay may change/],
+    ['a JSON patch moving the securityContext away', { target: { kind: 'Deployment' }, jsonPatch: [{ op: 'move', from: '/spec/template/spec/securityContext', path: '/metadata/annotations' }] }, /spec\.template\.spec\.securityContext: no overlay may change/],
     ['the pod securityContext removed', { target: { kind: 'Deployment' }, jsonPatch: [{ op: 'remove', path: '/spec/template/spec/securityContext' }] }, /spec\.template\.spec\.securityContext: no overlay may change/],
     ['another namespace (target)', { target: { kind: 'Deployment', namespace: 'kube-system' }, strategicMerge: {} }, /target namespace "kube-system" is not the instance's namespace "default"/],
     ['another namespace (object)', deployment({ metadata: { namespace: 'kube-system' } }), /metadata\.namespace: no overlay may change metadata\.namespace/],
@@ -233,4 +237,22 @@ t.test('changes are found field by field, list items by their merge key', async 
   t.equal(valueAt(before, parsePath('spec.template.spec.containers[name=b].image')), 'y')
   t.equal(valueAt(before, parsePath('spec.template.spec.tolerations[0].key')), 't')
   t.equal(valueAt(before, parsePath('spec.template.spec.nothing.here')), undefined)
+})
+
+t.test('kinds.yaml: patchable is a list of paths', async (t) => {
+  const problems = (patchable: unknown): string[] => {
+    try {
+      parseKinds({ kinds: [{ apiVersion: 'v1', kind: 'Service', resource: 'services', patchable }] }, 'kinds.yaml')
+    } catch (err) {
+      return (err as RenderError).problems
+    }
+    return []
+  }
+  t.same(problems('metadata.annotations'), ['kinds.yaml: kinds[0]: patchable: must be a list of paths, e.g. spec.template.spec.tolerations'])
+  t.same(problems([3, 'a..b', 'metadata.name', 'metadata.annotations']), [
+    'kinds.yaml: kinds[0]: patchable[0]: must be a path (a string)',
+    'kinds.yaml: kinds[0]: patchable[1]: "a..b": a field name expected at character 3',
+    'kinds.yaml: kinds[0]: patchable[2]: metadata.name is within metadata.name, which no overlay may change',
+  ])
+  t.same(problems(['metadata.annotations']), [])
 })

@@ -115,19 +115,45 @@ function jsonEqual(a: unknown, b: unknown): boolean {
  * key, lists merged by a key (per `meta`) item by item; any other list, and a value whose type
  * changed, is one change.
  */
-export function changedPaths(before: unknown, after: unknown, meta: PatchMeta): Change[] {
+export function changedPaths(before: unknown, after: unknown, meta: PatchMeta, scope: Scope = true): Change[] {
   const out: Change[] = []
-  walk(before, after, meta, [], out)
+  walk(before, after, meta, [], out, scope)
   return out
 }
 
-function walk(before: unknown, after: unknown, meta: PatchMeta, path: Segment[], out: Change[]): void {
+/**
+ * Where a patch can have changed anything: `true` everywhere below, or only under the keys of a
+ * map (each with its own scope). The rest of an object is not compared.
+ */
+export type Scope = true | { [key: string]: Scope }
+
+/** The scope of a strategic merge patch: its keys, and everything under a map holding a directive. */
+export function strategicScope(patch: unknown): Scope {
+  if (!isMap(patch) || Object.keys(patch).some((k) => k.startsWith('$'))) return true
+  const out: { [key: string]: Scope } = Object.create(null) as { [key: string]: Scope }
+  for (const [k, v] of Object.entries(patch)) out[k] = strategicScope(v)
+  return out
+}
+
+/** The scope of JSON patch operations: the top-level fields their paths (and `from`s) name. */
+export function jsonPatchScope(ops: readonly { path: string; from?: string }[]): Scope {
+  const out: { [key: string]: Scope } = Object.create(null) as { [key: string]: Scope }
+  for (const p of ops.flatMap((o) => (o.from !== undefined ? [o.path, o.from] : [o.path]))) {
+    const first = p.split('/')[1]
+    if (first === undefined) return true
+    out[first.replaceAll('~1', '/').replaceAll('~0', '~')] = true
+  }
+  return out
+}
+
+function walk(before: unknown, after: unknown, meta: PatchMeta, path: Segment[], out: Change[], scope: Scope = true): void {
   if (before === after) return
   if (!isMap(before) || !isMap(after)) {
     if (!jsonEqual(before, after)) out.push({ path, before, after })
     return
   }
-  for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+  const keys = scope === true ? new Set([...Object.keys(before), ...Object.keys(after)]) : Object.keys(scope)
+  for (const k of keys) {
     const b = Object.hasOwn(before, k) ? before[k] : undefined
     const a = Object.hasOwn(after, k) ? after[k] : undefined
     // A strategic merge drops nulls, as the API server's typed decoding does: not a change.
@@ -153,7 +179,7 @@ function walk(before: unknown, after: unknown, meta: PatchMeta, path: Segment[],
         continue
       }
     }
-    walk(b, a, meta.field(k), here, out)
+    walk(b, a, meta.field(k), here, out, scope === true ? true : scope[k]!)
   }
 }
 

@@ -16,7 +16,7 @@ import { strategicMergePatch, StrategicPatchError, type JsonObject } from '../ku
 import { RenderError } from './errors.ts'
 import { groupOf, type ChartKind } from './kinds.ts'
 import type { RenderedObject } from './manifest.ts'
-import { changedPaths, covers, formatPath, NEVER_PATCHED_PATHS, touches } from './overlay-paths.ts'
+import { changedPaths, covers, formatPath, jsonPatchScope, NEVER_PATCHED_PATHS, strategicScope, touches } from './overlay-paths.ts'
 import { MAX_JSON_PATCH_OPS, MAX_OVERLAY_BYTES, MAX_OVERLAY_DEPTH, MAX_OVERLAYS, PROTOTYPE_KEYS } from './overlay-schema.ts'
 import { matchesSelector, parseSelector, type Requirement } from './overlay-selector.ts'
 import { isPlainMap } from './values.ts'
@@ -237,7 +237,7 @@ export function applyOverlays(objects: RenderedObject[], overlays: readonly Over
         }
         throw err
       }
-      const found = changedPaths(o, patched, meta)
+      const found = changedPaths(o, patched, meta, ov.strategicMerge !== undefined ? strategicScope(ov.strategicMerge) : jsonPatchScope(ov.jsonPatch!))
       const patchable = kinds.find((k) => k.kind === o.kind && k.apiVersion === o.apiVersion)?.patchable ?? []
       const before = problems.length
       for (const c of found) {
@@ -248,7 +248,7 @@ export function applyOverlays(objects: RenderedObject[], overlays: readonly Over
       }
       if (problems.length > before) continue
       work[i] = patched
-      if (found.length > 0) changes.push({ overlay: ov.who, object: id, paths: found.map((c) => formatPath(c.path)) })
+      if (found.length > 0) changes.push({ overlay: ov.who, object: id, paths: found.map((c) => formatPath(c.path)).sort() })
     }
   }
   if (problems.length > 0) throw new RenderError('values', problems)
