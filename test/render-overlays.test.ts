@@ -173,13 +173,16 @@ t.test('a chart declares what may be patched; kinds.yaml refuses what no overlay
   const kinds = readFileSync(join(dir, 'kinds.yaml'), 'utf8')
   writeFileSync(join(dir, 'kinds.yaml'), kinds.replace('      - spec.template.spec.dnsConfig\n', '      - spec.template.spec.dnsConfig\n      - spec.template.spec.securityContext.runAsUser\n'))
   t.throws(() => loadChart(dir, true), /kinds\.yaml: kinds\[3\]: patchable\[\d+\]: spec\.template\.spec\.securityContext\.runAsUser is within spec\.template\.spec\.securityContext, which no overlay may change/)
-  writeFileSync(join(dir, 'kinds.yaml'), kinds.replace('      - spec.template.spec.dnsConfig\n', '      - spec.template.spec.tolerationz\n      - spec.template.spec.containers[key=x]\n'))
+  writeFileSync(join(dir, 'kinds.yaml'), kinds.replace('      - spec.template.spec.dnsConfig\n', '      - spec.template.spec.tolerationz\n      - spec.template.spec.containers[key=x]\n      - spec.replicas[*]\n      - spec.template.spec.tolerations[key=x]\n      - metadata.annotations["a.b/c"]\n      - spec.template.spec.containers[name=memcached].env[*].valueFrom\n'))
   const { runLint } = await import('../operator/cli/lint.ts')
   const err: string[] = []
   const code = await runLint({ chart: dir, filename: [] }, { cwd: process.cwd(), stdout: () => {}, stderr: (s: string) => err.push(s) } as never)
   t.equal(code, 1)
   t.match(err.join(''), /kinds\.yaml: Deployment: patchable spec\.template\.spec\.tolerationz: spec\.template\.spec\.tolerationz: no such field/)
   t.match(err.join(''), /kinds\.yaml: Deployment: patchable spec\.template\.spec\.containers\[key=x\]: .*the list's items are not merged by key \(its merge key is name\)/)
+  t.match(err.join(''), /kinds\.yaml: Deployment: patchable spec\.replicas\[\*\]: spec\.replicas\[\*\]: spec\.replicas is not a list/)
+  t.match(err.join(''), /patchable spec\.template\.spec\.tolerations\[key=x\]: .*not merged by key \(it has no merge key: write \[\*\]\)/)
+  t.notMatch(err.join(''), /a\.b\/c|valueFrom/, 'a map\'s key and a field under a list item are fields of the kind')
 })
 
 /**
