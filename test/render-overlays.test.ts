@@ -183,6 +183,12 @@ t.test('a chart declares what may be patched; kinds.yaml refuses what no overlay
   t.match(err.join(''), /kinds\.yaml: Deployment: patchable spec\.replicas\[\*\]: spec\.replicas\[\*\]: spec\.replicas is not a list/)
   t.match(err.join(''), /patchable spec\.template\.spec\.tolerations\[key=x\]: .*not merged by key \(it has no merge key: write \[\*\]\)/)
   t.notMatch(err.join(''), /a\.b\/c|valueFrom/, 'a map\'s key and a field under a list item are fields of the kind')
+  const schema = JSON.parse(readFileSync(join(dir, 'values.schema.json'), 'utf8')) as { properties: Record<string, unknown> }
+  schema.properties.overlays = { type: 'array', items: { type: 'string' } }
+  writeFileSync(join(dir, 'values.schema.json'), JSON.stringify(schema))
+  const again: string[] = []
+  t.equal(await runLint({ chart: dir, filename: [] }, { cwd: process.cwd(), stdout: () => {}, stderr: (s: string) => again.push(s) } as never), 1)
+  t.match(again.join(''), /values\.schema\.json: properties\.overlays: "overlays" is a field of the Memcached spec that the operator reads itself/)
 })
 
 /**
