@@ -102,3 +102,18 @@ t.test('an applier drops a container in which kubectl edit added an env var: the
   t.same(after.spec.template.spec.containers.map((c) => c.name), ['memcached'])
   t.notOk(after.metadata.managedFields.some((e) => e.manager === 'kubectl-edit'), 'kubectl-edit owned only what went with the sidecar')
 })
+
+t.test('kubectl patch of a PodDisruptionBudget selector replaces it (the field is `patchStrategy: replace` upstream)', async (t) => {
+  const sb = await startSandbox({ controllers: false })
+  t.teardown(() => sb.close())
+  const run = async (args: string[], input?: string): Promise<string> => {
+    const p = promisify(execFile)(kubectlPath(), ['--kubeconfig', sb.kubeconfigPath, ...args], { timeout: 60_000 })
+    if (input !== undefined) p.child.stdin?.end(input)
+    return (await p).stdout
+  }
+  const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'cache', namespace: 'default' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'cache', tier: 'memory' } } } }
+  await run(['create', '-f', '-'], JSON.stringify(pdb))
+  await run(['patch', 'pdb/cache', '-p', '{"spec":{"selector":{"matchLabels":{"app":"store"}}}}'])
+  const after = JSON.parse(await run(['get', 'pdb/cache', '-o', 'json'])) as { spec: { selector: unknown } }
+  t.same(after.spec.selector, { matchLabels: { app: 'store' } })
+})

@@ -21,7 +21,6 @@
  * - A `null` in an applied configuration removes a scalar, atomic or deduced field and leaves a
  *   granular one as it is (structured-merge-diff's merge); nulls are never stored.
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
- * - Strategic merge patch ignores `$setElementOrder`; lists merge by their first apply key.
  * - No conversion between apiVersions: managers of other versions are compared as is.
  * `test/sandbox-apply-smd-tables.test.ts` runs structured-merge-diff's own merge tables against
  * this engine; operator/sandbox/README.md counts the cases and names those that deviate.
@@ -31,6 +30,8 @@ export type { ApplyOptions, ApplyResult, ApplyConflict, UpdateOptions } from './
 export { ApplyTypeError, gvkString, compareObjects, mergeObjects, omitEmpty, toFieldSet, removePaths } from './merge.ts'
 export type { Comparison } from './merge.ts'
 export { strategicMergePatch, StrategicPatchError } from './strategic.ts'
+export { builtinPatchMeta, patchMetaFromOpenAPI, patchMetaFromTopology } from './patch-meta.ts'
+export type { PatchMeta } from './patch-meta.ts'
 export { builtinTopology, hasBuiltinTopology, customResourceTopology, METADATA, POD_SPEC, POD_TEMPLATE_SPEC } from './topology.ts'
 export { topologyFromOpenAPI, schemaTopology } from './crd-topology.ts'
 export { fromFieldsV1, toFieldsV1, pathString, members, EMPTY as EMPTY_SET } from './fieldset.ts'

@@ -6,14 +6,12 @@
  * `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` (its order wins, then the
  * patch's, then the live list's).
  *
- * The patch metadata comes from the same topology as apply: a list that apply merges by key
- * (`patchStrategy: merge`) merges by its first key (the `patchMergeKey`), a set merges as a union
- * of scalars, every other list is replaced; maps and structs always merge (strategic merge ignores
- * `+mapType=atomic`). No built-in served here has a `patchStrategy: replace` map.
+ * The patch metadata (`patchStrategy`, `patchMergeKey`) is a {@link PatchMeta}: for a built-in
+ * kind, its OpenAPI definition's, which are its Go struct tags (see patch-meta.ts).
  */
-import type { Json, JsonObject, KubeObject, Topology } from '../types.ts'
+import type { Json, JsonObject, KubeObject } from '../types.ts'
 import { clone, isObject } from './json.ts'
-import { childTopology, itemTopology } from './walk.ts'
+import type { PatchMeta } from './patch-meta.ts'
 
 /**
  * A strategic merge patch that cannot be applied, with the status the server answers
@@ -62,11 +60,30 @@ const errNoMergeKey = (m: JsonObject, k: string): StrategicPatchError => new Str
 const errBadArgType = (expected: string, actual: Json | undefined): StrategicPatchError => new StrategicPatchError(`expected a ${expected}, but received a ${goType(actual)}`)
 const errBadPatchType = (t: Json | undefined, m: JsonObject): StrategicPatchError => new StrategicPatchError(`unknown patch type: ${goV(t)} in map: ${goV(m)}`)
 
-/** The patch metadata of a list field: its items' topology, strategy and merge key. */
-function sliceMeta(t: Topology, key: string): { items: Topology; merge: boolean; mergeKey: string } {
-  const c = childTopology(t, key)
-  if (c.type !== 'list' || c.listType === 'atomic') return { items: itemTopology(c), merge: false, mergeKey: '' }
-  return { items: c.items, merge: true, mergeKey: c.listType === 'map' ? (c.keys?.[0] ?? '') : '' }
+/** A lookup's error, as upstream returns it unconverted (500). */
+function lookup<T>(f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    throw new StrategicPatchError(e instanceof Error ? e.message : String(e))
+  }
+}
+
+/** extractRetainKeysPatchStrategy: the strategy beside `retainKeys`. */
+function patchStrategy(strategies: string[]): string {
+  if (strategies.length === 1) return strategies[0] === 'retainKeys' ? '' : (strategies[0] ?? '')
+  if (strategies.length === 2) {
+    if (strategies[0] === 'retainKeys') return strategies[1] ?? ''
+    if (strategies[1] === 'retainKeys') return strategies[0] ?? ''
+  }
+  if (strategies.length === 0) return ''
+  throw new StrategicPatchError(`unexpected patch strategy: [${strategies.join(' ')}]`)
+}
+
+/** The patch metadata of a list field: its items' metadata, whether it merges, and its merge key. */
+function sliceMeta(t: PatchMeta, key: string): { items: PatchMeta; merge: boolean; mergeKey: string } {
+  const [items, meta] = lookup(() => t.forSlice(key))
+  return { items, merge: patchStrategy(meta.strategies) === 'merge', mergeKey: meta.mergeKey }
 }
 
 /**
@@ -75,8 +92,8 @@ function sliceMeta(t: Topology, key: string): { items: Topology; merge: boolean;
  * its typed object: directive keys that survive the merge (`$retainKeys` in a new map, …) and
  * `null` values in added content do not exist in a typed object, so they are dropped.
  */
-export function strategicMergePatch(live: KubeObject, patch: unknown, topology: Topology): KubeObject {
-  return dropUntyped(applyStrategicPatch(live as unknown as JsonObject, patch, topology)) as unknown as KubeObject
+export function strategicMergePatch(live: KubeObject, patch: unknown, meta: PatchMeta): KubeObject {
+  return dropUntyped(applyStrategicPatch(live as unknown as JsonObject, patch, meta)) as unknown as KubeObject
 }
 
 /**
@@ -84,9 +101,9 @@ export function strategicMergePatch(live: KubeObject, patch: unknown, topology: 
  * IgnoreUnmatchedNulls on): the merged map, exactly as upstream returns it. Throws
  * {@link StrategicPatchError}.
  */
-export function applyStrategicPatch(original: JsonObject, patch: unknown, topology: Topology): JsonObject {
+export function applyStrategicPatch(original: JsonObject, patch: unknown, meta: PatchMeta): JsonObject {
   if (!isObject(patch)) throw new StrategicPatchError('strategic merge patch must be a JSON object', 400)
-  return mergeMap(clone(original), clone(patch), topology)
+  return mergeMap(clone(original), clone(patch), meta)
 }
 
 function dropUntyped(v: Json): Json {
@@ -100,7 +117,7 @@ function dropUntyped(v: Json): Json {
   return v
 }
 
-function mergeMap(original: JsonObject | undefined, patch: JsonObject, t: Topology): JsonObject {
+function mergeMap(original: JsonObject | undefined, patch: JsonObject, t: PatchMeta): JsonObject {
   if (Object.hasOwn(patch, DIRECTIVE)) {
     const directive = patch[DIRECTIVE]
     if (directive === 'replace') {
@@ -134,8 +151,11 @@ function mergeMap(original: JsonObject | undefined, patch: JsonObject, t: Topolo
       continue
     }
     const cur = out[k] as Json
-    if (isObject(cur)) out[k] = mergeMap(cur, patchV as JsonObject, childTopology(t, k))
-    else if (Array.isArray(cur)) {
+    if (isObject(cur)) {
+      // mergeMapHandler: a `patchStrategy: replace` field takes the patch as it is.
+      const [sub, meta] = lookup(() => t.forStruct(k))
+      out[k] = patchStrategy(meta.strategies) === 'replace' ? patchV : mergeMap(cur, patchV as JsonObject, sub)
+    } else if (Array.isArray(cur)) {
       const meta = sliceMeta(t, k)
       out[k] = mergeSliceHandler(cur, patchV as Json[], meta.items, meta.merge, meta.mergeKey, isDeleteList)
     } else {
@@ -193,7 +213,7 @@ function applyRetainKeysDirective(original: JsonObject, patch: JsonObject): void
 }
 
 /** The `$setElementOrder/<field>` lists: merges each with its field's patch list, in the order they give. */
-function mergePatchIntoOriginal(original: JsonObject, patch: JsonObject, t: Topology): void {
+function mergePatchIntoOriginal(original: JsonObject, patch: JsonObject, t: PatchMeta): void {
   for (const key of Object.keys(patch)) {
     if (!key.startsWith(SET_ORDER)) continue
     const order = patch[key] as Json
@@ -307,12 +327,12 @@ function sliceElementType(...slices: Json[][]): Kind {
   return prev === 'map[string]interface {}' ? 'map' : 'scalar'
 }
 
-function mergeSliceHandler(original: Json[], patch: Json[], items: Topology, merge: boolean, mergeKey: string, isDeleteList: boolean): Json[] {
+function mergeSliceHandler(original: Json[], patch: Json[], items: PatchMeta, merge: boolean, mergeKey: string, isDeleteList: boolean): Json[] {
   if (merge || isDeleteList) return mergeSlice(original, patch, items, mergeKey, isDeleteList)
   return patch
 }
 
-function mergeSlice(original: Json[], patch: Json[], items: Topology, mergeKey: string, isDeleteList: boolean): Json[] {
+function mergeSlice(original: Json[], patch: Json[], items: PatchMeta, mergeKey: string, isDeleteList: boolean): Json[] {
   if (original.length === 0 && patch.length === 0) return original
   const kind = sliceElementType(original, patch)
   let merged: Json[]
@@ -386,7 +406,7 @@ function mergeSliceWithSpecialElements(original: Json[], patch: Json[], mergeKey
  * list: as with Go's append into a slice shortened by deletions, what lands below its length is
  * visible there.
  */
-function mergeSliceWithoutSpecialElements(backing: Json[], working: Json[], patch: Json[], mergeKey: string, items: Topology): Json[] {
+function mergeSliceWithoutSpecialElements(backing: Json[], working: Json[], patch: Json[], mergeKey: string, items: PatchMeta): Json[] {
   const out = [...working]
   for (const v of patch) {
     const m = v as JsonObject
