@@ -331,9 +331,35 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: S
     resAdded = resModified = resRemoved = EMPTY_SET
     return
   }
-  let kind = kindOf(t, r ?? l)
-  if (kind !== LEAF_KIND && l !== undefined && r !== undefined && kindOf(t, l) !== kind) kind = LEAF_KIND
-  if (kind !== LEAF_KIND && isEmptyContainer(l) && isEmptyContainer(r)) kind = LEAF_KIND
+  const kind = kindOf(t, r ?? l)
+  if (l !== undefined && r !== undefined && kindOf(t, l) !== kind) {
+    // typed/compare.go: a value that changed form (a deduced map that became a list or a scalar)
+    // is walked as each form: the members of the old container are removed, those of the new one
+    // added, and a side that is a leaf makes the value modified.
+    let modified = false
+    let removed: FieldSet = EMPTY_SET
+    if (kindOf(t, l) === LEAF_KIND) modified = true
+    else {
+      compare(l, undefined, t, skip)
+      removed = make(false, resRemoved.children)
+    }
+    let added: FieldSet = EMPTY_SET
+    if (kind === LEAF_KIND) modified = true
+    else {
+      compare(undefined, r, t, skip)
+      added = make(false, resAdded.children)
+    }
+    resAdded = added
+    resRemoved = removed
+    resModified = modified ? LEAF : EMPTY_SET
+    return
+  }
+  if (kind !== LEAF_KIND && isEmptyContainer(l) && isEmptyContainer(r)) {
+    resAdded = l === undefined ? LEAF : EMPTY_SET
+    resRemoved = l !== undefined && r === undefined ? LEAF : EMPTY_SET
+    resModified = l !== undefined && r !== undefined && !deepEqual(l, r) ? LEAF : EMPTY_SET
+    return
+  }
   if (kind === LEAF_KIND) {
     resAdded = l === undefined ? LEAF : EMPTY_SET
     resRemoved = l !== undefined && r === undefined ? LEAF : EMPTY_SET
