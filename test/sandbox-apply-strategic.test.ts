@@ -1,5 +1,5 @@
 import t from 'tap'
-import { builtinPatchMeta, builtinTopology, strategicMergePatch, StrategicPatchError } from '../operator/sandbox/apply/index.ts'
+import { builtinPatchMeta, builtinTopology, patchMetaFromOpenAPI, strategicMergePatch, StrategicPatchError } from '../operator/sandbox/apply/index.ts'
 import type { KubeObject } from '../operator/sandbox/types.ts'
 
 const DEPLOY = builtinPatchMeta('apps', 'v1', 'Deployment', builtinTopology('apps', 'v1', 'Deployment'))
@@ -167,4 +167,30 @@ t.test('a field the kind does not have, held as an object on both sides, is the 
   const d = live() as unknown as Any
   d.spec.bogus = { a: 1 }
   t.throws(() => strategicMergePatch(d as KubeObject, { spec: { bogus: { b: 2 } } }, DEPLOY), { message: 'unable to find api field in struct DeploymentSpec for the json field "bogus"', status: 500 })
+})
+
+t.test('patch metadata lookups fail as the struct reader fails', async (t) => {
+  // A map field (labels) holding an object on both sides: a map has no fields to look up.
+  const d = live() as unknown as Any
+  d.metadata.labels = { a: { x: 1 } }
+  t.throws(() => strategicMergePatch(d as KubeObject, { metadata: { labels: { a: { y: 2 } } } }, DEPLOY), { message: 'merging an object in json but data type is not struct, instead is: map', status: 500 })
+  // A field is found by its JSON name, then case-insensitively, as encoding/json finds one.
+  const [template, meta] = DEPLOY.forStruct('spec')[0].forStruct('Template')
+  t.same(meta, { strategies: [''], mergeKey: '' })
+  t.same(template.forStruct('spec')[0].forSlice('containers')[1], { strategies: ['merge'], mergeKey: 'name' })
+})
+
+t.test('a kind without a definition takes its patch metadata from its apply topology', async (t) => {
+  const topology = builtinTopology('', 'v1', 'PodTemplate')
+  const m = builtinPatchMeta('', 'v1', 'PodTemplate', topology)
+  const pt = { apiVersion: 'v1', kind: 'PodTemplate', metadata: { name: 't', finalizers: ['a'] }, template: { spec: { containers: [{ name: 'a', image: 'x', args: ['1'] }] } } } as unknown as KubeObject
+  const out = strategicMergePatch(pt, { metadata: { finalizers: ['b'] }, template: { spec: { containers: [{ name: 'a', args: ['2'] }, { name: 'b', image: 'y' }] } } }, m) as unknown as Any
+  t.same(out.metadata.finalizers, ['b', 'a'], 'a set merges as a union, the patch\'s items first')
+  t.same(out.template.spec.containers, [{ name: 'a', image: 'x', args: ['2'] }, { name: 'b', image: 'y' }], 'a list-map merges by its first key; an atomic list is replaced')
+})
+
+t.test('a patch strategy upstream does not know is an error', async (t) => {
+  const bogus = patchMetaFromOpenAPI({ item: { properties: { list: { type: 'array', items: { type: 'string' }, 'x-kubernetes-patch-strategy': 'merge,replace,retainKeys' }, nested: { type: 'array', items: { type: 'array', items: { type: 'string' } } } } } }, { $ref: '#/definitions/item' })
+  t.throws(() => strategicMergePatch({ list: ['a'] } as unknown as KubeObject, { list: ['b'] }, bogus), { message: 'unexpected patch strategy: [merge replace retainKeys]' })
+  t.throws(() => strategicMergePatch({ nested: [['a']] } as unknown as KubeObject, { nested: [['b']] }, bogus), { message: 'unexpected slice of slice' })
 })
