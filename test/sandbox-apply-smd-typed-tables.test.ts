@@ -40,9 +40,7 @@ const NULLS =
 const SEPARABLE =
   "structured-merge-diff's untyped separable type (maps separable, lists associative) has no counterpart in the engine's topologies: neither a built-in kind nor a CRD schema gives one (x-kubernetes-preserve-unknown-fields is the deduced type, whose lists are atomic)"
 const declare = (reason: string, names: string[]): Record<string, string> => Object.fromEntries(names.map((n) => [n, reason]))
-const MERGE_DEVIATIONS: Record<string, string> = declare(NULLS, [
-  'null/empty map-valid-1', 'null/empty map-valid-3', 'null/empty struct-valid-1', 'null/empty struct-valid-3', 'null/empty list-valid-1', 'null/empty list-valid-3', 'associative list-valid-6',
-])
+const MERGE_DEVIATIONS: Record<string, string> = {}
 const SYMDIFF_DEVIATIONS: Record<string, string> = {
   ...declare(NULLS, [
     'simple pair-valid-4',

@@ -103,31 +103,44 @@ function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): v
  * Merges an applied configuration into a live object: the configuration wins on scalars and atomic
  * nodes; structs and maps merge member by member; associative lists merge item by item with the
  * configuration's order and live-only items kept in place. The result is a fresh tree (nothing is
- * shared with either input), so callers may mutate it. A null in the configuration removes a
- * scalar or atomic field and leaves a granular one unchanged (typed/merge.go).
+ * shared with either input), so callers may mutate it. A null in the configuration replaces a
+ * scalar, atomic or deduced field and leaves a granular one unchanged (typed/merge.go). Nulls are
+ * values of a custom resource (its CRD's defaulting then drops those of non-nullable fields, as
+ * the API server does) and are dropped from a built-in kind's, as decoding into its Go type drops
+ * them.
  */
 export function mergeObjects(live: JsonObject | undefined, config: JsonObject, topology: Topology, gvk: string): JsonObject {
   const trail: string[] = []
+  const outer = keepNulls
+  keepNulls = !isGoTyped(topology)
   try {
     return (merge(live, config, topology, trail) ?? {}) as JsonObject
   } catch (e) {
     if (e instanceof ItemKeyError) throw new ApplyTypeError(gvk, pathString(trail), e.detail)
     throw e
+  } finally {
+    keepNulls = outer
   }
 }
 
+/** Whether the merge in progress keeps null values ({@link mergeObjects}). */
+let keepNulls = false
+
+const copyOf = <T>(v: T): T => (keepNulls ? clone(v) : cloneDropNull(v))
+
 function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[]): Json | undefined {
-  if (r === undefined) return l === undefined || l === null ? undefined : clone(l)
+  if (r === undefined) return l === undefined || (l === null && !keepNulls) ? undefined : clone(l)
   if (r === null) {
     // typed/merge.go: null merged into a typed granular map, struct or list changes nothing below
-    // it (the live items stay); on a scalar, an atomic node or a deduced value it replaces it,
-    // which removes the field.
-    if (l === undefined || l === null || t.type === 'any' || kindOf(t, l) === LEAF_KIND) return undefined
+    // it (the live items stay); on a scalar, an atomic node or a deduced value it replaces it, and
+    // on an empty container too (both sides empty or null are a leaf: `emptyPromoteToLeaf`).
+    if (l === undefined || l === null || t.type === 'any' || kindOf(t, l) === LEAF_KIND) return keepNulls ? null : undefined
+    if (keepNulls && isEmptyContainer(l)) return null
     return clone(l)
   }
-  if (l === undefined || l === null) return cloneDropNull(r)
+  if (l === undefined || l === null) return copyOf(r)
   const kind = kindOf(t, r)
-  if (kind === LEAF_KIND || kindOf(t, l) !== kind) return cloneDropNull(r)
+  if (kind === LEAF_KIND || kindOf(t, l) !== kind) return copyOf(r)
   if (kind === LIST_KIND) return mergeList(l as Json[], r as Json[], t, trail)
   const lo = l as JsonObject
   const ro = r as JsonObject
@@ -139,13 +152,13 @@ function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: str
       trail.push('f:' + k)
       v = merge(lv, ro[k], childTopology(t, k), trail)
       trail.pop()
-    } else v = lv === undefined || lv === null ? undefined : clone(lv)
+    } else v = lv === undefined || (lv === null && !keepNulls) ? undefined : clone(lv)
     if (v !== undefined) out[k] = v
   }
   for (const k of Object.keys(ro)) {
     if (k in lo) continue
     const rv = ro[k]
-    if (rv !== undefined && rv !== null) out[k] = cloneDropNull(rv)
+    if (rv !== undefined && (rv !== null || keepNulls)) out[k] = copyOf(rv)
   }
   return out
 }
