@@ -35,24 +35,14 @@ const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 's
 const obj = (v: Json): JsonObject => (v ?? {}) as JsonObject
 
 /** Cases that deviate, by name, with the reason (operator/sandbox/README.md repeats them). */
-const NULLS =
-  'null values are not kept here, as the API server stores objects (Go types drop nil, CRD pruning drops the nulls of non-nullable fields): a null compares and merges as an absent value'
 const SEPARABLE =
   "structured-merge-diff's untyped separable type (maps separable, lists associative) has no counterpart in the engine's topologies: neither a built-in kind nor a CRD schema gives one (x-kubernetes-preserve-unknown-fields is the deduced type, whose lists are atomic)"
 const declare = (reason: string, names: string[]): Record<string, string> => Object.fromEntries(names.map((n) => [n, reason]))
 const MERGE_DEVIATIONS: Record<string, string> = {}
-const SYMDIFF_DEVIATIONS: Record<string, string> = {
-  ...declare(NULLS, [
-    'simple pair-valid-4',
-    'null/empty map-valid-1', 'null/empty map-valid-2', 'null/empty map-valid-3',
-    'null/empty struct-valid-1', 'null/empty struct-valid-2', 'null/empty struct-valid-3',
-    'null/empty list-valid-1', 'null/empty list-valid-2', 'null/empty list-valid-3',
-    'untyped deduced-valid-1', 'untyped deduced-valid-3', 'untyped deduced-valid-5', 'untyped deduced-valid-7', 'untyped deduced-valid-8', 'untyped deduced-valid-9',
-    'untyped separable-valid-1', 'untyped separable-valid-3', 'untyped separable-valid-5', 'untyped separable-valid-7', 'untyped separable-valid-8', 'untyped separable-valid-9',
-    'associative list-valid-5',
-  ]),
-  ...declare(SEPARABLE, ['untyped separable-valid-4', 'untyped separable-valid-6', 'untyped separable-valid-10', 'untyped separable-valid-11', 'untyped separable-valid-14', 'untyped separable-valid-15']),
-}
+const SYMDIFF_DEVIATIONS: Record<string, string> = declare(SEPARABLE, [
+  'untyped separable-valid-4', 'untyped separable-valid-5', 'untyped separable-valid-6', 'untyped separable-valid-7',
+  'untyped separable-valid-10', 'untyped separable-valid-11', 'untyped separable-valid-14', 'untyped separable-valid-15',
+])
 
 t.test('typed/merge_test.go TestMerge', async (t) => {
   const cases: UpstreamCase[] = []

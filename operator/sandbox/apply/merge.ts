@@ -311,7 +311,7 @@ function member(o: JsonObject | undefined, k: string, t: Topology): Json | undef
   if (o === undefined) return undefined
   const v = o[k]
   if (v !== undefined && v !== null) return v
-  if (!isImplicit(t)) return undefined
+  if (!isImplicit(t)) return v
   return t.type === 'list' ? EMPTY_ARRAY : EMPTY_OBJECT
 }
 
@@ -336,12 +336,25 @@ function collect(below: Below | null, pe: string): Below | null {
 }
 
 function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: SkipTree): void {
-  if (l === null) l = undefined
-  if (r === null) r = undefined
   // The same value on both sides (a write that shares the stored object's unchanged members, or
   // both absent) holds no change at any depth.
   if (l === r) {
     resAdded = resModified = resRemoved = EMPTY_SET
+    return
+  }
+  if (l === null || r === null) {
+    // typed/compare.go: a null is a value that takes the other side's form. Against a container
+    // with members it is that container empty: the members are added or removed, the container
+    // itself stays. Otherwise it is a leaf: added, removed or modified.
+    const other = l === null ? r : l
+    if (other !== undefined && other !== null && kindOf(t, other) !== LEAF_KIND && !isEmptyContainer(other)) {
+      const empty = Array.isArray(other) ? EMPTY_ARRAY : EMPTY_OBJECT
+      compare(l === null ? empty : l, r === null ? empty : r, t, skip)
+      return
+    }
+    resAdded = l === undefined ? LEAF : EMPTY_SET
+    resRemoved = r === undefined ? LEAF : EMPTY_SET
+    resModified = l !== undefined && r !== undefined ? LEAF : EMPTY_SET
     return
   }
   const kind = kindOf(t, r ?? l)
@@ -386,24 +399,23 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: S
     const ro = r as JsonObject | undefined
     if (lo !== undefined) {
       for (const k of Object.keys(lo)) {
-        const lv = lo[k]
-        if (lv === undefined || lv === null) continue
+        if (lo[k] === undefined) continue
         const pe = 'f:' + k
         const next = skip?.get(pe)
         if (next === null) continue
         const ct = childTopology(t, k)
-        compare(lv, member(ro, k, ct), ct, next)
+        compare(member(lo, k, ct), member(ro, k, ct), ct, next)
         below = collect(below, pe)
       }
     }
     if (ro !== undefined) {
       for (const k of Object.keys(ro)) {
-        if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
+        if ((lo !== undefined && lo[k] !== undefined) || ro[k] === undefined) continue
         const pe = 'f:' + k
         const next = skip?.get(pe)
         if (next === null) continue
         const ct = childTopology(t, k)
-        compare(member(lo, k, ct), ro[k], ct, next)
+        compare(member(lo, k, ct), member(ro, k, ct), ct, next)
         below = collect(below, pe)
       }
     }
