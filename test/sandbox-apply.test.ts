@@ -626,3 +626,15 @@ t.test('a preserved-unknown field that turns from a map into a string takes its 
   const owners = Object.fromEntries((b.object.metadata.managedFields ?? []).map((e) => [e.manager, e.fieldsV1]))
   t.same(owners, { b: { 'f:spec': { 'f:extra': {} } } }, 'a kept nothing: spec.extra went to b, spec.extra.b is gone')
 })
+
+t.test('a null applied over an object field the applier filled leaves the field null once its members are pruned (typed/remove.go)', async (t) => {
+  const cr = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: { opts: { type: 'struct', fields: { a: { type: 'scalar' } } } } } } })
+  const object = (opts: unknown): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'default' }, spec: { opts } }) as unknown as KubeObject
+  const o: ApplyOptions = { manager: 'a', force: false, topology: cr, now: T0, apiVersion: 'example.com/v1' }
+  const first = serverSideApply(undefined, object({ a: 'x' }), o)
+  if (!first.ok) throw new Error(first.message)
+  const second = serverSideApply(first.object, object(null), { ...o, now: T1 })
+  if (!second.ok) throw new Error(second.message)
+  t.same(second.object.spec, { opts: null }, 'a custom resource keeps the null (its CRD drops it unless the field is nullable)')
+  t.same(second.object.metadata.managedFields?.[0]?.fieldsV1, { 'f:spec': { 'f:opts': {} } })
+})

@@ -620,7 +620,13 @@ function pruneWalk(l: FieldSet, o: FieldSet, v: Json | typeof DUPLICATE, t: Topo
  * which stay as `{}`.
  */
 export function removePaths(obj: JsonObject, set: FieldSet, topology: Topology): void {
-  remove(obj, set, topology)
+  const outer = keepNulls
+  keepNulls = !isGoTyped(topology)
+  try {
+    remove(obj, set, topology)
+  } finally {
+    keepNulls = outer
+  }
 }
 
 /** Returns true when the value was non-empty and removal emptied it. */
@@ -636,11 +642,15 @@ function remove(v: Json, set: FieldSet, t: Topology): boolean {
       const cv = o[k]
       if (cv === undefined) continue
       const ct = childTopology(t, k)
-      if (c.member || remove(cv, c, ct)) {
+      if (c.member) delete o[k]
+      else if (remove(cv, c, ct)) {
+        // typed/remove.go: a container whose members were all removed is left null (a custom
+        // resource's CRD defaulting drops it where the field is not nullable); a Go type drops it.
         if (isImplicit(ct) && ct.type === 'struct') o[k] = {}
+        else if (keepNulls) o[k] = null
         else delete o[k]
-        removed = true
-      }
+      } else continue
+      removed = true
     }
     return removed && isEmptyContainer(o)
   }
