@@ -80,7 +80,7 @@ declare('conversion between apiVersions is not modelled (the case runs with a co
   ...ids('multiple_appliers_test.go:testMultipleAppliersFieldUnsetting', ['unset_scalar_sole_owner', 'unset_scalar_shared_with_applier', 'unset_scalar_shared_with_updater', 'updater_claims_field', 'unset_complex_sole_owner', 'unset_complex_shared_with_applier']),
   ...ids('multiple_appliers_test.go:testMultipleAppliersFieldRenameConversions', ['updater_claims_field']),
 ])
-declare('a deduced (x-kubernetes-preserve-unknown-fields) map member that only the applier owned, with other managers owning fields below it: upstream prunes it with everything below (a map key is not a named field that EnsureNamedFieldsAreMembers keeps); the engine keeps it for the fields owned below', [
+declare('a deduced (x-kubernetes-preserve-unknown-fields) map that two controllers filled with nested maps under nulls that appliers wrote, the first applier then applying nothing: upstream ends with `a: null` and no controller owning anything under it; the engine keeps the nested maps (cause not traced yet)', [
   ...ids('multiple_appliers_test.go:TestMultipleAppliersDeducedType', ['multiple_appliers_recursive_map_deduced']),
 ])
 
