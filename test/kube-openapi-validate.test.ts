@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import YAML from 'yaml'
-import { applyErrors, decodeError, decodeProblem, goFloat, unknownFields } from '../operator/kube/openapi-validate.ts'
+import { applyErrors, decodeError, decodeProblem, decoding, goFloat, unknownFields } from '../operator/kube/openapi-validate.ts'
 import { openapiV2Protobuf } from '../operator/sandbox/openapi-proto.ts'
 
 const deploy = (spec: Record<string, unknown>, meta: Record<string, unknown> = {}) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', ...meta }, spec })
@@ -61,6 +61,23 @@ t.test('unknownFields: paths in the order of the document, removal, free-form ob
   t.notOk('replicass' in obj.spec, 'removed')
   t.equal(unknownFields('example.com', 'v1', 'Widget', {}, false), undefined)
   t.same(unknownFields('', 'v1', 'ConfigMap', { data: { a: 'x' }, metadata: { managedFields: [{ fieldsV1: { 'f:data': {} } }] } }, false), [])
+})
+
+t.test('decoding counts the fields unknownFields would find, in the same walk', async (t) => {
+  const objects: [string, string, string, Record<string, unknown>][] = [
+    ['apps', 'v1', 'Deployment', deploy({ replicass: 1, template: { spec: { containers: [{ name: 'c', imagee: 'x' }] } } }, { annotations: { any: 'x' } })],
+    ['apps', 'v1', 'Deployment', container({ image: 'x', resources: { limits: { memory: '1Gi' } }, ports: [{ containerPort: 1, protocoll: 'TCP' }] })],
+    ['', 'v1', 'ConfigMap', { data: { a: 'x' }, metadata: { managedFields: [{ fieldsV1: { 'f:data': {} } }] } }],
+    ['', 'v1', 'ConfigMap', { data: { a: 'x' }, datta: {}, metadata: { labelz: {} } }],
+    ['apps', 'v1', 'ControllerRevision', { data: { anything: { goes: 1 } }, revision: 1 }],
+  ]
+  for (const [g, v, k, obj] of objects) {
+    const d = decoding(g, v, k, obj)
+    t.equal(d?.problem, undefined, `${k} decodes`)
+    t.equal(d?.undeclared, unknownFields(g, v, k, structuredClone(obj), false)?.length, `${k}: ${JSON.stringify(obj).slice(0, 60)}`)
+  }
+  t.equal(decoding('example.com', 'v1', 'Widget', {}), undefined)
+  t.match(decoding('', 'v1', 'ConfigMap', { data: { a: 3 } }), { problem: { path: 'data.a' } })
 })
 
 t.test('typed/validate.go: lists, sets, maps and scalars as structured-merge-diff reports them', async (t) => {

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { builtinTopology, strategicMergePatch, StrategicPatchError } from '../operator/sandbox/apply/index.ts'
+import { builtinPatchMeta, builtinTopology, patchMetaFromOpenAPI, strategicMergePatch, StrategicPatchError } from '../operator/sandbox/apply/index.ts'
 import type { KubeObject } from '../operator/sandbox/types.ts'
 
-const DEPLOY = builtinTopology('apps', 'v1', 'Deployment')
+const DEPLOY = builtinPatchMeta('apps', 'v1', 'Deployment', builtinTopology('apps', 'v1', 'Deployment'))
 
 function live(): KubeObject {
   return {
@@ -133,4 +133,64 @@ t.test('malformed patches', async (t) => {
   t.throws(() => strategicMergePatch(live(), { metadata: { $setElementOrder: ['x'] } }, DEPLOY), { message: 'invalid patch format of setElementOrder list', status: 400 })
   t.throws(() => strategicMergePatch(live(), { metadata: { $deleteFromPrimitiveList: ['x'] } }, DEPLOY), { message: 'invalid patch format of primitive list', status: 400 })
   t.throws(() => strategicMergePatch(live(), { spec: { template: { spec: { containers: [{ image: 'x' }] } } } }, DEPLOY), /does not contain declared merge key: name/)
+})
+
+// The patch metadata is the kinds' Go struct tags (as upstream's OpenAPI definitions carry them),
+// not the apply topology: the two differ where a list or struct is merged by one and not the other.
+const meta = (group: string, version: string, kind: string) => builtinPatchMeta(group, version, kind, builtinTopology(group, version, kind))
+
+t.test('a PodDisruptionBudget selector (patchStrategy: replace) is replaced, not merged', async (t) => {
+  const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'p' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'x', tier: 'cache' } } } } as unknown as KubeObject
+  const out = strategicMergePatch(pdb, { spec: { selector: { matchLabels: { app: 'y' } } } }, meta('policy', 'v1', 'PodDisruptionBudget')) as unknown as Any
+  t.same(out.spec, { minAvailable: 1, selector: { matchLabels: { app: 'y' } } })
+})
+
+t.test('a Deployment selector (no patch strategy, atomic to apply) merges', async (t) => {
+  const out = strategicMergePatch(live(), { spec: { selector: { matchLabels: { tier: 'cache' } } } }, DEPLOY) as unknown as Any
+  t.same(out.spec.selector, { matchLabels: { app: 'x', tier: 'cache' } })
+})
+
+t.test('container resources.claims (a list-map to apply, no patch strategy) are replaced', async (t) => {
+  const d = live() as unknown as Any
+  d.spec.template.spec.containers[0].resources = { claims: [{ name: 'a' }] }
+  const out = strategicMergePatch(d as KubeObject, { spec: { template: { spec: { containers: [{ name: 'app', resources: { claims: [{ name: 'b' }] } }] } } } }, DEPLOY) as unknown as Any
+  t.same(out.spec.template.spec.containers[0].resources.claims, [{ name: 'b' }])
+})
+
+t.test('a CustomResourceDefinition status.conditions (no patch strategy) is replaced', async (t) => {
+  const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'a.b' }, status: { conditions: [{ type: 'Established', status: 'True' }] } } as unknown as KubeObject
+  const out = strategicMergePatch(crd, { status: { conditions: [{ type: 'NamesAccepted', status: 'True' }] } }, meta('apiextensions.k8s.io', 'v1', 'CustomResourceDefinition')) as unknown as Any
+  t.same(out.status.conditions, [{ type: 'NamesAccepted', status: 'True' }])
+})
+
+t.test('a field the kind does not have, held as an object on both sides, is the struct lookup error', async (t) => {
+  const d = live() as unknown as Any
+  d.spec.bogus = { a: 1 }
+  t.throws(() => strategicMergePatch(d as KubeObject, { spec: { bogus: { b: 2 } } }, DEPLOY), { message: 'unable to find api field in struct DeploymentSpec for the json field "bogus"', status: 500 })
+})
+
+t.test('patch metadata lookups fail as the struct reader fails', async (t) => {
+  // A map field (labels) holding an object on both sides: a map has no fields to look up.
+  const d = live() as unknown as Any
+  d.metadata.labels = { a: { x: 1 } }
+  t.throws(() => strategicMergePatch(d as KubeObject, { metadata: { labels: { a: { y: 2 } } } }, DEPLOY), { message: 'merging an object in json but data type is not struct, instead is: map', status: 500 })
+  // A field is found by its JSON name, then case-insensitively, as encoding/json finds one.
+  const [template, meta] = DEPLOY.forStruct('spec')[0].forStruct('Template')
+  t.same(meta, { strategies: [''], mergeKey: '' })
+  t.same(template.forStruct('spec')[0].forSlice('containers')[1], { strategies: ['merge'], mergeKey: 'name' })
+})
+
+t.test('a kind without a definition takes its patch metadata from its apply topology', async (t) => {
+  const topology = builtinTopology('', 'v1', 'PodTemplate')
+  const m = builtinPatchMeta('', 'v1', 'PodTemplate', topology)
+  const pt = { apiVersion: 'v1', kind: 'PodTemplate', metadata: { name: 't', finalizers: ['a'] }, template: { spec: { containers: [{ name: 'a', image: 'x', args: ['1'] }] } } } as unknown as KubeObject
+  const out = strategicMergePatch(pt, { metadata: { finalizers: ['b'] }, template: { spec: { containers: [{ name: 'a', args: ['2'] }, { name: 'b', image: 'y' }] } } }, m) as unknown as Any
+  t.same(out.metadata.finalizers, ['b', 'a'], 'a set merges as a union, the patch\'s items first')
+  t.same(out.template.spec.containers, [{ name: 'a', image: 'x', args: ['2'] }, { name: 'b', image: 'y' }], 'a list-map merges by its first key; an atomic list is replaced')
+})
+
+t.test('a patch strategy upstream does not know is an error', async (t) => {
+  const bogus = patchMetaFromOpenAPI({ item: { properties: { list: { type: 'array', items: { type: 'string' }, 'x-kubernetes-patch-strategy': 'merge,replace,retainKeys' }, nested: { type: 'array', items: { type: 'array', items: { type: 'string' } } } } } }, { $ref: '#/definitions/item' })
+  t.throws(() => strategicMergePatch({ list: ['a'] } as unknown as KubeObject, { list: ['b'] }, bogus), { message: 'unexpected patch strategy: [merge replace retainKeys]' })
+  t.throws(() => strategicMergePatch({ nested: [['a']] } as unknown as KubeObject, { nested: [['b']] }, bogus), { message: 'unexpected slice of slice' })
 })

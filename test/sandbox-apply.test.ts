@@ -612,3 +612,29 @@ t.test('typed/reconcile_schema.go: once a field becomes atomic, whoever owned fi
   t.same(entry(forced, 'one')?.fieldsV1, { 'f:spec': { 'f:opts': {} } })
   t.notOk(entry(forced, 'two'))
 })
+
+t.test('a preserved-unknown field that turns from a map into a string takes its members out of their owner (typed/compare.go)', async (t) => {
+  const cr = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: {}, preserveUnknown: true } } })
+  const object = (extra: unknown): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'default' }, spec: { extra } }) as unknown as KubeObject
+  const opts = (manager: string, now: string): ApplyOptions => ({ manager, force: true, topology: cr, now, apiVersion: 'example.com/v1' })
+  const a = serverSideApply(undefined, object({ b: 1 }), opts('a', T0))
+  if (!a.ok) throw new Error(a.message)
+  // b takes spec.extra from a (a conflict, forced) and the change removes spec.extra.b.
+  const b = serverSideApply(a.object, object('s'), opts('b', T1))
+  if (!b.ok) throw new Error(b.message)
+  t.same(b.object.spec, { extra: 's' })
+  const owners = Object.fromEntries((b.object.metadata.managedFields ?? []).map((e) => [e.manager, e.fieldsV1]))
+  t.same(owners, { b: { 'f:spec': { 'f:extra': {} } } }, 'a kept nothing: spec.extra went to b, spec.extra.b is gone')
+})
+
+t.test('a null applied over an object field the applier filled leaves the field null once its members are pruned (typed/remove.go)', async (t) => {
+  const cr = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: { opts: { type: 'struct', fields: { a: { type: 'scalar' } } } } } } })
+  const object = (opts: unknown): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'default' }, spec: { opts } }) as unknown as KubeObject
+  const o: ApplyOptions = { manager: 'a', force: false, topology: cr, now: T0, apiVersion: 'example.com/v1' }
+  const first = serverSideApply(undefined, object({ a: 'x' }), o)
+  if (!first.ok) throw new Error(first.message)
+  const second = serverSideApply(first.object, object(null), { ...o, now: T1 })
+  if (!second.ok) throw new Error(second.message)
+  t.same(second.object.spec, { opts: null }, 'a custom resource keeps the null (its CRD drops it unless the field is nullable)')
+  t.same(second.object.metadata.managedFields?.[0]?.fieldsV1, { 'f:spec': { 'f:opts': {} } })
+})

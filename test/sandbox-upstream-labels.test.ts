@@ -5,10 +5,13 @@
  * TestToString, TestRequirementSelectorMatching and TestSetSelectorParser. The lexer and parser
  * internals (TestLexer, TestLexerSequence, TestParserLookahead, TestParseOperator) and the Go-only
  * API (Add, SafeSort, RequiresExactMatch, SelectorFromSet, Equal, MatchesNothing) have no wire form
- * and are not transcribed; what they feed is covered through Parse.
+ * and are not transcribed; what they feed is covered through Parse. From pkg/apis/meta/v1:
+ * helpers_test.go TestLabelSelectorAsSelector (a LabelSelector object as a selector) and
+ * validation/validation_test.go TestLabelSelectorMatchExpression and TestValidateLabels.
  */
 import t from 'tap'
-import { newRequirement, parseLabelSelector, requirementString, selectorOf, SelectorError, type Requirement } from '../operator/sandbox/labels.ts'
+import { formatLabelSelector, labelSelectorAsSelector, newRequirement, parseLabelSelector, requirementString, selectorOf, SelectorError, type Requirement } from '../operator/sandbox/labels.ts'
+import { validateLabels, validateLabelSelector } from '../operator/sandbox/validation.ts'
 import { errorOf, runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
 
 const parses = (s: string): string | undefined => errorOf(() => parseLabelSelector(s))
@@ -223,4 +226,95 @@ t.test('parse errors carry upstream messages', async (t) => {
     ['x!y', "unable to parse requirement: found '!', expected: in, notin, =, ==, !=, gt, lt"],
   ]
   for (const [input, message] of rows) t.equal(parses(input), message, input)
+})
+
+t.test('meta/v1 helpers_test.go TestLabelSelectorAsSelector', async (t) => {
+  // apimachinery pkg/apis/meta/v1/helpers_test.go: the selector's String() against labels.Parse's.
+  const matchLabels = { foo: 'bar' }
+  const matchExpressions = [{ key: 'baz', operator: 'In', values: ['qux', 'norf'] }]
+  const rows: { name: string; in: unknown; out?: string; matchesAll?: boolean; expectErr?: boolean }[] = [
+    { name: 'nil selects nothing', in: null, out: '', matchesAll: false },
+    { name: '{} selects everything', in: {}, out: '', matchesAll: true },
+    { name: 'matchLabels', in: { matchLabels }, out: 'foo=bar' },
+    { name: 'matchExpressions', in: { matchExpressions }, out: 'baz in (norf,qux)' },
+    { name: 'both', in: { matchLabels, matchExpressions }, out: 'baz in (norf,qux),foo=bar' },
+    { name: 'Exists with values is an error', in: { matchExpressions: [{ key: 'baz', operator: 'Exists', values: ['qux', 'norf'] }] }, expectErr: true },
+  ]
+  const cases: UpstreamCase[] = rows.map((r) => ({
+    name: r.name,
+    check() {
+      const before = JSON.stringify(r.in)
+      let out: ReturnType<typeof labelSelectorAsSelector> | undefined
+      let err: string | undefined
+      try {
+        out = labelSelectorAsSelector(r.in)
+      } catch (e) {
+        if (!(e instanceof SelectorError)) throw e
+        err = e.message
+      }
+      if (JSON.stringify(r.in) !== before) return 'the input was modified'
+      if (r.expectErr) return err === undefined ? 'no error' : undefined
+      if (err !== undefined) return `error ${err}`
+      const want = r.out === '' ? '' : parseLabelSelector(r.out).toString()
+      if (String(out) !== want) return `got ${String(out)}, want ${want}`
+      if (r.matchesAll !== undefined && out?.matches({}) !== r.matchesAll) return `matches {}: ${String(out?.matches({}))}`
+      return undefined
+    },
+  }))
+  runUpstreamTable(t, 'apis/meta/v1/helpers_test.go TestLabelSelectorAsSelector', cases)
+  t.equal(errorOf(() => labelSelectorAsSelector({ matchExpressions: [{ key: 'a', operator: 'Bogus' }] })), '"Bogus" is not a valid label selector operator')
+  t.equal(formatLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Bogus' }] }), '<error>', 'FormatLabelSelector writes <error> for a selector it cannot convert')
+})
+
+t.test('meta/v1/validation validation_test.go TestLabelSelectorMatchExpression', async (t) => {
+  // apimachinery pkg/apis/meta/v1/validation/validation_test.go: ValidateLabelSelector under
+  // `labelSelector`, the number of errors and a part of the message.
+  const rows: { name: string; sel: unknown; n: number; part?: string }[] = [
+    { name: 'Valid LabelSelector', sel: { matchExpressions: [{ key: 'key', operator: 'In', values: ['value'] }] }, n: 0 },
+    { name: "MatchExpression's key name isn't valid", sel: { matchExpressions: [{ key: '-key', operator: 'In', values: ['value'] }] }, n: 1, part: 'name part must consist of alphanumeric characters' },
+    { name: "MatchExpression's operator isn't valid", sel: { matchExpressions: [{ key: 'key', operator: 'abc', values: ['value'] }] }, n: 1, part: 'not a valid selector operator' },
+    { name: "MatchExpression's value name isn't valid", sel: { matchExpressions: [{ key: 'key', operator: 'In', values: ['-value'] }] }, n: 1, part: 'a valid label must be an empty string or consist of' },
+  ]
+  const cases: UpstreamCase[] = rows.map((r) => ({
+    name: r.name,
+    check() {
+      const errs = validateLabelSelector('labelSelector', r.sel)
+      if (errs.length !== r.n) return `${errs.length} errors: ${errs.map((e) => `${e.field}: ${e.message}`).join('; ')}`
+      if (r.part !== undefined && !errs.some((e) => `${e.field}: ${e.message}`.includes(r.part as string))) return `no error contains ${r.part}`
+      return undefined
+    },
+  }))
+  runUpstreamTable(t, 'apis/meta/v1/validation/validation_test.go TestLabelSelectorMatchExpression', cases)
+})
+
+t.test('meta/v1/validation validation_test.go TestValidateLabels', async (t) => {
+  // apimachinery pkg/apis/meta/v1/validation/validation_test.go: ValidateLabels under `field`.
+  const good = ['simple', 'now-with-dashes', '1-starts-with-num', '1234', 'simple/simple', 'now-with-dashes/simple', 'now-with-dashes/now-with-dashes', 'now.with.dots/simple', 'now-with.dashes-and.dots/simple', '1-num.2-num/3-num', '1234/5678', '1.2.3.4/5678', 'UpperCaseAreOK123'].map((k) => ({ [k]: 'bar' }))
+  good.push({ goodvalue: '123_-.BaR' })
+  const namePart = 'name part must consist of'
+  const name = 'a qualified name must consist of'
+  const label = 'a valid label must be an empty string or consist of'
+  const maxLength = 'must be no more than'
+  const bad: [Record<string, string>, string][] = [
+    [{ 'nospecialchars^=@': 'bar' }, namePart],
+    [{ 'cantendwithadash-': 'bar' }, namePart],
+    [{ 'only/one/slash': 'bar' }, name],
+    [{ ['a'.repeat(254)]: 'bar' }, maxLength],
+    [{ toolongvalue: 'a'.repeat(64) }, maxLength],
+    [{ backslashesinvalue: 'some\\bad\\value' }, label],
+    [{ nocommasallowed: 'bad,value' }, label],
+    [{ strangecharsinvalue: '?#$notsogood' }, label],
+  ]
+  const cases: UpstreamCase[] = [
+    ...good.map((labels) => ({ name: `good ${JSON.stringify(labels)}`, check: () => { const errs = validateLabels('field', labels); return errs.length === 0 ? undefined : errs.map((e) => e.message).join('; ') } })),
+    ...bad.map(([labels, part]) => ({
+      name: `bad ${JSON.stringify(labels).slice(0, 60)}`,
+      check: () => {
+        const errs = validateLabels('field', labels)
+        if (errs.length !== 1) return `${errs.length} errors`
+        return errs[0]?.message.includes(part) ? undefined : `${errs[0]?.message} does not include ${part}`
+      },
+    })),
+  ]
+  runUpstreamTable(t, 'apis/meta/v1/validation/validation_test.go TestValidateLabels', cases)
 })

@@ -7,11 +7,12 @@
  * are replaced — what kustomize does for a kind it has no schema of.
  */
 import { definitionOf, resolve, type Schema } from './openapi-validate.ts'
-import type { PatchMeta } from './strategic-merge.ts'
+import type { FieldPatchMeta, PatchMeta } from './strategic-merge.ts'
 
 const metas = new WeakMap<Schema, PatchMeta>()
 
-const OPEN: PatchMeta = { field: () => OPEN, list: () => ({ items: OPEN, merge: false, mergeKey: '' }) }
+const NONE: FieldPatchMeta = { strategies: [''], mergeKey: '' }
+const OPEN: PatchMeta = { forStruct: () => [OPEN, NONE], forSlice: () => [OPEN, NONE] }
 
 /** The patch metadata a schema node gives its members. */
 export function schemaPatchMeta(schema: Schema | undefined): PatchMeta {
@@ -25,14 +26,18 @@ export function schemaPatchMeta(schema: Schema | undefined): PatchMeta {
     const extra = s.additionalProperties
     return typeof extra === 'object' && extra !== null ? (extra as Schema) : undefined
   }
+  const tags = (c: Schema | undefined): FieldPatchMeta => ({
+    strategies: String(c?.['x-kubernetes-patch-strategy'] ?? '').split(','),
+    mergeKey: String(c?.['x-kubernetes-patch-merge-key'] ?? ''),
+  })
   m = {
-    field: (key) => schemaPatchMeta(child(key)),
-    list(key) {
+    forStruct(key) {
       const c = child(key)
-      const strategy = String(c?.['x-kubernetes-patch-strategy'] ?? '').split(',')
-      const items = schemaPatchMeta(c?.items as Schema | undefined)
-      if (!strategy.includes('merge')) return { items, merge: false, mergeKey: '' }
-      return { items, merge: true, mergeKey: String(c?.['x-kubernetes-patch-merge-key'] ?? '') }
+      return [schemaPatchMeta(c), tags(c)]
+    },
+    forSlice(key) {
+      const c = child(key)
+      return [schemaPatchMeta(c?.items as Schema | undefined), tags(c)]
     },
   }
   metas.set(s, m)

@@ -139,9 +139,10 @@ class Fatal {
   }
 }
 
-/** What decoding found: the first type error, unless a custom unmarshaler failed first. */
+/** What decoding found: the first type error, unless a custom unmarshaler failed first; how many fields the kind lacks. */
 interface Decoding {
   typeError?: DecodeProblem
+  undeclared: number
 }
 
 /**
@@ -155,16 +156,26 @@ export function decodeError(group: string, version: string, kind: string, obj: R
 
 /** {@link decodeError} with the path of the value it is about. */
 export function decodeProblem(group: string, version: string, kind: string, obj: Record<string, unknown>, skip?: (v: object) => boolean): DecodeProblem | undefined {
+  return decoding(group, version, kind, obj, skip)?.problem
+}
+
+/**
+ * Decoding as {@link decodeProblem} does, with the number of fields the kind does not declare
+ * that the same walk met: where it is 0 (and nothing failed), {@link unknownFields} finds nothing.
+ * When decoding fails the count covers what was walked before it stopped. Undefined for a kind
+ * without a schema.
+ */
+export function decoding(group: string, version: string, kind: string, obj: Record<string, unknown>, skip?: (v: object) => boolean): { problem?: DecodeProblem; undeclared: number } | undefined {
   const name = definitionNameOf(group, version, kind)
   if (name === undefined) return undefined
-  const state: Decoding = {}
+  const state: Decoding = { undeclared: 0 }
   try {
     decodeStruct(name, builtinDefinitions().definitions[name]!, obj, { struct: name.slice(name.lastIndexOf('.') + 1), fields: [], trail: [] }, state, skip)
   } catch (e) {
-    if (e instanceof Fatal) return e.problem
+    if (e instanceof Fatal) return { problem: e.problem, undeclared: state.undeclared }
     throw e
   }
-  return state.typeError
+  return state.typeError === undefined ? { undeclared: state.undeclared } : { problem: state.typeError, undeclared: state.undeclared }
 }
 
 /** `named`: the Go type where go-types.json names it; otherwise the schema's. */
@@ -206,7 +217,10 @@ function decodeStruct(defName: string, def: Schema, obj: Record<string, unknown>
   const struct = target?.struct ?? defName.slice(defName.lastIndexOf('.') + 1)
   const outer = ctx.struct
   for (const key of Object.keys(obj)) {
-    if (!Object.hasOwn(props, key)) continue
+    if (!Object.hasOwn(props, key)) {
+      state.undeclared++
+      continue
+    }
     ctx.struct = struct
     ctx.fields.push(key)
     ctx.trail.push(key)

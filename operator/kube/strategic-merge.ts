@@ -6,9 +6,9 @@
  * `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` (its order wins, then the
  * patch's, then the live list's).
  *
- * The patch metadata (which lists merge, by which key) comes from a {@link PatchMeta}, as upstream's
- * `LookupPatchMeta`: the sandbox derives it from its apply topologies, the operator's overlays
- * from the Kubernetes OpenAPI schemas (`x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`).
+ * The patch metadata (`patchStrategy`, `patchMergeKey`) comes from a {@link PatchMeta}, as upstream's
+ * `LookupPatchMeta`: the sandbox reads a built-in kind's from its OpenAPI definition (which carries
+ * its Go struct tags), the operator's overlays from the Kubernetes OpenAPI schemas it ships.
  * A leaf module: it imports nothing of the project.
  */
 
@@ -17,14 +17,20 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 /** A JSON object. */
 export type JsonObject = { [key: string]: Json }
 
-/**
- * The patch metadata of a map (upstream's LookupPatchMeta): the metadata of each of its fields,
- * and of each list field its items' metadata, whether it merges (`patchStrategy: merge`) and its
- * merge key (`patchMergeKey`; '' for a list of scalars).
- */
+/** One field's patch metadata. */
+export interface FieldPatchMeta {
+  /** The field's strategies, as its `patchStrategy` tag lists them (`['merge', 'retainKeys']`). */
+  strategies: string[]
+  /** The `patchMergeKey`, or ''. */
+  mergeKey: string
+}
+
+/** `LookupPatchMeta`: the metadata of a field and the lookup of the value it holds. */
 export interface PatchMeta {
-  field(key: string): PatchMeta
-  list(key: string): { items: PatchMeta; merge: boolean; mergeKey: string }
+  /** The field `key` of a struct (a JSON object): throws when the struct has no such field. */
+  forStruct(key: string): [PatchMeta, FieldPatchMeta]
+  /** The field `key` holding a list: the metadata of its items. */
+  forSlice(key: string): [PatchMeta, FieldPatchMeta]
 }
 
 function isObject(v: unknown): v is JsonObject {
@@ -92,6 +98,37 @@ const errNoMergeKey = (m: JsonObject, k: string): StrategicPatchError => new Str
 const errBadArgType = (expected: string, actual: Json | undefined): StrategicPatchError => new StrategicPatchError(`expected a ${expected}, but received a ${goType(actual)}`)
 const errBadPatchType = (t: Json | undefined, m: JsonObject): StrategicPatchError => new StrategicPatchError(`unknown patch type: ${goV(t)} in map: ${goV(m)}`)
 
+/** A lookup's error, as upstream returns it unconverted (500). */
+function lookup<T>(f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    throw new StrategicPatchError(e instanceof Error ? e.message : String(e))
+  }
+}
+
+/** extractRetainKeysPatchStrategy: the strategy beside `retainKeys`. */
+function patchStrategy(strategies: string[]): string {
+  if (strategies.length === 1) return strategies[0] === 'retainKeys' ? '' : (strategies[0] ?? '')
+  if (strategies.length === 2) {
+    if (strategies[0] === 'retainKeys') return strategies[1] ?? ''
+    if (strategies[1] === 'retainKeys') return strategies[0] ?? ''
+  }
+  if (strategies.length === 0) return ''
+  throw new StrategicPatchError(`unexpected patch strategy: [${strategies.join(' ')}]`)
+}
+
+/** The patch metadata of a list field: its items' metadata, whether it merges, and its merge key. */
+export function sliceMeta(t: PatchMeta, key: string): { items: PatchMeta; merge: boolean; mergeKey: string } {
+  const [items, meta] = lookup(() => t.forSlice(key))
+  return { items, merge: patchStrategy(meta.strategies) === 'merge', mergeKey: meta.mergeKey }
+}
+
+/** The patch metadata of the value a struct's field `key` holds. */
+export function fieldMeta(t: PatchMeta, key: string): PatchMeta {
+  return lookup(() => t.forStruct(key))[0]
+}
+
 /**
  * Applies a strategic merge patch to `live` as kube-apiserver does, and returns the patched
  * object (fresh; neither argument is modified). The result is what the server then decodes into
@@ -157,9 +194,12 @@ function mergeMap(original: JsonObject | undefined, patch: JsonObject, t: PatchM
       continue
     }
     const cur = out[k] as Json
-    if (isObject(cur)) out[k] = mergeMap(cur, patchV as JsonObject, t.field(k))
-    else if (Array.isArray(cur)) {
-      const meta = t.list(k)
+    if (isObject(cur)) {
+      // mergeMapHandler: a `patchStrategy: replace` field takes the patch as it is.
+      const [sub, meta] = lookup(() => t.forStruct(k))
+      out[k] = patchStrategy(meta.strategies) === 'replace' ? patchV : mergeMap(cur, patchV as JsonObject, sub)
+    } else if (Array.isArray(cur)) {
+      const meta = sliceMeta(t, k)
       out[k] = mergeSliceHandler(cur, patchV as Json[], meta.items, meta.merge, meta.mergeKey, isDeleteList)
     } else {
       const [v, keep] = removeDirectives(patchV)
@@ -232,7 +272,7 @@ function mergePatchIntoOriginal(original: JsonObject, patch: JsonObject, t: Patc
     if (foundPatch && !Array.isArray(patchList)) throw errBadArgType('[]interface {}', patchList)
     const originalValue = foundOriginal ? (originalList as Json[]) : []
     const patchValue = foundPatch ? (patchList as Json[]) : []
-    const meta = t.list(field)
+    const meta = sliceMeta(t, field)
     validatePatchWithSetOrderList(patchValue, order, meta.mergeKey)
     let merged: Json[]
     if (foundOriginal && !foundPatch) merged = originalValue

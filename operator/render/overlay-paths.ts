@@ -8,7 +8,7 @@
  * between fields, `["a.b/c"]` for a name that is not plain, `[key=value]` for an item of a list
  * merged by key, `[3]` for an item of any other list; a declaration may write `[*]` for any item.
  */
-import type { PatchMeta } from '../kube/strategic-merge.ts'
+import { fieldMeta, sliceMeta, type PatchMeta } from '../kube/strategic-merge.ts'
 
 /** One step of a path. */
 export type Segment = { field: string } | { item: '*' } | { item: number } | { item: string; key: string }
@@ -160,7 +160,7 @@ function walk(before: unknown, after: unknown, meta: PatchMeta, path: Segment[],
     if (b === null && a === undefined) continue
     const here = [...path, { field: k }]
     if (Array.isArray(b) && Array.isArray(a)) {
-      const list = meta.list(k)
+      const list = sliceMeta(meta, k)
       const key = list.mergeKey
       const keyed = (l: unknown[]): Map<string, unknown> | undefined => {
         if (!list.merge || key === '') return undefined
@@ -179,7 +179,7 @@ function walk(before: unknown, after: unknown, meta: PatchMeta, path: Segment[],
         continue
       }
     }
-    walk(b, a, meta.field(k), here, out, scope === true ? true : scope[k]!)
+    walk(b, a, fieldMeta(meta, k), here, out, scope === true ? true : scope[k]!)
   }
 }
 

@@ -724,7 +724,7 @@ export class Cluster implements ClusterAccess {
     if (type.prune && patchTypeOf(req.contentType) !== 'apply' && !typedBuiltin) {
       const mode = req.query.get('fieldValidation') ?? 'Warn'
       if (mode === 'Strict') {
-        const pruned = type.prune(structuredClone(decoded))
+        const pruned = type.undeclared ? type.undeclared(decoded) : type.prune(structuredClone(decoded))
         if (pruned.length > 0) throw strictDecodingError(type, req, obj, pruned)
       } else {
         const pruned = type.prune(decoded)

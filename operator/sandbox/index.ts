@@ -21,7 +21,7 @@ import { Faults, type FaultSpec } from './faults.ts'
 import { createHandler } from './http.ts'
 import { writeKubeconfig } from './kubeconfig.ts'
 import { sandboxCert, sandboxKey } from './tls.ts'
-import { serverSideApply, trackUpdate, strategicMergePatch, StrategicPatchError, builtinTopology } from './apply/index.ts'
+import { serverSideApply, trackUpdate, strategicMergePatch, StrategicPatchError, builtinTopology, builtinPatchMeta } from './apply/index.ts'
 import { defaultBuiltin } from './defaults.ts'
 import { startControllers } from './controllers/index.ts'
 import { resourceTypesFromCRD, crdStatus, defaultCRD, validateCRD } from './crd.ts'
@@ -124,7 +124,9 @@ export const applyEngine: WriteEngine = {
   },
   strategicMergePatch(live, patch, topology) {
     try {
-      return strategicMergePatch(live, patch, topology)
+      // The patch metadata is the kind's Go struct tags, as upstream's definitions carry them.
+      const [group, version] = live.apiVersion.includes('/') ? live.apiVersion.split('/') : ['', live.apiVersion]
+      return strategicMergePatch(live, patch, builtinPatchMeta(group ?? '', version ?? '', live.kind, topology))
     } catch (e) {
       // apiserver interpretStrategicMergePatchError: 400 for a malformed patch, 422 for lists of
       // lists, and any other merge error unconverted (500, no reason).

@@ -430,21 +430,43 @@ export function fieldsOf(obj: unknown, paths: string[]): Record<string, string> 
   return out
 }
 
+/** The selector that matches nothing (labels.Nothing: what a null LabelSelector object selects). */
+export const nothing: Selector = { empty: false, matches: () => false, toString: () => '' }
+
+const SELECTOR_OPERATORS: Readonly<Record<string, Operator>> = { In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!' }
+
 /**
- * Renders a LabelSelector object (`matchLabels`/`matchExpressions`) in the string syntax, as
- * `metav1.LabelSelectorAsSelector(...).String()` does: every requirement sorted by key (matchLabels
- * first among equal keys), set values sorted.
+ * metav1.LabelSelectorAsSelector: a LabelSelector object (`matchLabels`, `matchExpressions`) as a
+ * selector, its requirements sorted by key (matchLabels first among equal keys), set values sorted;
+ * null selects nothing, `{}` everything. Throws {@link SelectorError} for an operator it does not
+ * know and for a requirement `labels.NewRequirement` refuses, with upstream's messages.
+ */
+export function labelSelectorAsSelector(sel: unknown): Selector {
+  if (sel === null || sel === undefined) return nothing
+  const s = sel as { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
+  const matchLabels = Object.entries(s.matchLabels ?? {}).sort(([x], [y]) => byteOrder(x, y))
+  const exprs = s.matchExpressions ?? []
+  if (matchLabels.length + exprs.length === 0) return everything
+  const reqs: Requirement[] = matchLabels.map(([key, v]) => newRequirement(key, '=', [v]))
+  for (const e of exprs) {
+    const operator = SELECTOR_OPERATORS[e.operator]
+    if (operator === undefined) throw new SelectorError(`${JSON.stringify(e.operator)} is not a valid label selector operator`)
+    reqs.push(newRequirement(e.key, operator, [...(e.values ?? [])]))
+  }
+  return selectorOf(reqs)
+}
+
+/**
+ * Renders a LabelSelector object in the string syntax, as metav1.FormatLabelSelector does:
+ * `LabelSelectorAsSelector(...).String()`, `<error>` for one it refuses (and '' where upstream
+ * writes `<none>`).
  */
 export function formatLabelSelector(sel: unknown): string {
   if (sel === null || typeof sel !== 'object') return ''
-  const s = sel as { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
-  const ops: Record<string, Operator> = { In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!' }
-  const reqs: Requirement[] = Object.entries(s.matchLabels ?? {})
-    .sort(([x], [y]) => byteOrder(x, y))
-    .map(([key, v]) => ({ key, operator: '=', values: [v] }))
-  for (const e of s.matchExpressions ?? []) {
-    const operator = ops[e.operator]
-    if (operator !== undefined) reqs.push({ key: e.key, operator, values: [...(e.values ?? [])] })
+  try {
+    return labelSelectorAsSelector(sel).toString()
+  } catch (e) {
+    if (e instanceof SelectorError) return '<error>'
+    throw e
   }
-  return selectorOf(reqs).toString()
 }

@@ -3,8 +3,16 @@
  * CustomResourceDefinition once it is Established. Discovery and the request handler both read
  * from here, so a CRD's kinds appear and disappear in one place.
  */
-import { applyErrors, decodeError } from '../kube/openapi-validate.ts'
+import { applyErrors, decoding } from '../kube/openapi-validate.ts'
 import { builtinPruner, storedAlready } from './openapi.ts'
+
+/**
+ * Built-in objects whose decoding met no field their kind lacks: the unknown-field pass that
+ * follows in the same write (prune, or the report of `fieldValidation=Strict`) has nothing to find
+ * and does not walk them again. Defaulting and the server's own stamps between the two add only
+ * declared fields. An object leaves the set at that pass, or when it decodes again with one.
+ */
+const declaredOnly = new WeakSet<object>()
 import type { KubeObject, ResourceType, ScaleSubresource, Topology } from './types.ts'
 
 /** Builds a built-in kind's schema topology (the apply engine provides it). */
@@ -119,9 +127,14 @@ export class Registry {
       if (defaulter) type.default = defaulter
       const prune = builtinPruner(s.group, s.version, s.kind)
       if (prune) {
-        type.prune = (obj) => prune(obj as unknown as Record<string, unknown>, true)
-        type.undeclared = (obj) => prune(obj as unknown as Record<string, unknown>, false)
-        type.decodeError = (obj) => decodeError(s.group, s.version, s.kind, obj as unknown as Record<string, unknown>, storedAlready)
+        type.prune = (obj) => (declaredOnly.delete(obj) ? [] : prune(obj as unknown as Record<string, unknown>, true))
+        type.undeclared = (obj) => (declaredOnly.delete(obj) ? [] : prune(obj as unknown as Record<string, unknown>, false))
+        type.decodeError = (obj) => {
+          const d = decoding(s.group, s.version, s.kind, obj as unknown as Record<string, unknown>, storedAlready)
+          if (d !== undefined && d.problem === undefined && d.undeclared === 0) declaredOnly.add(obj)
+          else declaredOnly.delete(obj)
+          return d?.problem?.message
+        }
         type.applyErrors = (obj) => applyErrors(s.group, s.version, s.kind, obj as unknown as Record<string, unknown>) ?? []
       }
       this.#add(type)

@@ -6,7 +6,9 @@
  * used (on a shared machine a steadier figure than the wall clock), and then an idle resync: its
  * writes and reads (should be 0) and duration; then a restart: the operator is stopped and a fresh
  * one started against the converged fleet, with the time until its caches are synced (/readyz)
- * and until every CR has been reconciled once, its peak RSS and its writes (should be 0). Prints
+ * and until every CR has been reconciled once, its peak RSS and its writes (should be 0); then a
+ * 429 storm (storm.ts): an operator with a client-side rate limit, its writes all refused for a
+ * window while CRs change, with the requests per second it sent beside the limit. Prints
  * figures; asserts nothing. BENCH_NODE_FLAGS
  * passes node's flags to the operator process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` or
  * `--heapsnapshot-signal=SIGUSR2`). Run with `node --expose-gc` to have the sandbox's heap printed after a full collection;
@@ -25,7 +27,8 @@ import { memcachedCRD } from '../../operator/api/crd.ts'
 import { loadChart } from '../../operator/render/chart.ts'
 import { startSandbox, type RequestRecord } from '../../operator/sandbox/index.ts'
 import type { KubeObject } from '../../operator/sandbox/types.ts'
-import { WRITE_VERBS } from '../support/operator.ts'
+import { clientFor, WRITE_VERBS } from '../support/operator.ts'
+import { printFigures, stormWindow } from './storm.ts'
 
 const root = resolve(import.meta.dirname, '..', '..')
 const N = Number(process.env.BENCH_CRS ?? 1000)
@@ -50,7 +53,8 @@ const rssOf = (pid: number) => {
 
 // The simulated controllers' requests are not counted (accountControllers) unless asked: the operator's are reported.
 const accountControllers = process.env.BENCH_ACCOUNT_CONTROLLERS === '1'
-const sandbox = await startSandbox({ podReadyDelayMs: 200, requestLogSize: 1_000_000, accountControllers, installCRDs: [memcachedCRD(loadChart()) as unknown as KubeObject] })
+const chart = loadChart()
+const sandbox = await startSandbox({ podReadyDelayMs: 200, requestLogSize: 1_000_000, accountControllers, installCRDs: [memcachedCRD(chart) as unknown as KubeObject] })
 const metricsPort = await freePort()
 // The operator as the image runs it: node's flags from the Dockerfile's ENTRYPOINT (BENCH_NODE_FLAGS overrides).
 const entrypoint = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))![1]!) as string[]
@@ -194,16 +198,10 @@ console.log(`operator RSS after the resync ${rssOf(operator.pid!).rss.toFixed(0)
 operator.kill('SIGTERM')
 await new Promise((r) => operator.once('exit', r))
 
-// Restart: a fresh operator against the converged fleet, as after a rollout or a crash. Its caches
-// fill from watch-lists the sandbox streams (lists and watches as kube-apiserver serves them:
-// a resourceVersion=0 list would come in one piece); then every CR is reconciled once, with
-// nothing to change.
-{
-  await sleep(1000)
-  sandbox.requests.reset()
-  const [port2, probePort] = [await freePort(), await freePort()]
-  const restartStart = performance.now()
-  const fresh = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${port2}`, '--health-probe-bind-address', `127.0.0.1:${probePort}`, '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...(managerNodeOptions ? { NODE_OPTIONS: managerNodeOptions } : {}) } })
+/** An operator process (as the first) with `args` added, its endpoints on free ports. */
+async function spawnOperator(args: string[]) {
+  const [port, probePort] = [await freePort(), await freePort()]
+  const proc = spawn(process.execPath, [...nodeFlags, join(root, 'operator/cli/main.js'), 'run', '--kubeconfig', sandbox.kubeconfigPath, '--metrics-bind-address', `127.0.0.1:${port}`, '--health-probe-bind-address', `127.0.0.1:${probePort}`, '--concurrency', '8', '--resync-period', `${RESYNC_S}s`, '--log-level', 'warn', ...args], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...(managerNodeOptions ? { NODE_OPTIONS: managerNodeOptions } : {}) } })
   const get = async (url: string): Promise<{ status: number; text: string } | undefined> => {
     try {
       const r = await fetch(url)
@@ -212,10 +210,20 @@ await new Promise((r) => operator.once('exit', r))
       return undefined
     }
   }
-  const freshReconciles = async (): Promise<number> => {
-    const text = (await get(`http://127.0.0.1:${port2}/metrics`))?.text ?? ''
-    return [...text.matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0)
-  }
+  const metrics = async (): Promise<string> => (await get(`http://127.0.0.1:${port}/metrics`))?.text ?? ''
+  const reconciles = async (): Promise<number> => [...(await metrics()).matchAll(/^controller_runtime_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0)
+  return { proc, get, metrics, reconciles, probePort }
+}
+
+// Restart: a fresh operator against the converged fleet, as after a rollout or a crash. Its caches
+// fill from watch-lists the sandbox streams (lists and watches as kube-apiserver serves them:
+// a resourceVersion=0 list would come in one piece); then every CR is reconciled once, with
+// nothing to change.
+{
+  await sleep(1000)
+  sandbox.requests.reset()
+  const restartStart = performance.now()
+  const { proc: fresh, get, reconciles: freshReconciles, probePort } = await spawnOperator([])
   let peak2 = 0
   const watchPeak = setInterval(() => {
     if (fresh.pid !== undefined && fresh.exitCode === null) peak2 = Math.max(peak2, rssOf(fresh.pid).peak)
@@ -238,5 +246,29 @@ await new Promise((r) => operator.once('exit', r))
   console.log(`  restarted operator peak RSS ${peak2.toFixed(0)} MB, RSS now ${rssOf(fresh.pid!).rss.toFixed(0)} MB`)
   fresh.kill('SIGTERM')
   await new Promise((r) => fresh.once('exit', r))
+}
+
+// A 429 storm: an operator with a client-side rate limit (BENCH_STORM_QPS / BENCH_STORM_BURST,
+// 20 / 30) settles the fleet, then BENCH_STORM_CRS of the CRs (200) are changed while every write
+// of the operator is refused 429 for BENCH_STORM_WINDOW_S (10 s), with a Retry-After of
+// BENCH_STORM_RETRY_AFTER seconds (0). The requests per second it sends stay within the limit.
+{
+  const env = (k: string, d: number): number => (process.env[k] !== undefined ? Number(process.env[k]) : d)
+  const [qps, burst] = [env('BENCH_STORM_QPS', 20), env('BENCH_STORM_BURST', 30)]
+  sandbox.requests.reset()
+  const op = await spawnOperator(['--kube-api-qps', String(qps), '--kube-api-burst', String(burst)])
+  while ((await op.get(`http://127.0.0.1:${op.probePort}/readyz`))?.status !== 200) {
+    if (op.proc.exitCode !== null) throw new Error(`the storm's operator exited with ${op.proc.exitCode}`)
+    await sleep(20)
+  }
+  while ((await op.reconciles()) < N) await sleep(100)
+  const user = clientFor(sandbox, 'bench-user/1', 'bench-storm')
+  const names = Array.from({ length: Math.min(N, env('BENCH_STORM_CRS', 200)) }, (_, i) => `mc-${i}`)
+  const memoryMB = Number((sandbox.cluster.store.get('cache.example.com/memcacheds', 'default', 'mc-0')?.shared().spec as { memoryMB?: number } | undefined)?.memoryMB ?? 64) + 1
+  console.log(`\n429 storm (an operator with --kube-api-qps ${qps} --kube-api-burst ${burst}, its caches synced and every CR reconciled once):`)
+  printFigures(await stormWindow({ sandbox, chart, user, names, qps, burst, metrics: op.metrics }, { windowS: env('BENCH_STORM_WINDOW_S', 10), retryAfterS: env('BENCH_STORM_RETRY_AFTER', 0), memoryMB }), '  ')
+  user.close()
+  op.proc.kill('SIGTERM')
+  await new Promise((r) => op.proc.once('exit', r))
 }
 await sandbox.close()

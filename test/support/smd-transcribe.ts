@@ -1,7 +1,10 @@
 /**
  * Transcribes structured-merge-diff's merge test tables (`merge/*_test.go`, the `map[string]TestCase`
  * literals run through `internal/fixture`) into `test/fixtures/smd-merge-tables.json`, which
- * `test/sandbox-apply-smd-tables.test.ts` runs against the sandbox's apply engine.
+ * `test/sandbox-apply-smd-tables.test.ts` runs against the sandbox's apply engine; and the typed
+ * value tables of `typed/merge_test.go` (`mergeCases`) and `typed/symdiff_test.go`
+ * (`symdiffCases`) into `test/fixtures/smd-typed-tables.json`, which
+ * `test/sandbox-apply-smd-typed-tables.test.ts` runs against the engine's merge and comparison.
  *
  *   node test/support/smd-transcribe.ts <structured-merge-diff checkout or bare repository> [tag]
  *
@@ -286,3 +289,57 @@ const out = {
 const target = join(import.meta.dirname, '..', 'fixtures', 'smd-merge-tables.json')
 writeFileSync(target, JSON.stringify(out, null, 1) + '\n')
 process.stdout.write(`${cases.length} cases from ${files.length} files at ${tag} (${commit}) → ${target}\n`)
+
+// ------------------------------------------------------------------ typed/ tables
+
+/** `var <name> = []<type>{…}` of a typed/ test file: each case's name, root type, schema and rows. */
+function typedTable(file: string, name: string, row: (n: Node) => Record<string, unknown>, rowsField: string): unknown[] {
+  const src = git('show', `${commit}:${file}`)
+  const at = src.indexOf(`var ${name} = `)
+  if (at < 0) throw new Error(`no ${name} in ${file}`)
+  const table = new GoParser(src, at + `var ${name} = `.length).value()
+  if (table.t !== 'lit') throw new Error(`${name}: not a literal`)
+  return table.elems.map((e) => {
+    const tc = e.value
+    const rows = field(tc, rowsField)
+    return {
+      name: str(field(tc, 'name')),
+      root: str(field(tc, 'rootTypeName')),
+      schema: parseYAML(str(field(tc, 'schema')) as string),
+      [rowsField]: rows?.t === 'lit' ? rows.elems.map((r) => row(r.value)) : [],
+    }
+  })
+}
+
+/** A document of a row; upstream's YAML reader takes `{"a":{}}}` (a stray brace) as `{"a":{}}`. */
+function doc(n: Node | undefined): unknown {
+  if (n === undefined) return undefined
+  const y = str(n) as string
+  try {
+    return yamlValue(n)
+  } catch (e) {
+    if (y.trim().endsWith('}}')) return parseYAML(y.trim().slice(0, -1)) ?? null
+    throw e
+  }
+}
+const positional = (n: Node, i: number): Node | undefined => (n.t === 'lit' ? n.elems[i]?.value : undefined)
+const typed = {
+  source: { repository: 'https://github.com/kubernetes-sigs/structured-merge-diff', tag, commit, files: ['typed/merge_test.go', 'typed/symdiff_test.go'] },
+  merge: typedTable('typed/merge_test.go', 'mergeCases', (n) => ({ lhs: doc(positional(n, 0)), rhs: doc(positional(n, 1)), out: doc(positional(n, 2)) }), 'triplets'),
+  symdiff: typedTable(
+    'typed/symdiff_test.go',
+    'symdiffCases',
+    (n) => {
+      const sets: Record<string, string[][]> = {}
+      for (const k of ['removed', 'modified', 'added']) {
+        const v = field(n, k)
+        sets[k] = v === undefined ? [] : set(v)
+      }
+      return { lhs: doc(field(n, 'lhs')), rhs: doc(field(n, 'rhs')), ...sets }
+    },
+    'quints',
+  ),
+}
+const typedTarget = join(import.meta.dirname, '..', 'fixtures', 'smd-typed-tables.json')
+writeFileSync(typedTarget, JSON.stringify(typed, null, 1) + '\n')
+process.stdout.write(`${typed.merge.length} merge and ${typed.symdiff.length} symdiff cases from typed/ → ${typedTarget}\n`)

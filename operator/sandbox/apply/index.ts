@@ -18,10 +18,10 @@
  * Known differences from a real API server:
  * - Fields a topology does not declare merge like Go struct fields: refusing them (`field not
  *   declared in schema`) is the server's job before it calls the engine (cluster.ts).
- * - A `null` in an applied configuration removes a scalar, atomic or deduced field and leaves a
- *   granular one as it is (structured-merge-diff's merge); nulls are never stored.
+ * - A `null` in an applied configuration replaces a scalar, atomic or deduced field and leaves a
+ *   granular one as it is (structured-merge-diff's merge); it is kept in a custom resource (whose
+ *   CRD defaulting drops the non-nullable ones) and dropped from a built-in kind's object.
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
- * - Strategic merge patch merges lists by their first apply key.
  * - No conversion between apiVersions: managers of other versions are compared as is.
  * `test/sandbox-apply-smd-tables.test.ts` runs structured-merge-diff's own merge tables against
  * this engine; operator/sandbox/README.md counts the cases and names those that deviate.
@@ -30,8 +30,9 @@ export { serverSideApply, trackUpdate, conflictMessage, BEFORE_FIRST_APPLY } fro
 export type { ApplyOptions, ApplyResult, ApplyConflict, UpdateOptions } from './managed.ts'
 export { ApplyTypeError, gvkString, compareObjects, mergeObjects, omitEmpty, toFieldSet, removePaths } from './merge.ts'
 export type { Comparison } from './merge.ts'
-export { strategicMergePatch } from './patch-meta.ts'
 export { StrategicPatchError } from '../../kube/strategic-merge.ts'
+export { strategicMergePatch, builtinPatchMeta, patchMetaFromOpenAPI, patchMetaFromTopology } from './patch-meta.ts'
+export type { PatchMeta } from './patch-meta.ts'
 export { builtinTopology, hasBuiltinTopology, customResourceTopology, METADATA, POD_SPEC, POD_TEMPLATE_SPEC } from './topology.ts'
 export { topologyFromOpenAPI, schemaTopology } from './crd-topology.ts'
 export { fromFieldsV1, toFieldsV1, pathString, members, EMPTY as EMPTY_SET } from './fieldset.ts'

@@ -37,9 +37,15 @@ export interface ApplyOptions {
   /**
    * Paths (field names) this endpoint does not own: `[['status']]` for the main resource of a
    * kind with a status subresource; `[['spec'], ['metadata']]` (or finer) for `/status`. They are
-   * never owned through this endpoint, and their content is restored from the live object.
+   * never owned through this endpoint (structured-merge-diff's ignored fields), and their content
+   * is restored from the live object (the resource strategy's `PrepareForUpdate`).
    */
   resetFields?: string[][]
+  /**
+   * Only ignore the reset fields: their content is merged as applied, not restored. This is
+   * structured-merge-diff's layer alone, as its own tables run it; the API server always restores.
+   */
+  ignoreOnly?: boolean
   /** Server defaulting, run on the merged object after pruning (in place). */
   defaulter?: (obj: KubeObject) => void
 }
@@ -307,7 +313,7 @@ export function serverSideApply(live: KubeObject | undefined, config: KubeObject
     const prune = prunedPaths(merged, previous.set, owned, t)
     if (!isEmpty(prune)) removePaths(merged, prune, t)
   }
-  restoreResetFields(merged, liveBody, opts.resetFields)
+  if (opts.ignoreOnly !== true) restoreResetFields(merged, liveBody, opts.resetFields)
 
   // The fields nobody owns are left out as the comparison walks.
   const c = compareObjects(liveBody ?? {}, merged, t, skip)

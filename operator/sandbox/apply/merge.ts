@@ -103,31 +103,44 @@ function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): v
  * Merges an applied configuration into a live object: the configuration wins on scalars and atomic
  * nodes; structs and maps merge member by member; associative lists merge item by item with the
  * configuration's order and live-only items kept in place. The result is a fresh tree (nothing is
- * shared with either input), so callers may mutate it. A null in the configuration removes a
- * scalar or atomic field and leaves a granular one unchanged (typed/merge.go).
+ * shared with either input), so callers may mutate it. A null in the configuration replaces a
+ * scalar, atomic or deduced field and leaves a granular one unchanged (typed/merge.go). Nulls are
+ * values of a custom resource (its CRD's defaulting then drops those of non-nullable fields, as
+ * the API server does) and are dropped from a built-in kind's, as decoding into its Go type drops
+ * them.
  */
 export function mergeObjects(live: JsonObject | undefined, config: JsonObject, topology: Topology, gvk: string): JsonObject {
   const trail: string[] = []
+  const outer = keepNulls
+  keepNulls = !isGoTyped(topology)
   try {
     return (merge(live, config, topology, trail) ?? {}) as JsonObject
   } catch (e) {
     if (e instanceof ItemKeyError) throw new ApplyTypeError(gvk, pathString(trail), e.detail)
     throw e
+  } finally {
+    keepNulls = outer
   }
 }
 
+/** Whether the merge in progress keeps null values ({@link mergeObjects}). */
+let keepNulls = false
+
+const copyOf = <T>(v: T): T => (keepNulls ? clone(v) : cloneDropNull(v))
+
 function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[]): Json | undefined {
-  if (r === undefined) return l === undefined || l === null ? undefined : clone(l)
+  if (r === undefined) return l === undefined || (l === null && !keepNulls) ? undefined : clone(l)
   if (r === null) {
     // typed/merge.go: null merged into a typed granular map, struct or list changes nothing below
-    // it (the live items stay); on a scalar, an atomic node or a deduced value it replaces it,
-    // which removes the field.
-    if (l === undefined || l === null || t.type === 'any' || kindOf(t, l) === LEAF_KIND) return undefined
+    // it (the live items stay); on a scalar, an atomic node or a deduced value it replaces it, and
+    // on an empty container too (both sides empty or null are a leaf: `emptyPromoteToLeaf`).
+    if (l === undefined || l === null || t.type === 'any' || kindOf(t, l) === LEAF_KIND) return keepNulls ? null : undefined
+    if (keepNulls && isEmptyContainer(l)) return null
     return clone(l)
   }
-  if (l === undefined || l === null) return cloneDropNull(r)
+  if (l === undefined || l === null) return copyOf(r)
   const kind = kindOf(t, r)
-  if (kind === LEAF_KIND || kindOf(t, l) !== kind) return cloneDropNull(r)
+  if (kind === LEAF_KIND || kindOf(t, l) !== kind) return copyOf(r)
   if (kind === LIST_KIND) return mergeList(l as Json[], r as Json[], t, trail)
   const lo = l as JsonObject
   const ro = r as JsonObject
@@ -139,13 +152,13 @@ function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: str
       trail.push('f:' + k)
       v = merge(lv, ro[k], childTopology(t, k), trail)
       trail.pop()
-    } else v = lv === undefined || lv === null ? undefined : clone(lv)
+    } else v = lv === undefined || (lv === null && !keepNulls) ? undefined : clone(lv)
     if (v !== undefined) out[k] = v
   }
   for (const k of Object.keys(ro)) {
     if (k in lo) continue
     const rv = ro[k]
-    if (rv !== undefined && rv !== null) out[k] = cloneDropNull(rv)
+    if (rv !== undefined && (rv !== null || keepNulls)) out[k] = copyOf(rv)
   }
   return out
 }
@@ -298,7 +311,7 @@ function member(o: JsonObject | undefined, k: string, t: Topology): Json | undef
   if (o === undefined) return undefined
   const v = o[k]
   if (v !== undefined && v !== null) return v
-  if (!isImplicit(t)) return undefined
+  if (!isImplicit(t)) return v
   return t.type === 'list' ? EMPTY_ARRAY : EMPTY_OBJECT
 }
 
@@ -323,17 +336,56 @@ function collect(below: Below | null, pe: string): Below | null {
 }
 
 function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: SkipTree): void {
-  if (l === null) l = undefined
-  if (r === null) r = undefined
   // The same value on both sides (a write that shares the stored object's unchanged members, or
   // both absent) holds no change at any depth.
   if (l === r) {
     resAdded = resModified = resRemoved = EMPTY_SET
     return
   }
-  let kind = kindOf(t, r ?? l)
-  if (kind !== LEAF_KIND && l !== undefined && r !== undefined && kindOf(t, l) !== kind) kind = LEAF_KIND
-  if (kind !== LEAF_KIND && isEmptyContainer(l) && isEmptyContainer(r)) kind = LEAF_KIND
+  if (l === null || r === null) {
+    // typed/compare.go: a null is a value that takes the other side's form. Against a container
+    // with members it is that container empty: the members are added or removed, the container
+    // itself stays. Otherwise it is a leaf: added, removed or modified.
+    const other = l === null ? r : l
+    if (other !== undefined && other !== null && kindOf(t, other) !== LEAF_KIND && !isEmptyContainer(other)) {
+      const empty = Array.isArray(other) ? EMPTY_ARRAY : EMPTY_OBJECT
+      compare(l === null ? empty : l, r === null ? empty : r, t, skip)
+      return
+    }
+    resAdded = l === undefined ? LEAF : EMPTY_SET
+    resRemoved = r === undefined ? LEAF : EMPTY_SET
+    resModified = l !== undefined && r !== undefined ? LEAF : EMPTY_SET
+    return
+  }
+  const kind = kindOf(t, r ?? l)
+  if (l !== undefined && r !== undefined && kindOf(t, l) !== kind) {
+    // typed/compare.go: a value that changed form (a deduced map that became a list or a scalar)
+    // is walked as each form: the members of the old container are removed, those of the new one
+    // added, and a side that is a leaf makes the value modified.
+    let modified = false
+    let removed: FieldSet = EMPTY_SET
+    if (kindOf(t, l) === LEAF_KIND) modified = true
+    else {
+      compare(l, undefined, t, skip)
+      removed = make(false, resRemoved.children)
+    }
+    let added: FieldSet = EMPTY_SET
+    if (kind === LEAF_KIND) modified = true
+    else {
+      compare(undefined, r, t, skip)
+      added = make(false, resAdded.children)
+    }
+    resAdded = added
+    resRemoved = removed
+    resModified = modified ? LEAF : EMPTY_SET
+    return
+  }
+  if (kind !== LEAF_KIND && isEmptyContainer(l) && isEmptyContainer(r)) {
+    resAdded = l === undefined ? LEAF : EMPTY_SET
+    resRemoved = l !== undefined && r === undefined ? LEAF : EMPTY_SET
+    resModified = l !== undefined && r !== undefined && !deepEqual(l, r) ? LEAF : EMPTY_SET
+    return
+  }
   if (kind === LEAF_KIND) {
     resAdded = l === undefined ? LEAF : EMPTY_SET
     resRemoved = l !== undefined && r === undefined ? LEAF : EMPTY_SET
@@ -347,24 +399,23 @@ function compare(l: Json | undefined, r: Json | undefined, t: Topology, skip?: S
     const ro = r as JsonObject | undefined
     if (lo !== undefined) {
       for (const k of Object.keys(lo)) {
-        const lv = lo[k]
-        if (lv === undefined || lv === null) continue
+        if (lo[k] === undefined) continue
         const pe = 'f:' + k
         const next = skip?.get(pe)
         if (next === null) continue
         const ct = childTopology(t, k)
-        compare(lv, member(ro, k, ct), ct, next)
+        compare(member(lo, k, ct), member(ro, k, ct), ct, next)
         below = collect(below, pe)
       }
     }
     if (ro !== undefined) {
       for (const k of Object.keys(ro)) {
-        if (lo !== undefined && lo[k] !== undefined && lo[k] !== null) continue
+        if ((lo !== undefined && lo[k] !== undefined) || ro[k] === undefined) continue
         const pe = 'f:' + k
         const next = skip?.get(pe)
         if (next === null) continue
         const ct = childTopology(t, k)
-        compare(member(lo, k, ct), ro[k], ct, next)
+        compare(member(lo, k, ct), member(ro, k, ct), ct, next)
         below = collect(below, pe)
       }
     }
@@ -569,7 +620,13 @@ function pruneWalk(l: FieldSet, o: FieldSet, v: Json | typeof DUPLICATE, t: Topo
  * which stay as `{}`.
  */
 export function removePaths(obj: JsonObject, set: FieldSet, topology: Topology): void {
-  remove(obj, set, topology)
+  const outer = keepNulls
+  keepNulls = !isGoTyped(topology)
+  try {
+    remove(obj, set, topology)
+  } finally {
+    keepNulls = outer
+  }
 }
 
 /** Returns true when the value was non-empty and removal emptied it. */
@@ -585,11 +642,15 @@ function remove(v: Json, set: FieldSet, t: Topology): boolean {
       const cv = o[k]
       if (cv === undefined) continue
       const ct = childTopology(t, k)
-      if (c.member || remove(cv, c, ct)) {
+      if (c.member) delete o[k]
+      else if (remove(cv, c, ct)) {
+        // typed/remove.go: a container whose members were all removed is left null (a custom
+        // resource's CRD defaulting drops it where the field is not nullable); a Go type drops it.
         if (isImplicit(ct) && ct.type === 'struct') o[k] = {}
+        else if (keepNulls) o[k] = null
         else delete o[k]
-        removed = true
-      }
+      } else continue
+      removed = true
     }
     return removed && isEmptyContainer(o)
   }
