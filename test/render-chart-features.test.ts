@@ -116,6 +116,10 @@ t.test('metrics: ServiceMonitor, PrometheusRule with the exporter\'s metric name
   const rejected = rules.find((r) => r.alert === 'MemcachedConnectionsRejected') as unknown as { for: string; labels: { severity: string } }
   t.same([rejected.for, rejected.labels.severity], ['5m', 'warning'], 'not paged on a single rejected connection')
   t.ok(rules.every((r) => r.expr.includes('namespace="team", service="cache"')), 'each alert looks at this instance only')
+  // With extstore, one alert more, on the exporter's extstore_io_queue (exporter.go v0.16.0:
+  // memcached_extstore_io_queue_depth; test/memcached-extstore.test.ts reads the stat from memcached).
+  const withExtstore = (find(render({ extstore: { enabled: true }, metrics: { enabled: true, prometheusRule: { enabled: true } } }), 'PrometheusRule')!.spec.groups as { rules: { alert: string; expr: string; labels: { severity: string } }[] }[])[0]!.rules
+  t.same(withExtstore.slice(rules.length).map((r) => [r.alert, r.expr.match(/memcached_[a-z_]+/g), r.labels.severity]), [['MemcachedExtstoreIOQueueHigh', ['memcached_extstore_io_queue_depth'], 'warning']])
   const own = [{ alert: 'Mine', expr: 'vector(1)' }]
   const replaced = find(render({ metrics: { enabled: true, prometheusRule: { enabled: true, rules: own } } }), 'PrometheusRule')!
   t.same((replaced.spec.groups as { rules: unknown }[])[0]!.rules, own, 'rules of the spec replace the defaults')
@@ -179,14 +183,15 @@ t.test('auth: -Y with the Secret\'s key mounted read-only, or -S with a password
   t.notOk(file.some((o) => o.kind === 'ConfigMap'), 'no SASL configuration for the auth file')
 })
 
-t.test('extstore: ext_path on an emptyDir of the file\'s size plus 64Mi, writable by memcached alone, and 16Mi more memory', async (t) => {
+t.test('extstore: ext_path on an emptyDir of the file\'s size plus 64Mi, writable by memcached alone, and 28Mi more memory', async (t) => {
   const objects = render({ extstore: { enabled: true, sizeMB: 4096 }, tls: { enabled: true, secretName: 'mc-tls' }, metrics: { enabled: true } })
   const mc = container(objects, 'memcached')!
   t.same(mc.args.slice(-2), ['-o', 'ext_path=/var/lib/memcached/extstore:4096M'])
   t.same(mc.volumeMounts?.at(-1), { name: 'extstore', mountPath: '/var/lib/memcached' })
   t.same(workload(objects).spec.template.spec.volumes?.at(-1), { name: 'extstore', emptyDir: { sizeLimit: '4160Mi' } })
   t.same(container(objects, 'metrics')?.volumeMounts?.map((m) => m.name), ['tls'], 'not the exporter')
-  t.same(container(render({ extstore: { enabled: true } }), 'memcached')?.resources.limits, { memory: '119Mi' }, '103Mi + 16Mi')
+  t.same(container(render({ extstore: { enabled: true } }), 'memcached')?.resources.limits, { memory: '131Mi' }, '103Mi + 7 write buffers of 4 MB')
+  t.same(container(render({ extstore: { enabled: true, writeBufferMB: 8, pageSizeMB: 32 } }), 'memcached')?.resources.limits, { memory: '159Mi' }, '103Mi + 7 write buffers of 8 MB')
   t.notOk(container(render({}), 'memcached')?.args.includes('-o'), 'off by default')
 })
 
