@@ -87,7 +87,9 @@ t.test('every value the Bitnami table names is one of the chart\'s', async (t) =
     }
     return true
   }
-  const table = values.slice(values.indexOf('| Bitnami 8.0.0 | here | notes |'))
+  const start = values.indexOf('| Bitnami 8.0.0 | here | notes |')
+  const end = values.indexOf('\n## ', start)
+  const table = values.slice(start, end < 0 ? undefined : end)
   const names = table.split('\n').filter((l) => l.startsWith('| ')).slice(2).flatMap((l) => {
     const here = l.split(' | ')[1] ?? ''
     let previous = ''
