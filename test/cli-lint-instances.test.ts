@@ -28,7 +28,7 @@ t.test('lint on a copy of the chart renders what it renders on the bundled chart
   t.equal(copy.code, 0, copy.err)
   t.ok(counts(bundled.out))
   t.equal(counts(copy.out), counts(bundled.out), 'the same instances and objects')
-  t.match(copy.out, /minimal values \(also on openshift\), 9 ci\/ values files\)/, 'a copy carries its platform files too')
+  t.match(copy.out, /minimal values \(also on openshift\), 11 ci\/ values files\)/, 'a copy carries its platform files too')
 })
 
 t.test('lint finds what only a feature\'s values break, in a copy; names the ci/ file or --values file', async (t) => {
@@ -45,7 +45,7 @@ t.test('lint finds what only a feature\'s values break, in a copy; names the ci/
   writeFileSync(values, 'metrics: {enabled: true}\n')
   const ok = await run(['lint', '--values', values, '-f', join(root, 'kustomize/samples/cache_v1alpha1_memcached_tuned.yaml')])
   t.equal(ok.code, 0, ok.err)
-  t.match(ok.out, /14 instances rendered into \d+ objects: minimal values \(also on openshift\), 9 ci\/ values files, 1 --values, the CRs of 1 -f\)/)
+  t.match(ok.out, /16 instances rendered into \d+ objects: minimal values \(also on openshift\), 11 ci\/ values files, 1 --values, the CRs of 1 -f\)/)
 })
 
 t.test('a template that never ends stops lint, naming the instance and the template', async (t) => {

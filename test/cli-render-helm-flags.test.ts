@@ -2,13 +2,16 @@
  * The flags `helm template` users reach for: `--show-only`, `--output-dir`, `--set-json` and
  * `--set-file`, with Helm's precedence (values files < --set-json < --set < --set-string < --set-file).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { runCli } from '../operator/cli/program.ts'
+import { parseSetJson } from '../operator/render/values.ts'
 import { captureIO } from './support/io.ts'
 import { tempDir } from './support/tmp.ts'
+import { helmPath } from './support/tools.ts'
 
 const root = resolve(import.meta.dirname, '..')
 const sample = join(root, 'kustomize/samples/cache_v1alpha1_memcached.yaml')
@@ -63,4 +66,33 @@ t.test('render --set-json and --set-file, in Helm\'s order of precedence', async
   t.match(missing.err, /none: cannot read: no such file or directory \(ENOENT\)/)
   const noKey = await run(['render', '-f', sample, '--set-file', 'x'])
   t.match(noKey.err, /--set-file "x": expected key=path/)
+})
+
+// Helm's pkg/strvals/parser.go ParseJSON, run as the real helm runs it: a chart whose one template
+// prints .Values as JSON, `helm template --set-json ARG`, against what render makes of the same ARG.
+t.test('--set-json takes what helm template takes: several key=json pairs, one JSON value each, an empty value is null', async (t) => {
+  const chartDir = join(tempDir('mc-helm-setjson-'), 'c')
+  mkdirSync(join(chartDir, 'templates'), { recursive: true })
+  writeFileSync(join(chartDir, 'Chart.yaml'), 'apiVersion: v2\nname: c\nversion: 0.1.0\n')
+  writeFileSync(join(chartDir, 'templates', 'values.yaml'), 'values: {{ toJson .Values }}\n')
+  const cases = ['a=1,b={"x":2}', 'tolerations=[{"key":"k,1","operator":"Exists"}],memoryMB=100', 'a=1b=2', 'a=,b=2', 'a.b=1,a={"c":2}', 'x[1]="s\\"q",y=null', 'a\\.b=true', 'l=[1, {"m":[2]}] , n="v"', 'a', 'a,b=1', 'a=[oops', 'a=tru', '=1']
+  for (const arg of cases) {
+    const helm = spawnSync(helmPath(), ['template', 'r', chartDir, '--set-json', arg], { encoding: 'utf8' })
+    let ours: unknown
+    try {
+      ours = parseSetJson(arg)
+    } catch (err) {
+      ours = err as Error
+    }
+    if (helm.status !== 0) {
+      t.ok(ours instanceof Error, `${arg}: helm refuses it (${helm.stderr.trim()}), and so does render: ${(ours as Error).message}`)
+      continue
+    }
+    const theirs = JSON.parse(/^values: (.*)$/m.exec(helm.stdout)![1]!) as unknown
+    t.same(JSON.parse(JSON.stringify(ours)), theirs, `${arg} → ${JSON.stringify(theirs)}`)
+  }
+  const r = await run(['render', '-f', sample, '-s', 'templates/deployment.ejs', '--set-json', 'tolerations=[{"key":"k","operator":"Exists"}],memoryMB=100'])
+  t.equal(r.code, 0, r.err)
+  t.same(docs(r.out)[0]!.spec.template.spec.tolerations, [{ key: 'k', operator: 'Exists' }], 'both keys of one flag reach the render')
+  t.match(docs(r.out)[0]!.spec.template.spec.containers[0]!.args.join(' '), /-m 100/)
 })

@@ -138,7 +138,7 @@ t.test('--help and --version exit 0', async (t) => {
 t.test('lint passes on the bundled chart: minimal values (on each platform too) and its ci/ example values', async (t) => {
   const r = await run(['lint'])
   t.equal(r.code, 0, r.err)
-  t.match(r.out, /ok \(12 templates, 10 kinds, 12 instances rendered into \d+ objects: minimal values \(also on openshift\), 9 ci\/ values files\)/)
+  t.match(r.out, /ok \(12 templates, 10 kinds, 14 instances rendered into \d+ objects: minimal values \(also on openshift\), 11 ci\/ values files\)/)
 })
 
 t.test('lint reports a broken chart: schema, templates and renders', async (t) => {

@@ -218,6 +218,14 @@ t.test('rbac.namespaced: the rules of kustomize/namespaced as a Role in each wat
   const grants = grantsFor(objects, NS, SA)
   t.same(sorted(grantsFor(namespaced, NS, SA).filter((g) => g.namespace !== 'memcached')), sorted(grants.filter((g) => g.namespace !== 'memcached' && g.namespace !== 'other-team')), 'the cluster-wide and own-namespace grants of kustomize/namespaced')
   t.notOk(grants.some((g) => g.namespace === undefined && (g.rule.resources ?? []).includes('secrets')), 'no cluster-wide Secret access')
+  t.same(grants.filter((g) => (g.rule.resources ?? []).includes('secrets')).map((g) => g.namespace).sort(), ['memcached', 'other-team'], 'Secrets in each watched namespace, through the input-secrets ClusterRole')
+})
+
+t.test('rbac.inputSecretNamespaces: the input-secrets ClusterRole bound in those namespaces only; by default nowhere', async (t) => {
+  const secretGrants = (objects: KubeObject[]) => grantsFor(objects, NS, SA).filter((g) => (g.rule.resources ?? []).includes('secrets'))
+  t.same(secretGrants(await render()), [], 'the default install reads no Secret')
+  const objects = await render('--set', 'rbac.inputSecretNamespaces={team-a,team-b}')
+  t.same(secretGrants(objects).map((g) => [g.namespace, g.rule.verbs]), [['team-a', ['get', 'list', 'watch']], ['team-b', ['get', 'list', 'watch']]])
 })
 
 t.test('a second release is a shard of its own: its names, its Lease, its pods', async (t) => {

@@ -29,7 +29,7 @@ const pod = deployment.spec.template.spec
 const manager = pod.containers[0]!
 
 t.test('kustomize/default: the namespace, the CRD, RBAC, the manager and a metrics Service, prefixed', async (t) => {
-  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
+  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
   t.equal(one('Namespace').metadata.name, NS)
   for (const o of objects) {
     if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') continue

@@ -41,6 +41,9 @@ t.test('docs/values.md\'s alerts table is the chart\'s default rules', async (t)
   const rows = [...values.matchAll(/^ {2}\| (Memcached\w+) \| .* \| (\d+m) \| (critical|warning) \|$/gm)].map((m) => [m[1], m[2], m[3]])
   const rule = render({ metrics: { enabled: true, prometheusRule: { enabled: true } } }).find((o) => o.kind === 'PrometheusRule') as unknown as { spec: { groups: { rules: { alert: string; for: string; labels: { severity: string } }[] }[] } }
   t.same(rows, rule.spec.groups[0]!.rules.map((r) => [r.alert, r.for, r.labels.severity]))
+  const extstoreRows = [...values.matchAll(/^\| (MemcachedExtstore\w+) \| .* \| (\d+m) \| (critical|warning) \|$/gm)].map((m) => [m[1], m[2], m[3]])
+  const withExtstore = render({ extstore: { enabled: true }, metrics: { enabled: true, prometheusRule: { enabled: true } } }).find((o) => o.kind === 'PrometheusRule') as unknown as typeof rule
+  t.same(extstoreRows, withExtstore.spec.groups[0]!.rules.slice(rows.length).map((r) => [r.alert, r.for, r.labels.severity]), 'and the extstore table the rules extstore adds')
 })
 
 t.test('docs/values.md\'s memory table is what the chart renders', async (t) => {
@@ -58,6 +61,7 @@ t.test('each refusal docs/values.md shows is the chart\'s message for a spec', a
     { workload: { kind: 'StatefulSet' }, service: { headless: false } },
     { memoryMB: 1024, resources: { limits: { memory: '1100Mi' } } },
     { maxItemSize: '700k' },
+    { extstore: { enabled: true, volume: { type: 'ephemeral', size: '1Gi' } } },
   ]
   const messages = specs.map((spec) => {
     try {
@@ -83,7 +87,9 @@ t.test('every value the Bitnami table names is one of the chart\'s', async (t) =
     }
     return true
   }
-  const table = values.slice(values.indexOf('| Bitnami 8.0.0 | here | notes |'))
+  const start = values.indexOf('| Bitnami 8.0.0 | here | notes |')
+  const end = values.indexOf('\n## ', start)
+  const table = values.slice(start, end < 0 ? undefined : end)
   const names = table.split('\n').filter((l) => l.startsWith('| ')).slice(2).flatMap((l) => {
     const here = l.split(' | ')[1] ?? ''
     let previous = ''

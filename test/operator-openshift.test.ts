@@ -84,6 +84,20 @@ t.test('the render for kubernetes is refused by restricted-v2 (ReplicaFailure); 
   })
 })
 
+t.test('extstore on a claim: the render for openshift sets no fsGroup, restricted-v2 assigns one from the range, and the pod runs', async (t) => {
+  const { client } = await openshiftSandbox(t)
+  const objects = renderInstance(loadChart(), { name: 'flash', namespace: NS, spec: { size: 1, extstore: { enabled: true, volume: { type: 'ephemeral' } } }, platform: 'openshift' }).objects
+  const deployment = objects.find((o) => o.kind === 'Deployment')!
+  t.notOk('fsGroup' in ((deployment.spec as { template: { spec: PodSpec } }).template.spec.securityContext ?? {}), 'no group of its own: the platform assigns it')
+  await client.create(deployment as unknown as KubeObject)
+  await eventually('the pod ready', async () => {
+    const d = await client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NS, name: 'flash' })
+    return (d.status as { readyReplicas?: number } | undefined)?.readyReplicas === 1 ? d : undefined
+  })
+  const [p] = (await client.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: NS, labelSelector: 'app.kubernetes.io/instance=flash' })).items
+  t.equal((p!.spec as PodSpec).securityContext?.fsGroup, 1000680000, 'the claim goes to the group restricted-v2 gave the pod')
+})
+
 t.test('the operator finds OpenShift by discovery and a default Memcached becomes Ready with a UID from the namespace’s range', async (t) => {
   const { sandbox, client } = await openshiftSandbox(t)
   t.equal(await detectPlatform(client), 'openshift')

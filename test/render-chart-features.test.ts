@@ -18,7 +18,7 @@ import { clientFor } from './support/operator.ts'
 
 const chart = loadChart()
 type Container = { name: string; image: string; args: string[]; ports: { name: string; containerPort: number }[]; env?: { name: string; value: string }[]; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[]; lifecycle?: unknown; resources: { requests: Record<string, string>; limits: Record<string, string> }; securityContext: unknown }
-type PodSpec = { containers: Container[]; volumes?: { name: string; secret?: { secretName: string; items?: unknown }; configMap?: { name: string } }[]; affinity?: unknown; imagePullSecrets?: unknown; terminationGracePeriodSeconds?: number; securityContext: Record<string, unknown> }
+type PodSpec = { containers: Container[]; volumes?: { name: string; secret?: { secretName: string; items?: unknown }; configMap?: { name: string } }[]; affinity?: unknown; topologySpreadConstraints?: unknown; imagePullSecrets?: unknown; terminationGracePeriodSeconds?: number; securityContext: Record<string, unknown> }
 type Workload = RenderedObject & { spec: Record<string, unknown> & { template: { metadata: Record<string, unknown>; spec: PodSpec } } }
 
 const render = (spec: Record<string, unknown>, namespace = 'team') => renderInstance(chart, { name: 'cache', namespace, spec: { size: 3, ...spec } }).objects
@@ -27,13 +27,14 @@ const workload = (objects: RenderedObject[]): Workload => (find<Workload>(object
 const container = (objects: RenderedObject[], name: string): Container | undefined => workload(objects).spec.template.spec.containers.find((c) => c.name === name)
 const kinds = (objects: RenderedObject[]) => objects.map((o) => o.kind)
 
-t.test('by default: a Deployment, memcached alone in its pod, soft anti-affinity over nodes, nothing new', async (t) => {
+t.test('by default: a Deployment, memcached alone in its pod, soft anti-affinity over nodes and spread over zones, nothing new', async (t) => {
   const objects = render({})
   t.same(kinds(objects), ['Service', 'Deployment', 'PodDisruptionBudget'])
   const pod = workload(objects).spec.template.spec
   t.same(pod.containers.map((c) => c.name), ['memcached'])
   t.same(pod.containers[0]?.args, ['-p', '11211', '-m', '64', '-c', '1024'], 'no flag beyond the classic ones')
-  t.same(pod.affinity, { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, podAffinityTerm: { labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } }, topologyKey: 'kubernetes.io/hostname' } }] } })
+  t.same(pod.affinity, { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } }, topologyKey: 'kubernetes.io/hostname' } }] } }, 'weight 100: no other workload\'s preference outweighs it')
+  t.same(pod.topologySpreadConstraints, [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } } }], 'zones by skew, never a Pending pod')
   t.notOk('volumes' in pod || 'imagePullSecrets' in pod || 'terminationGracePeriodSeconds' in pod)
   t.notOk('lifecycle' in pod.containers[0]!)
   t.notOk('minReadySeconds' in workload(objects).spec || 'strategy' in workload(objects).spec)
@@ -48,6 +49,14 @@ t.test('memory the spec does not give follows memoryMB, maxConnections and TLS (
   t.same(container(render({ memoryMB: 256, resources: { requests: { memory: '1Gi' } } }), 'memcached')?.resources, { requests: { cpu: '50m', memory: '1Gi' }, limits: { memory: '1Gi' } }, 'never a limit below the request')
   t.same(container(render({ memoryMB: 256, resources: { requests: { cpu: '1' }, limits: { memory: '2Gi', cpu: '2' } } }), 'memcached')?.resources, { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '2Gi', cpu: '2' } }, 'a limit alone is the request too, as the API server defaults it')
   t.same(container(render({ resources: { requests: { cpu: '500m' }, limits: { cpu: '500m' } } }), 'memcached')?.resources, { requests: { cpu: '500m', memory: '103Mi' }, limits: { cpu: '500m', memory: '103Mi' } }, 'CPU requests equal to limits: a Guaranteed pod')
+})
+
+t.test('zone spread: hard refuses to skew, none renders nothing, and constraints of the spec replace the preset', async (t) => {
+  const selector = { matchLabels: { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' } }
+  t.same(workload(render({ zoneSpreadPreset: 'hard' })).spec.template.spec.topologySpreadConstraints, [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: selector }])
+  t.notOk('topologySpreadConstraints' in workload(render({ zoneSpreadPreset: 'none' })).spec.template.spec)
+  const own = [{ maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule' }]
+  t.same(workload(render({ topologySpreadConstraints: own })).spec.template.spec.topologySpreadConstraints, [{ ...own[0], labelSelector: selector }])
 })
 
 t.test('anti-affinity: hard requires one pod per node, none renders nothing, and an explicit affinity wins', async (t) => {
@@ -116,6 +125,10 @@ t.test('metrics: ServiceMonitor, PrometheusRule with the exporter\'s metric name
   const rejected = rules.find((r) => r.alert === 'MemcachedConnectionsRejected') as unknown as { for: string; labels: { severity: string } }
   t.same([rejected.for, rejected.labels.severity], ['5m', 'warning'], 'not paged on a single rejected connection')
   t.ok(rules.every((r) => r.expr.includes('namespace="team", service="cache"')), 'each alert looks at this instance only')
+  // With extstore, one alert more, on the exporter's extstore_io_queue (exporter.go v0.16.0:
+  // memcached_extstore_io_queue_depth; test/memcached-extstore.test.ts reads the stat from memcached).
+  const withExtstore = (find(render({ extstore: { enabled: true }, metrics: { enabled: true, prometheusRule: { enabled: true } } }), 'PrometheusRule')!.spec.groups as { rules: { alert: string; expr: string; labels: { severity: string } }[] }[])[0]!.rules
+  t.same(withExtstore.slice(rules.length).map((r) => [r.alert, r.expr.match(/memcached_[a-z_]+/g), r.labels.severity]), [['MemcachedExtstoreIOQueueHigh', ['memcached_extstore_io_queue_depth'], 'warning']])
   const own = [{ alert: 'Mine', expr: 'vector(1)' }]
   const replaced = find(render({ metrics: { enabled: true, prometheusRule: { enabled: true, rules: own } } }), 'PrometheusRule')!
   t.same((replaced.spec.groups as { rules: unknown }[])[0]!.rules, own, 'rules of the spec replace the defaults')
@@ -179,14 +192,15 @@ t.test('auth: -Y with the Secret\'s key mounted read-only, or -S with a password
   t.notOk(file.some((o) => o.kind === 'ConfigMap'), 'no SASL configuration for the auth file')
 })
 
-t.test('extstore: ext_path on an emptyDir of the file\'s size plus 64Mi, writable by memcached alone, and 16Mi more memory', async (t) => {
+t.test('extstore: ext_path on an emptyDir of the file\'s size plus 64Mi, writable by memcached alone, and 28Mi more memory', async (t) => {
   const objects = render({ extstore: { enabled: true, sizeMB: 4096 }, tls: { enabled: true, secretName: 'mc-tls' }, metrics: { enabled: true } })
   const mc = container(objects, 'memcached')!
   t.same(mc.args.slice(-2), ['-o', 'ext_path=/var/lib/memcached/extstore:4096M'])
   t.same(mc.volumeMounts?.at(-1), { name: 'extstore', mountPath: '/var/lib/memcached' })
   t.same(workload(objects).spec.template.spec.volumes?.at(-1), { name: 'extstore', emptyDir: { sizeLimit: '4160Mi' } })
   t.same(container(objects, 'metrics')?.volumeMounts?.map((m) => m.name), ['tls'], 'not the exporter')
-  t.same(container(render({ extstore: { enabled: true } }), 'memcached')?.resources.limits, { memory: '119Mi' }, '103Mi + 16Mi')
+  t.same(container(render({ extstore: { enabled: true } }), 'memcached')?.resources.limits, { memory: '131Mi' }, '103Mi + 7 write buffers of 4 MB')
+  t.same(container(render({ extstore: { enabled: true, writeBufferMB: 8, pageSizeMB: 32 } }), 'memcached')?.resources.limits, { memory: '159Mi' }, '103Mi + 7 write buffers of 8 MB')
   t.notOk(container(render({}), 'memcached')?.args.includes('-o'), 'off by default')
 })
 

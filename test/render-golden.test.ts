@@ -37,7 +37,7 @@ const ciDir = join(DEFAULT_CHART_DIR, 'ci')
 const features = readdirSync(ciDir).filter((f) => f.endsWith('-values.yaml')).sort()
 
 t.test('there is a feature values file for each part of the chart beyond the classic sample', async (t) => {
-  t.same(features, ['auth-authfile', 'auth-sasl', 'extstore', 'metrics', 'network-policy', 'rollout', 'statefulset', 'tls-cert-manager', 'tls-secret'].map((f) => `${f}-values.yaml`))
+  t.same(features, ['auth-authfile', 'auth-sasl', 'extstore-claims', 'extstore-ephemeral', 'extstore', 'metrics', 'network-policy', 'rollout', 'statefulset', 'tls-cert-manager', 'tls-secret'].map((f) => `${f}-values.yaml`))
 })
 
 for (const values of features) {

@@ -39,9 +39,15 @@ t.test('a YAML error names the template, its line, and the line of its output', 
   const err = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n' }))
   t.equal(err.kind, 'yaml')
   t.match(err.problems[0], /^templates\/extra\.ejs:5: Map keys must be unique \(output line 5: "name: b"\)/)
-  // A computed line cannot be found in the template: the output's line alone.
-  const computed = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  <%= "name" %>: b\n' }))
-  t.match(computed.problems[0], /^templates\/extra\.ejs: output line 5: "\\"name\\": b": Map keys must be unique/)
+  // A computed line is placed on the line of the <%= %> that wrote it, however the output shifted.
+  const computed = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n<% if (true) { -%>\n  name: a\n<% } -%>\n  <%= "name" %>: b\n' }))
+  t.match(computed.problems[0], /^templates\/extra\.ejs:7: Map keys must be unique \(output line 5: "\\"name\\": b"\)/)
+  // A block that toYaml() wrote: the line of its tag, for any of its lines.
+  const block = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: "1"<%= toYaml({ w: "0", k: "2" }, 2) %>\n' }))
+  t.match(block.problems[0], /^templates\/extra\.ejs:6: Map keys must be unique \(output line 8: "k: \\"2\\""\)/, block.problems[0] ?? '')
+  // Text written as it is keeps its own line, even next to computed lines.
+  const literal = failure(() => renderWith({ 'templates/extra.ejs': 'apiVersion: v1\nkind: <%= "ConfigMap" %>\nmetadata:\n  name: a\n  name: b\n' }))
+  t.match(literal.problems[0], /^templates\/extra\.ejs:5: Map keys must be unique \(output line 5: "name: b"\)/)
 })
 
 t.test('objects without apiVersion, kind or name are refused', async (t) => {

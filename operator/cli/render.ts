@@ -16,7 +16,7 @@ import { renderedProblems } from './check-objects.ts'
 import { RenderError } from '../render/errors.ts'
 import { offlineSecrets } from '../render/secrets.ts'
 import { toJsonList, toYamlStream } from '../render/manifest.ts'
-import { isPlainMap, parseSet, parseSetValue, type Values } from '../render/values.ts'
+import { isPlainMap, parseSet, parseSetJson, parseSetValue, type Values } from '../render/values.ts'
 import { parseDocuments, readInputs, unreadable } from './inputs.ts'
 import { parseDuration, UsageError, type CliIO } from './io.ts'
 import { kindScopes } from './kind-scopes.ts'
@@ -86,16 +86,7 @@ export function readOverrides(opts: OverrideOptions, io: CliIO): Values[] {
     if (value.apiVersion !== undefined && value.kind !== undefined) throw new RenderError('input', [`${f}: a values file is a map of values, and this is a Kubernetes object (${JSON.stringify(value.kind)}): give it with -f`])
     overrides.push(value)
   }
-  for (const s of opts.setJson ?? []) {
-    const [key, json] = keyAnd('--set-json', s)
-    let value: unknown
-    try {
-      value = JSON.parse(json)
-    } catch (err) {
-      throw new RenderError('input', [`--set-json ${key}: ${(err as Error).message}`])
-    }
-    overrides.push(parseSetValue(key, value, '--set-json'))
-  }
+  for (const s of opts.setJson ?? []) overrides.push(parseSetJson(s))
   for (const s of opts.set) overrides.push(parseSet(s))
   for (const s of opts.setString) overrides.push(parseSet(s, true))
   for (const s of opts.setFile ?? []) {

@@ -29,6 +29,7 @@ import { EventAggregator } from './events.ts'
 import { FIELD_MANAGER } from './diff.ts'
 import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
+import { SecretInformers } from './secret-informers.ts'
 import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
@@ -281,7 +282,7 @@ export class MemcachedController {
   /** StatefulSets' FailedCreate Events (workload-events.ts). */
   #workloadEvents: InformerSet<FailedCreateEvent>
   /** Secrets labelled as render inputs, without their content (see reconcile/secrets.ts). */
-  #secrets: InformerSet<SecretSummary>
+  #secrets: SecretInformers
   #references = new SecretReferences()
   #memory = new AppliedMemory()
   #aggregator = new EventAggregator()
@@ -333,7 +334,25 @@ export class MemcachedController {
         return instance ? [`${o.metadata.namespace ?? ''}/${instance}`] : []
       },
     })
-    this.#secrets = make<SecretSummary>('v1', 'Secret', INPUT_SELECTOR, {})
+    // Secrets per namespace, on demand (secret-informers.ts): only where the operator may read them.
+    this.#secrets = new SecretInformers({
+      namespaces: opts.namespaces,
+      make: (namespace) =>
+        new Informer<SecretSummary>(opts.client, {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          namespace,
+          labelSelector: INPUT_SELECTOR,
+          // Never their content, only its checksum.
+          transform: secretSummary,
+          onError: (err, phase) => {
+            this.#secrets.failed(namespace, err)
+            onError(`Secret (${namespace})`)(err, phase)
+          },
+          ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
+        }),
+      onInformer: (i) => this.#onSecretInformer(i),
+    })
     this.#workloadEvents = new InformerSet(
       (opts.namespaces.length > 0 ? opts.namespaces : [undefined]).map((namespace) => {
         const informer = new Informer<FailedCreateEvent>(opts.client, { apiVersion: 'v1', kind: 'Event', ...(namespace ? { namespace } : {}), fieldSelector: FAILED_CREATE_SELECTOR, transform: failedCreateSummary, onError: onError('Event (FailedCreate)'), ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}) })
@@ -546,13 +565,19 @@ export class MemcachedController {
       if (!this.#active) return
       for (const key of this.#references.referrers(objectKey(secret))) this.#queue.add(key, PRIORITY.changed)
     }
-    for (const i of this.#secrets.informers) {
-      i.onAdd(byReference)
-      i.onDelete(byReference)
-      i.onUpdate((before, after) => {
-        if (before.checksum !== after.checksum) byReference(after)
-      })
-    }
+    this.#byReference = byReference
+  }
+
+  #byReference: ((secret: KubeObject) => void) | undefined
+
+  /** A Secret informer's handlers (those made on demand get them as they are made). */
+  #onSecretInformer(i: Informer<SecretSummary>): void {
+    const byReference = (secret: KubeObject) => this.#byReference?.(secret)
+    i.onAdd(byReference)
+    i.onDelete(byReference)
+    i.onUpdate((before, after) => {
+      if (before.checksum !== after.checksum) byReference(after)
+    })
   }
 
   #all(): InformerSet[] {
@@ -586,6 +611,7 @@ export class MemcachedController {
     this.#started = true
     const informers = this.#all().flatMap((s) => s.informers)
     for (const i of informers) i.start()
+    this.#secrets.start()
     this.#discoveryTimer = setInterval(() => this.#rediscover(), this.#o.discoveryPeriodMs ?? DISCOVERY_PERIOD_MS)
     this.#discoveryTimer.unref()
     await Promise.all(informers.map((i) => i.waitForSync()))
@@ -675,5 +701,6 @@ export class MemcachedController {
     await this.#queue.drain()
     await Promise.all(this.#workers)
     for (const s of this.#all()) for (const i of s.informers) i.stop()
+    this.#secrets.stop()
   }
 }

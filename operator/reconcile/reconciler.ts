@@ -24,7 +24,7 @@ import { createOrGet } from './create.ts'
 import { describeObject, objectKey, ownershipConflicts, stampOwner, type OwnershipConflict } from './owner.ts'
 import { stampShard } from './shard.ts'
 import { describeNotServed, optionalKindsCondition, splitNotServed } from './optional.ts'
-import { cachedSecrets, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
+import { cachedSecrets, secretsForbidden, splitSecretKey, whySecretMissing, type SecretReferences, type SecretSummary } from './secrets.ts'
 import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange } from './recreate.ts'
 import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer } from './pacing.ts'
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
@@ -35,6 +35,14 @@ import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statu
 export type MemcachedObject = Memcached & KubeObject
 
 /** What the reconciler reads of a cache (an informer, or several for several namespaces). */
+/** What a Secret cache kept per namespace (reconcile/secret-informers.ts) adds: its namespace's informer made and synced, and why it cannot be. */
+export interface SecretAccess {
+  /** False while the namespace's Secrets are not cached yet (no informer, or one not synced nor refused). */
+  ready?(namespace: string): boolean
+  prepare?(namespace: string): Promise<void>
+  forbidden?(namespace: string): string | undefined
+}
+
 export interface Cache<T extends KubeObject = KubeObject> {
   get(namespace: string | undefined, name: string): T | undefined
   byIndex(index: string, value: string): T[]
@@ -81,7 +89,7 @@ export interface ReconcilerDeps {
   workloadEvents?: Cache<FailedCreateEvent>
   memory: AppliedMemory
   /** Secrets labelled cache.example.com/memcached-input=true, as {@link SecretSummary}s: what `secretChecksum()` reads (none when absent). */
-  secrets?: Cache<SecretSummary>
+  secrets?: Cache<SecretSummary> & SecretAccess
   /** Told which Secrets each CR's render referred to, so that a Secret's change re-renders them. */
   references?: SecretReferences
   events: EventRecorder
@@ -229,7 +237,7 @@ export class Reconciler {
     let desired: RenderedObject[]
     let secrets: [string, string | undefined][]
     try {
-      const rendered = this.#render(cr, chart)
+      const rendered = await this.#renderPrepared(cr, chart)
       desired = stampShard(stampOwner(rendered.objects, cr), cr, this.#d.shardKeys ?? [])
       secrets = rendered.read
     } catch (err) {
@@ -379,10 +387,28 @@ export class Reconciler {
     }
   }
 
+  /**
+   * {@link #render}, again once the Secret cache of the CR's namespace is made and synced when the
+   * render read Secrets there before it was (reconcile/secret-informers.ts): an optional Secret not
+   * yet cached would leave its checksum out, and a required one would be reported missing.
+   */
+  async #renderPrepared(cr: MemcachedObject, chart: Chart): Promise<RenderResult & { read: [string, string | undefined][] }> {
+    const namespace = cr.metadata.namespace ?? ''
+    const secrets = this.#d.secrets
+    try {
+      const rendered = this.#render(cr, chart)
+      if (rendered.read.length === 0 || secrets?.ready?.(namespace) !== false) return rendered
+    } catch (err) {
+      if (!(err instanceof SecretsNotFound) || secrets?.ready?.(namespace) !== false) throw err
+    }
+    await secrets.prepare?.(namespace)
+    return this.#render(cr, chart)
+  }
+
   /** The SecretNotFound message: for each Secret, whether it does not exist or lacks the label (one GET each). */
   async #whyNotFound(err: SecretsNotFound): Promise<string> {
     const why: string[] = []
-    for (const key of err.missing) why.push(await whySecretMissing(this.#d.client, key))
+    for (const key of err.missing) why.push(secretsForbidden(key, this.#d.secrets?.forbidden?.(splitSecretKey(key).namespace)) ?? (await whySecretMissing(this.#d.client, key)))
     return why.join('; ')
   }
 

@@ -86,6 +86,19 @@ export async function whySecretMissing(client: KubeClient, key: string): Promise
   return unusableSecret(key, secret) ?? `Secret ${key} exists but is not in the operator's cache yet`
 }
 
+/** The ClusterRole a namespace binds to let the operator read its input Secrets (kustomize/rbac/input_secrets_role.yaml). */
+export const INPUT_SECRETS_ROLE = 'memcached-operator-input-secrets'
+
+/**
+ * The SecretNotFound message when the operator may not list the Secrets of the CR's namespace
+ * (`refusal`: the server's message), or undefined when it may.
+ */
+export function secretsForbidden(key: string, refusal: string | undefined): string | undefined {
+  if (refusal === undefined) return undefined
+  const { namespace } = splitSecretKey(key)
+  return `Secret ${key} cannot be read: the operator may not read Secrets in namespace ${namespace} (${refusal}); grant it there with a RoleBinding to the ClusterRole ${INPUT_SECRETS_ROLE}: kubectl create rolebinding ${INPUT_SECRETS_ROLE} -n ${namespace} --clusterrole=${INPUT_SECRETS_ROLE} --serviceaccount=<the operator's namespace>:<its ServiceAccount>`
+}
+
 /** `namespace/name` apart. */
 export function splitSecretKey(key: string): { namespace: string; name: string } {
   const i = key.indexOf('/')

@@ -13,6 +13,7 @@ import { KINDS_FILE, parseKinds, type ChartKind } from './kinds.ts'
 import { lazyRequire as require } from './lazy-require.ts'
 import { yamlScalar } from './scalar.ts'
 import { compileValuesSchema, type SchemaNode, type ValuesValidator } from './schema.ts'
+import { compileTrace } from './trace.ts'
 import { cloneData, isPlainMap, type Values } from './values.ts'
 
 /** The chart shipped with the operator. */
@@ -27,6 +28,8 @@ export interface Template {
   /** The template's text, to place a problem of its output on one of its own lines. */
   source?: string
   render(locals: Record<string, unknown>): string
+  /** The template line that computed output line `n` of a render with `locals` (render/trace.ts); undefined for the template's own text. */
+  traceLine?(locals: Record<string, unknown>, n: number): number | undefined
 }
 
 /** A loaded chart. */
@@ -213,9 +216,14 @@ export function compileTemplate(file: string, source: string): Template {
     const line = /Could not find matching close tag/.test(message) ? unclosedTagLine(source) : syntaxErrorLine(source, options)
     throw new Error(`${file}:${line ?? '?'}: ${message.replace(` in ${file} while compiling ejs`, '')}${line !== undefined ? `\n${codeFrame(source, line)}` : ''}`)
   }
+  let trace: ReturnType<typeof compileTrace> | null = null
   return {
     file,
     source,
+    traceLine(locals, n) {
+      trace ??= compileTrace(source, options) ?? undefined
+      return trace?.(locals, n)
+    },
     render(locals) {
       try {
         return fn(locals)

@@ -132,7 +132,7 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
     } catch (err) {
       if (!(err instanceof RenderError)) throw err
       kind = err.kind
-      problems.push(...err.problems.map((p) => onTemplateLine(p, t)))
+      problems.push(...err.problems.map((p) => onTemplateLine(p, t, locals)))
     } finally {
       running = undefined
     }
@@ -152,16 +152,20 @@ export function renderInstance(chart: Chart, input: RenderInput): RenderResult {
 
 /**
  * A problem placed on a line of a template's output (`file: output line 7: "text": why`) placed on
- * the template's own line when the text is written there as it is (not computed), and on one
- * line only: `file:12: why (output line 7: "text")`.
+ * the template's own line, `file:12: why (output line 7: "text")`: the line of the `<%= %>` that
+ * computed it (render/trace.ts, which renders the template once more), else the one line whose
+ * text it is as written.
  */
-function onTemplateLine(problem: string, t: Template): string {
+function onTemplateLine(problem: string, t: Template, locals: Record<string, unknown>): string {
   const m = /^([^:]+): output line (\d+): ("(?:[^"\\]|\\.)*"): ([\s\S]*)$/.exec(problem)
   if (!m || t.source === undefined || m[1] !== t.file) return problem
+  const at = (line: number) => `${t.file}:${line}: ${m[4]} (output line ${m[2]}: ${m[3]})`
+  const computed = t.traceLine?.(locals, Number(m[2]))
+  if (computed !== undefined) return at(computed)
   const text = JSON.parse(m[3]!) as string
   if (text === '') return problem
   const lines = t.source.split('\n').flatMap((l, i) => (l.trim() === text ? [i + 1] : []))
-  return lines.length === 1 ? `${t.file}:${lines[0]}: ${m[4]} (output line ${m[2]}: ${m[3]})` : problem
+  return lines.length === 1 ? at(lines[0]!) : problem
 }
 
 /** The variables and helpers a template sees. */

@@ -86,6 +86,79 @@ export function parseSetValue(key: string, value: unknown, flag: string): Values
   return out
 }
 
+/**
+ * Parses one `--set-json` argument as Helm does (pkg/strvals/parser.go ParseJSON): `key=json`
+ * pairs separated by commas, `a={"x":2},b.c=[1],d=` — a key as in `--set` (`.` nests, `[i]`
+ * indexes, `\` escapes the next character), ending at `=` (a `,` before it is an error); the
+ * value one JSON value (Go's json.Decoder reads just that much of the rest), then blanks and an
+ * optional comma; an empty value is null. A later key of the same argument replaces an earlier one.
+ */
+export function parseSetJson(arg: string): Values {
+  const out: Values = Object.create(null)
+  let i = 0
+  const fail = (key: string, message: string): never => {
+    throw new RenderError('input', [`--set-json ${key}: ${message}`])
+  }
+  while (i < arg.length) {
+    let key = ''
+    for (;;) {
+      if (i >= arg.length) fail(JSON.stringify(key), 'has no value (expected key=json)')
+      const c = arg[i]!
+      if (c === '\\' && i + 1 < arg.length) {
+        key += arg.slice(i, i + 2)
+        i += 2
+      } else if (c === '=') {
+        i++
+        break
+      } else if (c === ',') fail(JSON.stringify(key), 'has no value (cannot end with ,)')
+      else {
+        key += c
+        i++
+      }
+    }
+    while (i < arg.length && /\s/.test(arg[i]!)) i++
+    let value: unknown = null
+    if (i < arg.length && arg[i] !== ',') {
+      const end = jsonValueEnd(arg, i)
+      if (end === undefined) fail(key, `invalid JSON value at ${JSON.stringify(arg.slice(i, i + 20))}`)
+      try {
+        value = JSON.parse(arg.slice(i, end))
+      } catch (err) {
+        fail(key, (err as Error).message)
+      }
+      i = end!
+      while (i < arg.length && /\s/.test(arg[i]!)) i++
+    }
+    if (arg[i] === ',') i++
+    // Helm's set() leaves an empty key out.
+    if (key !== '') assignPath(out, splitUnescaped(key, '.', false).map(unescape), value, `${key} (--set-json)`)
+  }
+  return out
+}
+
+/** Where the JSON value that starts at `from` ends: brackets matched outside strings, a string, or a scalar token. */
+function jsonValueEnd(s: string, from: number): number | undefined {
+  const c = s[from]
+  if (c === '{' || c === '[') {
+    let depth = 0
+    for (let i = from; i < s.length; i++) {
+      const ch = s[i]
+      if (ch === '"') {
+        const str = /^"(?:[^"\\]|\\.)*"/.exec(s.slice(i))
+        if (!str) return undefined
+        i += str[0].length - 1
+      } else if (ch === '{' || ch === '[') depth++
+      else if (ch === '}' || ch === ']') {
+        depth--
+        if (depth === 0) return i + 1
+      }
+    }
+    return undefined
+  }
+  const token = /^(?:"(?:[^"\\]|\\.)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)/.exec(s.slice(from))
+  return token ? from + token[0].length : undefined
+}
+
 function typed(s: string, asString: boolean): unknown {
   if (asString) return s
   if (s === 'true') return true

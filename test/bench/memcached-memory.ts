@@ -83,11 +83,14 @@ async function connectionsOf(useTls: boolean): Promise<void> {
   }
 }
 
-/** A 64 MB cache with a 512 MB extstore file, 600-byte values (written to the file) until it has cycled through it. */
-async function extstoreOf(): Promise<void> {
+/**
+ * A 64 MB cache with a 512 MB extstore file and write buffers of `wbuf` MB (ext_wbuf_size), 600-byte
+ * values (written to the file) until it has cycled through it.
+ */
+async function extstoreOf(wbuf: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'mc-bench-'))
   spawnSync('chmod', ['777', dir])
-  const mc = running(await startArgs(['-m', '64', '-c', '1024', '-o', `ext_path=${dir}/extstore:512M`]))
+  const mc = running(await startArgs(['-m', '64', '-c', '1024', '-o', `ext_wbuf_size=${wbuf},ext_path=${dir}/extstore:512M`]))
   try {
     const conn = await plain(mc.port)
     const v = 'x'.repeat(600)
@@ -99,7 +102,7 @@ async function extstoreOf(): Promise<void> {
     const st = await stats(conn)
     conn.close()
     const end = rss(mc.pid)
-    console.log(`-m 64 with extstore (512M, 600-byte values): ${st.curr_items} items, ${st.extstore_objects_used} on the file; RSS = memoryMB + ${(end.rss / MiB - 64).toFixed(1)} MiB, peak + ${(end.peak / MiB - 64).toFixed(1)} MiB`)
+    console.log(`-m 64 with extstore (512M, ext_wbuf_size ${wbuf}, 600-byte values): ${st.curr_items} items, ${st.extstore_objects_used} on the file; RSS = memoryMB + ${(end.rss / MiB - 64).toFixed(1)} MiB, peak + ${(end.peak / MiB - 64).toFixed(1)} MiB`)
   } finally {
     await mc.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -110,4 +113,4 @@ console.log(`memcached ${memcachedVersion()}`)
 for (const mb of sizes.length > 0 ? sizes : [64, 256, 1024]) await memoryOf(mb)
 await connectionsOf(false)
 await connectionsOf(true)
-await extstoreOf()
+for (const wbuf of [4, 8]) await extstoreOf(wbuf)

@@ -7,7 +7,7 @@
  * the network).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, Socket } from 'node:net'
 import { hostname, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -61,12 +61,13 @@ export interface Volume {
   secret?: { secretName: string; items?: { key: string; path: string }[] }
   configMap?: { name: string; items?: { key: string; path: string }[] }
   emptyDir?: Record<string, unknown>
+  ephemeral?: { volumeClaimTemplate: Record<string, unknown> }
 }
 export interface PodSpec {
   containers: Container[]
   initContainers?: Container[]
   volumes?: Volume[]
-  securityContext?: { runAsUser?: number; runAsGroup?: number }
+  securityContext?: { runAsUser?: number; runAsGroup?: number; fsGroup?: number }
 }
 
 /** The pod template of a render's Deployment or StatefulSet. */
@@ -74,6 +75,12 @@ export function podOf(objects: RenderedObject[]): PodSpec {
   const w = objects.find((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet') as unknown as { spec: { template: { spec: PodSpec } } } | undefined
   if (!w) throw new Error('the render has no workload')
   return w.spec.template.spec
+}
+
+/** The names of a render's StatefulSet's volumeClaimTemplates: volumes its pods get that their template does not name. */
+export function claimTemplatesOf(objects: RenderedObject[]): string[] {
+  const w = objects.find((o) => o.kind === 'StatefulSet') as unknown as { spec: { volumeClaimTemplates?: { metadata: { name: string } }[] } } | undefined
+  return (w?.spec.volumeClaimTemplates ?? []).map((c) => c.metadata.name)
 }
 
 /** A free TCP port on loopback. */
@@ -104,11 +111,15 @@ export class PodFiles {
   /**
    * Writes the volumes `container` mounts: a Secret's keys from `secrets` (all of them, or the
    * volume's items), a ConfigMap's from the render's ConfigMaps, an empty world-writable emptyDir
-   * (as the kubelet makes it) that outlives the container, as it does in a pod.
+   * (as the kubelet makes it) that outlives the container, as it does in a pod; a claim's volume (a
+   * generic ephemeral volume, or one of a StatefulSet's volumeClaimTemplates, `claims`) as a new
+   * filesystem's root: root's, 0755, given to the pod's fsGroup when it has one as the kubelet does
+   * (pkg/volume/volume_linux.go changeFilePermission: chown to the group, mode | rw for the group,
+   * x and setgid on a directory).
    */
-  mount(pod: PodSpec, container: Container, objects: RenderedObject[], secrets: Record<string, Record<string, string | Buffer>>): void {
+  mount(pod: PodSpec, container: Container, objects: RenderedObject[], secrets: Record<string, Record<string, string | Buffer>>, claims: string[] = []): void {
     for (const m of container.volumeMounts ?? []) {
-      const volume = pod.volumes?.find((v) => v.name === m.name)
+      const volume = pod.volumes?.find((v) => v.name === m.name) ?? (claims.includes(m.name) ? { name: m.name, ephemeral: { volumeClaimTemplate: {} } } : undefined)
       if (!volume) throw new Error(`volume ${m.name} of container ${container.name} is not among the pod's volumes`)
       const dir = this.root + m.mountPath
       if (!this.#mounts.includes(m.mountPath)) this.#mounts.push(m.mountPath)
@@ -116,6 +127,16 @@ export class PodFiles {
       for (let d = dir; d.length > this.root.length; d = dirname(d)) chmodSync(d, 0o755)
       if (volume.emptyDir) {
         chmodSync(dir, 0o777)
+        continue
+      }
+      if (volume.ephemeral) {
+        chownSync(dir, 0, 0)
+        chmodSync(dir, 0o755)
+        const group = pod.securityContext?.fsGroup
+        if (group !== undefined) {
+          chownSync(dir, 0, group)
+          chmodSync(dir, 0o755 | 0o660 | 0o110 | 0o2000)
+        }
         continue
       }
       let data: Record<string, string | Buffer>
@@ -144,9 +165,11 @@ export class PodFiles {
 }
 
 /** How a process of the pod is started: as its uid, under its host name (both only as root). */
-export function podCommand(argv: string[], opts: { uid?: number; gid?: number; hostname?: string }): string[] {
+export function podCommand(argv: string[], opts: { uid?: number; gid?: number; hostname?: string; fsGroup?: number }): string[] {
   let cmd = argv
-  if (isRoot && opts.uid !== undefined) cmd = ['setpriv', `--reuid=${opts.uid}`, `--regid=${opts.gid ?? opts.uid}`, '--clear-groups', ...cmd]
+  // The container runtime gives a pod's processes its fsGroup as a supplementary group.
+  const groups = opts.fsGroup !== undefined ? `--groups=${opts.fsGroup}` : '--clear-groups'
+  if (isRoot && opts.uid !== undefined) cmd = ['setpriv', `--reuid=${opts.uid}`, `--regid=${opts.gid ?? opts.uid}`, groups, ...cmd]
   if (canSetHostname && opts.hostname) cmd = ['unshare', '--uts', '--', 'sh', '-c', 'hostname "$0" && exec "$@"', opts.hostname, ...cmd]
   return cmd
 }
@@ -218,19 +241,22 @@ export async function startPod(objects: RenderedObject[], opts: StartOptions = {
   const files = new PodFiles()
   const uid = pod.securityContext?.runAsUser
   const gid = pod.securityContext?.runAsGroup
+  const fsGroup = pod.securityContext?.fsGroup
+  const claims = claimTemplatesOf(objects)
   const podName = opts.podName ?? 'cache-0'
   const envOf = (c: Container): Record<string, string> => ({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...Object.fromEntries((c.env ?? []).map((e) => [e.name, files.path(e.value)])) })
   for (const init of pod.initContainers ?? []) {
-    files.mount(pod, init, objects, opts.secrets ?? {})
+    files.mount(pod, init, objects, opts.secrets ?? {}, claims)
     const argv = [...(init.command ?? []), ...(init.args ?? [])].map((a) => files.path(a))
-    const r = spawnSync(podCommand(argv, { uid, gid, hostname: podName })[0]!, podCommand(argv, { uid, gid, hostname: podName }).slice(1), { env: envOf(init), encoding: 'utf8', cwd: '/' })
+    const initCmd = podCommand(argv, { uid, gid, hostname: podName, ...(fsGroup !== undefined ? { fsGroup } : {}) })
+    const r = spawnSync(initCmd[0]!, initCmd.slice(1), { env: envOf(init), encoding: 'utf8', cwd: '/' })
     if (r.status !== 0) {
       files.remove()
       return { code: r.status, signal: r.signal, output: `init container ${init.name}: ${r.stdout}${r.stderr}${r.error?.message ?? ''}` }
     }
   }
   const c = pod.containers.find((x) => x.name === 'memcached')!
-  files.mount(pod, c, objects, opts.secrets ?? {})
+  files.mount(pod, c, objects, opts.secrets ?? {}, claims)
   const port = await freePort()
   const args = (c.args ?? []).map((a) => files.path(a))
   const p = args.indexOf('-p')
@@ -239,7 +265,7 @@ export async function startPod(objects: RenderedObject[], opts: StartOptions = {
   const env = envOf(c)
   opts.beforeStart?.(files, env)
   const argv = [bin, '-l', '127.0.0.1', ...args, ...(opts.extraArgs ?? [])]
-  const cmd = podCommand(argv, { uid, gid, hostname: podName })
+  const cmd = podCommand(argv, { uid, gid, hostname: podName, ...(fsGroup !== undefined ? { fsGroup } : {}) })
   const proc = spawn(cmd[0]!, cmd.slice(1), { env, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'] })
   const mc = new Memcached(proc, port, args, files, effectiveHostname(podName))
   const exit = await waitListening(mc)
