@@ -150,7 +150,7 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   // cert-manager would (the Certificate's secretName and secretTemplate); its checksum rolls the pods.
   const monitored = { ...MC, namespace: 'team-a', name: 'monitored' }
   const addOns = ['Certificate monitored-tls', 'PrometheusRule monitored', 'ServiceMonitor monitored']
-  await user.create({ ...MC, metadata: { name: 'monitored', namespace: 'team-a' }, spec: { size: 2, metrics: { enabled: true, serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } }, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca', kind: 'ClusterIssuer' } } } } })
+  await user.create({ ...MC, metadata: { name: 'monitored', namespace: 'team-a' }, spec: { size: 2, metrics: { enabled: true, serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } }, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca', kind: 'ClusterIssuer' } } }, reload: { enabled: false } } })
   await rendered(user, 'team-a', 'monitored', [...addOns, 'Deployment monitored', 'PodDisruptionBudget monitored', 'Service monitored'])
   await converged(user, 'team-a', 'monitored', 2)
   const certificate = await user.get({ apiVersion: 'cert-manager.io/v1', kind: 'Certificate', namespace: 'team-a', name: 'monitored-tls' })

@@ -29,6 +29,7 @@ import { FIELD_MANAGER } from './diff.ts'
 import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
 import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
+import { Reloader, type PodDialer } from './reload.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
@@ -142,6 +143,8 @@ export interface MemcachedControllerOptions {
   sustainedFailureMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
+  /** Where the operator reaches a pod's memcached to load renewed Secrets (reload.ts); default its IP. Tests map pods to processes on loopback. */
+  podDialer?: PodDialer
 }
 
 /** Why a declared kind the cluster serves cluster-scoped is refused. */
@@ -366,6 +369,7 @@ export class MemcachedController {
       metrics: opts.metrics,
       pacer,
       platform: () => this.#platform,
+      reloader: new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}) }),
       ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()

@@ -28,6 +28,7 @@ import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange }
 import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer } from './pacing.ts'
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { TransientFailures } from './transient.ts'
+import type { Reloader } from './reload.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -87,6 +88,8 @@ export interface ReconcilerDeps {
   metrics: ReconcileMetrics
   /** The platform rendered for (controller/platform.ts): the chart's platforms/<name>.yaml applies. */
   platform?: () => string | undefined
+  /** Loads renewed Secrets into running pods where the workload declares it (reload.ts). */
+  reloader?: Reloader
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
   now?: () => Date
@@ -281,9 +284,20 @@ export class Reconciler {
     const switching = await this.#prune(cr, chart, desired, log)
     const notServed = left.length > 0 ? describeNotServed(left) : undefined
     if (optional) await this.#announceOptional(cr, optional, notServed)
-    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, optional ? [optional] : [])
+    const reload = await this.#reload(cr, desired, liveWorkload, log)
+    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, [...(optional ? [optional] : []), ...reload.also])
     this.#settle(cr, chart, inputs, secrets, desired, results, optional, notServed)
-    return {}
+    return reload.result
+  }
+
+  /** The in-place reload of renewed Secrets (reload.ts): its condition, and when to look again. */
+  async #reload(cr: MemcachedObject, desired: RenderedObject[], applied: KubeObject | undefined, log: Logger): Promise<{ also: ConditionInput[]; result: ReconcileResult }> {
+    if (!this.#d.reloader) return { also: [], result: {} }
+    const workload = this.#ownWorkload(cr, desired.find(isWorkload) as (WorkloadLike & { kind: string }) | undefined, applied)
+    const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${cr.metadata.namespace ?? 'default'}/${labelValue(cr.metadata.name)}`)
+    const step = await this.#d.reloader.step(cr, workload, pods, log)
+    if (!step) return { also: [], result: {} }
+    return { also: [step.condition], result: step.requeueAfterMs !== undefined ? { requeueAfterMs: step.requeueAfterMs } : {} }
   }
 
   /** Reports objects this CR must not take over (Degraded OwnershipConflict) and looks again later. */
@@ -349,8 +363,9 @@ export class Reconciler {
     log.debug({ objects: desired.length }, 'inputs and objects as the last apply left them: not rendered')
     const switching = await this.#prune(cr, chart, desired, log)
     if (settled.optional) await this.#announceOptional(cr, settled.optional, settled.notServed)
-    await this.#writeStatus(cr, desired, undefined, { kind: 'ok', recreated: [], ...(switching ? { switching } : {}) }, log, settled.optional ? [settled.optional] : [])
-    return {}
+    const reload = await this.#reload(cr, desired, undefined, log)
+    await this.#writeStatus(cr, desired, undefined, { kind: 'ok', recreated: [], ...(switching ? { switching } : {}) }, log, [...(settled.optional ? [settled.optional] : []), ...reload.also])
+    return reload.result
   }
 
   /**
