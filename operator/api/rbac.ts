@@ -87,8 +87,11 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
     {
       apiGroups: [''],
       resources: ['pods'],
-      verbs: ['list', 'watch'],
-      why: 'Read-only: status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs) come from a pod informer.',
+      verbs: ['list', 'watch', 'delete'],
+      why:
+        'status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs) come from a\n' +
+        'pod informer. `delete` only for a pod whose memcached failed to load a renewed certificate\n' +
+        'half-way (refresh_certs left it unable to complete a TLS handshake): its workload starts it again.',
     },
     {
       apiGroups: [''],
@@ -107,9 +110,10 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
       verbs: ['get', 'list', 'watch'],
       why:
         'Read-only: the Secrets a chart\'s templates reference through secretChecksum(name) (their\n' +
-        'digest goes into a pod-template annotation, so a rotation rolls the pods), from an informer\n' +
-        `over the Secrets labelled ${INPUT_SECRET_LABEL}. Nothing of a Secret's\n` +
-        'content is written anywhere.',
+        'digest, key names and a certificate\'s fingerprint are cached, never their content), from an\n' +
+        `informer over the Secrets labelled ${INPUT_SECRET_LABEL}. \`get\` when a\n` +
+        'renewed certificate is loaded in place: the client certificate and auth-file credentials the\n' +
+        'operator presents to memcached. Nothing of a Secret\'s content is written anywhere.',
     },
   )
   return rules

@@ -145,6 +145,8 @@ export interface MemcachedControllerOptions {
   recorder?: EventRecorder
   /** Where the operator reaches a pod's memcached to load renewed Secrets (reload.ts); default its IP. Tests map pods to processes on loopback. */
   podDialer?: PodDialer
+  /** How soon a CR whose pods have not loaded a renewed Secret yet is looked at again (default 10 s; for tests). */
+  reloadRetryMs?: number
 }
 
 /** Why a declared kind the cluster serves cluster-scoped is refused. */
@@ -369,7 +371,7 @@ export class MemcachedController {
       metrics: opts.metrics,
       pacer,
       platform: () => this.#platform,
-      reloader: new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}) }),
+      reloader: new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) }),
       ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()

@@ -36,6 +36,7 @@ export const RELOAD_REASONS = {
   ReloadFailed: 'ReloadFailed',
   PodUnreachable: 'PodUnreachable',
   InvalidReloadPlan: 'InvalidReloadPlan',
+  NoReadyPods: 'NoReadyPods',
   CertificateReloaded: 'CertificateReloaded',
   PasswordsReloaded: 'PasswordsReloaded',
 } as const
@@ -56,6 +57,8 @@ export interface ReloaderDeps {
   secrets: { get(namespace: string | undefined, name: string): SecretSummary | undefined }
   events: EventRecorder
   dial?: PodDialer
+  /** How soon a CR whose pods have not loaded a Secret yet is looked at again (default {@link RELOAD_RETRY_MS}). */
+  retryMs?: number
   now?: () => number
 }
 
@@ -84,6 +87,7 @@ interface PodState {
 export class Reloader {
   #d: ReloaderDeps
   #now: () => number
+  #retryMs: number
   /** By CR uid, then pod uid. */
   #pods = new Map<string, Map<string, PodState>>()
   /** By CR uid: since when its current {@link wantKey} has not been in effect everywhere. */
@@ -94,6 +98,7 @@ export class Reloader {
   constructor(deps: ReloaderDeps) {
     this.#d = deps
     this.#now = deps.now ?? Date.now
+    this.#retryMs = deps.retryMs ?? RELOAD_RETRY_MS
   }
 
   /** Forgets a CR (deleted). */
@@ -153,7 +158,7 @@ export class Reloader {
       try {
         material = await this.#material(namespace, plan)
       } catch (err) {
-        return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `reading the Secrets to connect to the pods: ${err instanceof Error ? err.message : String(err)}` }, requeueAfterMs: RELOAD_RETRY_MS }
+        return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `reading the Secrets to connect to the pods: ${err instanceof Error ? err.message : String(err)}` }, requeueAfterMs: this.#retryMs }
       }
       for (const pod of todo) {
         const state = states.get(pod.metadata.uid ?? '') ?? {}
@@ -165,12 +170,12 @@ export class Reloader {
     await this.#announce(cr, plan, outcomes)
     const failed = [...outcomes].filter(([, o]) => o.kind === 'failed') as [string, { message: string }][]
     if (failed.length > 0) {
-      return { condition: await this.#warn(cr, RELOAD_REASONS.ReloadFailed, failed.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')), requeueAfterMs: RELOAD_RETRY_MS }
+      return { condition: await this.#warn(cr, RELOAD_REASONS.ReloadFailed, failed.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')), requeueAfterMs: this.#retryMs }
     }
     const unreachable = [...outcomes].filter(([, o]) => o.kind === 'unreachable') as [string, { message: string }][]
     if (unreachable.length > 0) {
       const message = `${unreachable.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')} (the operator reaches memcached's port on each pod: a NetworkPolicy must admit it)`
-      return { condition: await this.#warn(cr, RELOAD_REASONS.PodUnreachable, message), requeueAfterMs: RELOAD_RETRY_MS }
+      return { condition: await this.#warn(cr, RELOAD_REASONS.PodUnreachable, message), requeueAfterMs: this.#retryMs }
     }
     const waiting = [...outcomes].filter(([, o]) => o.kind === 'waiting') as [string, { what: string }][]
     if (waiting.length > 0) {
@@ -179,12 +184,13 @@ export class Reloader {
       this.#pendingSince.set(crUid, { key, since })
       const what = waiting.map(([pod, o]) => `pod ${pod} ${o.what}`).join('; ')
       if (this.#now() - since >= RELOAD_DEADLINE_MS) {
-        return { condition: await this.#warn(cr, RELOAD_REASONS.NotLoaded, `after ${Math.round((this.#now() - since) / 1000)} s, ${what}: the kubelet has not updated the mounted Secret, or the pod's reloader sidecar is not running`), requeueAfterMs: RELOAD_RETRY_MS }
+        return { condition: await this.#warn(cr, RELOAD_REASONS.NotLoaded, `after ${Math.round((this.#now() - since) / 1000)} s, ${what}: the kubelet has not updated the mounted Secret, or the pod's reloader sidecar is not running`), requeueAfterMs: this.#retryMs }
       }
-      return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `${what}: waiting for the kubelet to update the mounted Secret (within its sync period, about a minute)` }, requeueAfterMs: RELOAD_RETRY_MS }
+      return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `${what}: waiting for the kubelet to update the mounted Secret (within its sync period, about a minute)` }, requeueAfterMs: this.#retryMs }
     }
     this.#pendingSince.delete(crUid)
     this.#warned.delete(crUid)
+    if (live.length === 0) return { condition: { type: SECRETS_LOADED, status: 'Unknown', reason: RELOAD_REASONS.NoReadyPods, message: 'no pod is ready: each is looked at once it is' } }
     return { condition: { type: SECRETS_LOADED, status: 'True', reason: RELOAD_REASONS.Loaded, message: `every ready pod (${live.length}) ${names.join(' and ')}` } }
   }
 
