@@ -86,7 +86,7 @@ t.test('a key that does not match its certificate: memcached answers refresh_cer
   t.teardown(() => mc.stop())
   const next = renewed(pki)
   const mismatched = { 'tls.crt': next.crt, 'tls.key': pki.key }
-  t.match(certificateSummary({ stringData: mismatched }), { problem: 'tls.key is not the key of the certificate in tls.crt' }, 'the operator\'s check finds it')
+  t.equal(certificateSummary({ stringData: mismatched })?.problem, 'key-mismatch', 'the operator\'s check finds it')
   writeAtomic(mc.files.path('/etc/memcached/tls'), mismatched)
   const conn = await MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: {} })
   t.match(await conn.command('refresh_certs'), /^Error loading the key: .*key values mismatch/, 'memcached says so')

@@ -17,8 +17,21 @@ export interface CertificateSummary {
   serial?: string
   /** Its notAfter, RFC 3339. */
   notAfter?: string
-  /** Why memcached would refuse the pair (unparsable certificate or key, a key that does not match); absent when it would load it. */
-  problem?: string
+  /** Why memcached would refuse the pair ({@link describeProblem} says it in words); absent when it would load it. */
+  problem?: CertificateProblem
+}
+
+/** Why memcached would refuse a Secret's pair: kept as a code, so that nothing cached reads like the Secret's content. */
+export type CertificateProblem = 'crt-unparsable' | 'key-missing' | 'key-unparsable' | 'key-mismatch'
+
+/** A {@link CertificateProblem} in words. */
+export function describeProblem(problem: CertificateProblem): string {
+  return {
+    'crt-unparsable': 'tls.crt is not a PEM certificate',
+    'key-missing': 'the Secret has no tls.key',
+    'key-unparsable': 'tls.key is not a PEM private key',
+    'key-mismatch': 'tls.key is not the key of the certificate in tls.crt',
+  }[problem]
 }
 
 /** The certificate and key of a Secret's `data` (base64, as the API returns it) or `stringData`. */
@@ -34,16 +47,18 @@ export function certificateSummary(secret: { data?: Record<string, string> | nul
   let cert: X509Certificate
   try {
     cert = new X509Certificate(crt)
-  } catch (err) {
-    return { problem: `tls.crt is not a PEM certificate (${err instanceof Error ? err.message : String(err)})` }
+  } catch {
+    return { problem: 'crt-unparsable' }
   }
   const summary: CertificateSummary = { fingerprint: fingerprintOf(cert.raw), serial: cert.serialNumber.toUpperCase(), notAfter: new Date(cert.validTo).toISOString().replace(/\.\d{3}Z$/, 'Z') }
   const keyBytes = read('tls.key')
-  if (keyBytes === undefined) return { ...summary, problem: 'the Secret has no tls.key' }
+  if (keyBytes === undefined) return { ...summary, problem: 'key-missing' }
+  let key: ReturnType<typeof createPrivateKey>
   try {
-    if (!cert.checkPrivateKey(createPrivateKey(keyBytes))) return { ...summary, problem: 'tls.key is not the key of the certificate in tls.crt' }
-  } catch (err) {
-    return { ...summary, problem: `tls.key is not a PEM private key (${err instanceof Error ? err.message : String(err)})` }
+    key = createPrivateKey(keyBytes)
+  } catch {
+    return { ...summary, problem: 'key-unparsable' }
   }
+  if (!cert.checkPrivateKey(key)) return { ...summary, problem: 'key-mismatch' }
   return summary
 }

@@ -18,6 +18,7 @@
 import type { Logger } from 'pino'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { isNotFound } from '../controller/client.ts'
+import { describeProblem } from '../memcached/certificate.ts'
 import { MemcachedConnection, MemcachedError, type MemcachedTarget } from '../memcached/connection.ts'
 import type { ConditionInput } from './conditions.ts'
 import type { EventRecorder } from './recorder.ts'
@@ -130,10 +131,10 @@ export class Reloader {
     if (plan.tls) {
       const secret = this.#d.secrets.get(namespace, plan.tls.secretName)
       // A Secret not there yet (cert-manager issues it after the Certificate is applied): the render reports it.
-      if (!secret?.certificate) return undefined
-      const cert = secret.certificate
+      if (!secret?.tls) return undefined
+      const cert = secret.tls
       if (cert.problem) {
-        return { condition: await this.#warn(cr, RELOAD_REASONS.CertificateInvalid, `Secret ${namespace}/${plan.tls.secretName}: ${cert.problem}; memcached would refuse it, so no pod is asked to load it and each keeps serving the certificate it has`) }
+        return { condition: await this.#warn(cr, RELOAD_REASONS.CertificateInvalid, `Secret ${namespace}/${plan.tls.secretName}: ${describeProblem(cert.problem)}; memcached would refuse it, so no pod is asked to load it and each keeps serving the certificate it has`) }
       }
       want.fingerprint = cert.fingerprint
       names.push(`serves the certificate of Secret ${plan.tls.secretName} (serial ${cert.serial}, expires ${cert.notAfter})`)

@@ -15,20 +15,20 @@ export interface SecretSummary extends KubeObject {
   /** The names of its keys (never their values), so that a render can say which key the pods miss. */
   keys: string[]
   /** Of a Secret with a tls.crt: its certificate's fingerprint, expiry and whether memcached could load it (never the key). */
-  certificate?: CertificateSummary
+  tls?: CertificateSummary
 }
 
 /** The informer's transform: name, namespace, uid, resourceVersion, labels, the checksum, the key names and the certificate's summary; no data, no annotations. */
 export function secretSummary(secret: KubeObject): SecretSummary {
   const { name, namespace, uid, resourceVersion, labels } = secret.metadata
-  const certificate = certificateSummary(secret as unknown as SecretContent)
+  const tls = certificateSummary(secret as unknown as SecretContent)
   return {
     apiVersion: secret.apiVersion,
     kind: secret.kind,
     metadata: { name, namespace, uid, resourceVersion, ...(labels ? { labels } : {}) },
     checksum: secretChecksum(secret as unknown as SecretContent),
     keys: secretKeys(secret as unknown as SecretContent),
-    ...(certificate ? { certificate } : {}),
+    ...(tls ? { tls } : {}),
   }
 }
 
