@@ -23,11 +23,11 @@ interface Pod {
 }
 const workload = (objects: ReturnType<typeof render>, kind = 'Deployment') => objects.find((o) => o.kind === kind) as unknown as KubeObject & { spec: { template: Pod } }
 
-t.test('TLS loaded in place (the default): no checksum on the pod template, the plan on the workload', async (t) => {
+t.test('TLS loaded in place (the default): no checksum on the pod template, the plan (with memcached\'s memory) on the workload', async (t) => {
   for (const kind of ['Deployment', 'StatefulSet']) {
     const w = workload(render({ workload: { kind }, tls: { enabled: true, secretName: 'c-tls', clientAuth: 'require' } }), kind)
     t.same(w.spec.template.metadata.annotations, undefined, `${kind}: a renewed certificate does not change the pod template`)
-    t.same(reloadPlanOf(w), { port: 11211, tls: { secretName: 'c-tls', clientCertificate: true } }, `${kind}: the plan`)
+    t.same(reloadPlanOf(w), { port: 11211, tls: { secretName: 'c-tls', clientCertificate: true }, memory: { container: 'memcached', memoryMB: 64 } }, `${kind}: the plan`)
     t.notOk(w.spec.template.spec.shareProcessNamespace, 'no sidecar for TLS: the operator sends refresh_certs')
     t.same(w.spec.template.spec.containers.map((c) => c.name), ['memcached'])
   }
@@ -39,7 +39,7 @@ t.test('the auth file loaded in place: a reloader sidecar in the memcached image
   const w = workload(render({ auth: { enabled: true, secretName: 'users' } }))
   const pod = w.spec.template
   t.same(pod.metadata.annotations, undefined, 'no checksum/auth-secret')
-  t.same(reloadPlanOf(w), { port: 11211, authfile: { secretName: 'users', key: 'passwords' } })
+  t.same(reloadPlanOf(w), { port: 11211, authfile: { secretName: 'users', key: 'passwords' }, memory: { container: 'memcached', memoryMB: 64 } })
   t.equal(pod.spec.shareProcessNamespace, true, 'the sidecar can signal memcached')
   const [memcached, reloader] = pod.spec.containers
   t.same(memcached?.args?.slice(-4), ['-Y', '/etc/memcached/auth/passwords', '-P', '/run/memcached/memcached.pid'])
@@ -51,14 +51,14 @@ t.test('the auth file loaded in place: a reloader sidecar in the memcached image
   t.same(pod.spec.volumes?.find((v) => v.name === 'run'), { name: 'run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } })
 })
 
-t.test('reload.enabled false, and SASL: a rotation rolls the pods (the checksum annotations), no plan', async (t) => {
+t.test('reload.enabled false, and SASL: a rotation rolls the pods (the checksum annotations); SASL\'s plan has only the memory', async (t) => {
   const off = workload(render({ tls: { enabled: true, secretName: 'c-tls' }, auth: { enabled: true, secretName: 'users' }, reload: { enabled: false } }))
   t.same(off.spec.template.metadata.annotations, { 'checksum/tls-secret': 'sum-tls', 'checksum/auth-secret': 'sum-users' })
   t.equal(reloadPlanOf(off), undefined)
   t.same(off.spec.template.spec.containers.map((c) => c.name), ['memcached'])
   const sasl = workload(render({ auth: { enabled: true, mode: 'sasl', secretName: 'users' } }))
   t.same(sasl.spec.template.metadata.annotations, { 'checksum/auth-secret': 'sum-users' }, 'the SASL database is written at start: a new password rolls the pods')
-  t.equal(reloadPlanOf(sasl), undefined)
+  t.same(reloadPlanOf(sasl), { port: 11211, memory: { container: 'memcached', memoryMB: 64 } }, 'only the memory')
 })
 
 t.test('a workload\'s plan that is not what the operator reads is refused, naming the annotation', async (t) => {
@@ -68,6 +68,7 @@ t.test('a workload\'s plan that is not what the operator reads is refused, namin
   t.throws(() => reloadPlanOf(w('{"port":0}')), /port must be a port number \(got 0\)/)
   t.throws(() => reloadPlanOf(w('{"port":1,"tls":{"secretName":""}}')), /tls must be/)
   t.throws(() => reloadPlanOf(w('{"port":1,"authfile":{"secretName":"a"}}')), /authfile must be/)
+  t.throws(() => reloadPlanOf(w('{"port":1,"memory":{"container":"m","memoryMB":1.5}}')), /memory must be/)
   t.equal(reloadPlanOf({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'c' } }), undefined)
   t.equal(reloadPlanOf(undefined), undefined)
 })

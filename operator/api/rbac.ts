@@ -87,11 +87,20 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
     {
       apiGroups: [''],
       resources: ['pods'],
-      verbs: ['list', 'watch', 'delete'],
+      verbs: ['get', 'list', 'watch', 'delete'],
       why:
         'status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs) come from a\n' +
-        'pod informer. `delete` only for a pod whose memcached failed to load a renewed certificate\n' +
-        'half-way (refresh_certs left it unable to complete a TLS handshake): its workload starts it again.',
+        'pod informer. `get` for a pod whose memory is resized in place (its containers\' resources);\n' +
+        '`delete` only for a pod whose memcached failed to load a renewed certificate half-way\n' +
+        '(refresh_certs left it unable to complete a TLS handshake): its workload starts it again.',
+    },
+    {
+      apiGroups: [''],
+      resources: ['pods/resize'],
+      verbs: ['patch'],
+      why:
+        'A larger memoryMB without a restart (Kubernetes 1.33+): the memcached container\'s memory\n' +
+        'request and limit raised in place, then memcached\'s cache_memlimit.',
     },
     {
       apiGroups: [''],

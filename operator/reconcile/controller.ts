@@ -30,6 +30,7 @@ import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
 import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
 import { Reloader, type PodDialer } from './reload.ts'
+import { Resizer } from './resize.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
@@ -355,6 +356,7 @@ export class MemcachedController {
       onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
     })
     opts.metrics.recreations?.(0, 0)
+    const reloader = new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) })
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,
@@ -371,7 +373,8 @@ export class MemcachedController {
       metrics: opts.metrics,
       pacer,
       platform: () => this.#platform,
-      reloader: new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) }),
+      reloader,
+      resizer: new Resizer({ client: opts.client, events: recorder, connectionFor: (cr, plan, pod) => reloader.targetFor(cr.metadata.namespace ?? 'default', plan, pod), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) }),
       ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()

@@ -29,6 +29,7 @@ import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer 
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { TransientFailures } from './transient.ts'
 import type { Reloader } from './reload.ts'
+import type { Resizer } from './resize.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -90,6 +91,8 @@ export interface ReconcilerDeps {
   platform?: () => string | undefined
   /** Loads renewed Secrets into running pods where the workload declares it (reload.ts). */
   reloader?: Reloader
+  /** Grows memcached's memory in place where the cluster can resize pods (resize.ts). */
+  resizer?: Resizer
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
   now?: () => Date
@@ -266,7 +269,8 @@ export class Reconciler {
     try {
       for (const d of desired) {
         const current = live.get(objectKey(d))
-        const result = await this.#applyOne(cr, d, current, done, log)
+        // A memory growth the pods take in place keeps the live template's memory (resize.ts).
+        const result = await this.#applyOne(cr, isWorkload(d) && this.#d.resizer ? await this.#d.resizer.hold(cr, d, current) : d, current, done, log)
         results.push(result)
         if (isWorkload(d)) liveWorkload = result
       }
@@ -290,14 +294,13 @@ export class Reconciler {
     return reload.result
   }
 
-  /** The in-place reload of renewed Secrets (reload.ts): its condition, and when to look again. */
+  /** The in-place reload of renewed Secrets (reload.ts) and resize of memory (resize.ts): their conditions, and when to look again. */
   async #reload(cr: MemcachedObject, desired: RenderedObject[], applied: KubeObject | undefined, log: Logger): Promise<{ also: ConditionInput[]; result: ReconcileResult }> {
-    if (!this.#d.reloader) return { also: [], result: {} }
     const workload = this.#ownWorkload(cr, desired.find(isWorkload) as (WorkloadLike & { kind: string }) | undefined, applied)
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${cr.metadata.namespace ?? 'default'}/${labelValue(cr.metadata.name)}`)
-    const step = await this.#d.reloader.step(cr, workload, pods, log)
-    if (!step) return { also: [], result: {} }
-    return { also: [step.condition], result: step.requeueAfterMs !== undefined ? { requeueAfterMs: step.requeueAfterMs } : {} }
+    const steps = [await this.#d.reloader?.step(cr, workload, pods, log), await this.#d.resizer?.step(cr, workload, pods, log)].filter((s) => s !== undefined)
+    const retries = steps.flatMap((s) => (s.requeueAfterMs !== undefined ? [s.requeueAfterMs] : []))
+    return { also: steps.map((s) => s.condition), result: retries.length > 0 ? { requeueAfterMs: Math.min(...retries) } : {} }
   }
 
   /** Reports objects this CR must not take over (Degraded OwnershipConflict) and looks again later. */

@@ -195,6 +195,13 @@ export class Reloader {
     return { condition: { type: SECRETS_LOADED, status: 'True', reason: RELOAD_REASONS.Loaded, message: `every ready pod (${live.length}) ${names.join(' and ')}` } }
   }
 
+  /** How to reach a pod's memcached (TLS material and credentials read from the Secrets): for resize.ts's cache_memlimit. */
+  async targetFor(namespace: string, plan: ReloadPlan, pod: KubeObject): Promise<MemcachedTarget> {
+    const material = await this.#material(namespace, plan)
+    const address = (this.#d.dial ?? ((p, port) => ({ host: podIP(p)!, port })))(pod, plan.port)
+    return { ...address, ...(plan.tls ? { tls: material.clientCertificate ?? {} } : {}), ...(material.credentials ? { credentials: material.credentials } : {}) }
+  }
+
   /** Brings one pod to `want`. */
   async #loadInto(pod: KubeObject, plan: ReloadPlan, want: Want, state: PodState, material: Material, log: Logger): Promise<PodOutcome> {
     const address = (this.#d.dial ?? ((p, port) => ({ host: podIP(p)!, port })))(pod, plan.port)
