@@ -204,5 +204,9 @@ t.test('pods the operator cannot reach: PodUnreachable names each pod and the Ne
   await bed.client.create({ ...MC, metadata: { name: 'far', namespace: 'default' }, spec: spec({ tls: { enabled: true, secretName: 'far-cert' } }) })
   const c = await loaded('far', 'PodUnreachable', /far-1/)
   t.match(c.message, /^pod far-\d: 127\.0\.0\.1:1: .*ECONNREFUSED.*; pod far-\d: .*\(the operator reaches memcached's port on each pod: a NetworkPolicy must admit it\)$/)
-  t.equal(condition(await getMc(bed.client, 'far'), 'Ready')?.status, 'True', 'the cache serves: SecretsLoaded does not count towards Ready')
+  const served = await eventually('far Ready', async () => {
+    const o = await getMc(bed.client, 'far')
+    return condition(o, 'Ready')?.status === 'True' ? o : undefined
+  })
+  t.equal(condition(served, 'SecretsLoaded')?.reason, 'PodUnreachable', 'the cache serves: SecretsLoaded does not count towards Ready')
 })

@@ -85,7 +85,17 @@ t.test('memoryMB 64 → 128: every pod is resized in place, memcached\'s limit f
   t.equal(event?.message, 'memoryMB 128 in place on grow-0, grow-1 (pods/resize, then memcached\'s cache_memlimit); no pod restarted')
 })
 
-t.test('memoryMB 128 → 96: the API server refuses to lower a memory limit in place, so the pods restart, and an event says why', async (t) => {
+t.test('memoryMB 128 → 64, the size the template still has: nothing restarts the pods, an event says how to apply it', async (t) => {
+  const before = (await podsOf(bed, 'grow')).map((p) => p.metadata.uid).sort()
+  await bed.client.patch({ ...MC, namespace: 'default', name: 'grow' }, { spec: { memoryMB: 64 } }, { type: 'merge' })
+  const event = await eventually('the MemoryNotShrunk event', async () => (await events(bed, 'grow')).find((e) => e.reason === 'MemoryNotShrunk'))
+  t.equal(event.message, 'memoryMB 64 is what the pod template already gives, so nothing restarts the pods: they keep memoryMB 128 (grown in place) until they restart (kubectl rollout restart applies it)')
+  t.same((await podsOf(bed, 'grow')).map((p) => p.metadata.uid).sort(), before, 'the same pods')
+  const sts = await bed.client.get({ apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: 'default', name: 'grow' })
+  t.match(sts.metadata.annotations?.['memcached.cache.example.com/reload'], /"memoryMB":128/, 'the workload still says what the pods run with')
+})
+
+t.test('memoryMB → 96, below what the pods run with: the API server refuses to lower a memory limit in place, so the pods restart, and an event says why', async (t) => {
   const before = new Set((await podsOf(bed, 'grow')).map((p) => p.metadata.uid))
   await bed.client.patch({ ...MC, namespace: 'default', name: 'grow' }, { spec: { memoryMB: 96 } }, { type: 'merge' })
   const event = await eventually('the MemoryResizeRestart event', async () => (await events(bed, 'grow')).find((e) => e.reason === 'MemoryResizeRestart'))
@@ -93,6 +103,17 @@ t.test('memoryMB 128 → 96: the API server refuses to lower a memory limit in p
   await eventually('every pod replaced', async () => {
     const pods = await podsOf(bed, 'grow')
     return pods.length === 2 && pods.every((p) => !before.has(p.metadata.uid) && memcachedOf(p).args.join(' ').includes('-m 96')) ? true : undefined
+  })
+})
+
+t.test('a larger memoryMB with another change of the pod template: the pods restart with both, and an event says why', async (t) => {
+  const before = new Set((await podsOf(bed, 'grow')).map((p) => p.metadata.uid))
+  await bed.client.patch({ ...MC, namespace: 'default', name: 'grow' }, { spec: { memoryMB: 112, podLabels: { team: 'cache' } } }, { type: 'merge' })
+  const event = await eventually('the MemoryResizeRestart event', async () => (await events(bed, 'grow')).find((e) => e.reason === 'MemoryResizeRestart' && e.message.includes('112')))
+  t.match(event.message, /^the pod template changes beyond memcached's memory \(\.spec\.template\.metadata\.labels\.team\), so the pods restart with memoryMB 112 as well$/)
+  await eventually('every pod replaced at -m 112', async () => {
+    const pods = await podsOf(bed, 'grow')
+    return pods.length === 2 && pods.every((p) => !before.has(p.metadata.uid) && memcachedOf(p).args.join(' ').includes('-m 112')) ? true : undefined
   })
 })
 

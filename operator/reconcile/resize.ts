@@ -22,7 +22,7 @@ import type { RenderedObject } from '../render/manifest.ts'
 import type { ConditionInput } from './conditions.ts'
 import { diffObject } from './diff.ts'
 import type { EventRecorder } from './recorder.ts'
-import { reloadPlanOf, type ReloadPlan } from './reload-plan.ts'
+import { RELOAD_ANNOTATION, reloadPlanOf, type ReloadPlan } from './reload-plan.ts'
 import type { PodDialer } from './reload.ts'
 
 /** The condition this step writes (only for a CR whose memory was resized in place). */
@@ -102,8 +102,10 @@ export class Resizer {
     const currentMB = safePlan(live)?.memory?.memoryMB ?? templateMB
     if (wantMB === templateMB) {
       this.#targets.delete(uid)
-      if (currentMB > wantMB) await this.#announce(cr, `${currentMB}->${wantMB}`, RESIZE_REASONS.MemoryNotShrunk, `memoryMB ${wantMB} is what the pod template already gives, so nothing restarts the pods: they keep memoryMB ${currentMB} (grown in place) until they restart (kubectl rollout restart applies it)`)
-      return d
+      if (currentMB <= wantMB) return d
+      await this.#announce(cr, `${currentMB}->${wantMB}`, RESIZE_REASONS.MemoryNotShrunk, `memoryMB ${wantMB} is what the pod template already gives, so nothing restarts the pods: they keep memoryMB ${currentMB} (grown in place) until they restart (kubectl rollout restart applies it)`)
+      // The workload keeps saying what the pods run with.
+      return withPlanMemory(d, currentMB)
     }
     const held = structuredClone(d) as RenderedObject
     const heldContainer = containerOf(held, name)!
@@ -219,6 +221,16 @@ function containerOf(o: KubeObject | RenderedObject, name: string): ContainerLik
   const containers = (o as { spec?: { template?: { spec?: { containers?: ContainerLike[] } }; containers?: ContainerLike[] } }).spec
   const list = containers?.template?.spec?.containers ?? containers?.containers
   return list?.find((c) => c.name === name)
+}
+
+/** `d` with its reload annotation's memory set to `mb`. */
+function withPlanMemory(d: RenderedObject, mb: number): RenderedObject {
+  const out = structuredClone(d) as RenderedObject
+  const annotations = out.metadata.annotations as Record<string, string>
+  const plan = JSON.parse(annotations[RELOAD_ANNOTATION]!) as { memory: { memoryMB: number } }
+  plan.memory.memoryMB = mb
+  annotations[RELOAD_ANNOTATION] = JSON.stringify(plan)
+  return out
 }
 
 /** The value of memcached's `-m` in its args. */
