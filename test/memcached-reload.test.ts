@@ -81,7 +81,7 @@ t.test('clientAuth require with the auth file: the operator\'s connection presen
   t.equal(await failedAt(MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: { cert: next.crt, key: next.key }, credentials: { user: 'alice', password: 'wrong' } })), 'auth', 'a wrong password is refused')
 })
 
-t.test('a key that does not match its certificate: memcached answers refresh_certs with an error and completes no handshake after (why the operator never asks for such a pair)', async (t) => {
+t.test('a key that does not match its certificate (or a chain newer than its key): memcached answers refresh_certs with an error and completes no handshake after (why the operator never asks for such a pair)', async (t) => {
   const mc = running(await startPod(render({ tls: { enabled: true, secretName: 'mc-tls' } }), { secrets: { 'mc-tls': { 'tls.crt': pki.crt, 'tls.key': pki.key } } }))
   t.teardown(() => mc.stop())
   const next = renewed(pki)
@@ -92,7 +92,24 @@ t.test('a key that does not match its certificate: memcached answers refresh_cer
   t.match(await conn.command('refresh_certs'), /^Error loading the key: .*key values mismatch/, 'memcached says so')
   conn.close()
   t.equal(await failedAt(MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: {} })), 'connect', 'the context it serves from holds the new certificate with the old key: no handshake completes')
-  // Consistent files again (the kubelet's next swap), a refresh cannot be sent any more: only a restart repairs the pod.
+  // No refresh can reach it any more: only a restart repairs the pod.
+})
+
+t.test('a refresh that reads the certificate before the kubelet\'s swap and the key after it: refused, and memcached keeps serving the certificate it had', async (t) => {
+  const mc = running(await startPod(render({ tls: { enabled: true, secretName: 'mc-tls' } }), { secrets: { 'mc-tls': { 'tls.crt': pki.crt, 'tls.key': pki.key } } }))
+  t.teardown(() => mc.stop())
+  const next = renewed(pki)
+  // The chain of before the swap, the key of after it: what one refresh straddling one swap reads.
+  writeAtomic(mc.files.path('/etc/memcached/tls'), { 'tls.crt': pki.crt, 'tls.key': next.key })
+  const conn = await MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: {} })
+  t.match(await conn.command('refresh_certs'), /^Error loading the key: .*key values mismatch/, 'memcached refuses the key')
+  conn.close()
+  t.equal(await served(mc.port), serial(pki.crt), 'the certificate it had, with its own key: handshakes go on')
+  writeAtomic(mc.files.path('/etc/memcached/tls'), { 'tls.crt': next.crt, 'tls.key': next.key })
+  const again = await MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: {} })
+  t.equal(await again.command('refresh_certs'), 'OK', 'the next refresh, after the swap')
+  again.close()
+  t.equal(await served(mc.port), serial(next.crt))
 })
 
 t.test('the reloader sidecar: a changed auth file is reloaded by SIGHUP, the new password accepted and the old refused, the items kept', async (t) => {

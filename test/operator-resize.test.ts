@@ -19,7 +19,7 @@ type Condition = { type: string; status: string; reason: string; message: string
 
 const processes = new Map<string, Memcached>()
 const dial = (pod: KubeObject) => ({ host: '127.0.0.1', port: processes.get(pod.metadata.name ?? '')?.port ?? 1 })
-const bed = await startBed({ chart, reloadRetryMs: 100, podDialer: dial })
+const bed = await startBed({ chart, reloadRetryMs: 100, reloadSettleMs: 0, podDialer: dial })
 t.teardown(async () => {
   for (const p of processes.values()) await p.stop()
   await bed.stop()
@@ -115,6 +115,21 @@ t.test('a larger memoryMB with another change of the pod template: the pods rest
     const pods = await podsOf(bed, 'grow')
     return pods.length === 2 && pods.every((p) => !before.has(p.metadata.uid) && memcachedOf(p).args.join(' ').includes('-m 112')) ? true : undefined
   })
+})
+
+t.test('pods resized whose memcached the operator cannot reach: MemoryResized False ResizeFailed, naming each pod, and a Warning event', async (t) => {
+  // No process behind these pods: the dialer gives a port nothing listens on.
+  await bed.client.create({ ...MC, metadata: { name: 'far', namespace: 'default' }, spec: spec(64) })
+  await ready(bed, 'far')
+  await bed.client.patch({ ...MC, namespace: 'default', name: 'far' }, { spec: { memoryMB: 80 } }, { type: 'merge' })
+  const failed = await eventually('MemoryResized ResizeFailed', async () => {
+    const c = condition(await getMc(bed.client, 'far'), 'MemoryResized')
+    return c?.reason === 'ResizeFailed' && c.message.includes('far-0') && c.message.includes('far-1') ? c : undefined
+  })
+  t.equal(failed.status, 'False')
+  t.match(failed.message, /^pod far-\d: 127\.0\.0\.1:1: .*ECONNREFUSED/)
+  for (const p of await podsOf(bed, 'far')) t.equal(statusResources(p)?.resources?.limits?.memory, memcachedOf(p).resources.limits?.memory, `${p.metadata.name}: resized by the kubelet all the same`)
+  t.ok((await events(bed, 'far')).some((e) => e.type === 'Warning' && e.reason === 'ResizeFailed'))
 })
 
 t.test('a cluster without pods/resize (before 1.33): a larger memoryMB restarts the pods, and an event says why', async (t) => {

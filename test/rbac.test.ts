@@ -38,7 +38,7 @@ t.test('the fixed rules, then each declared kind grouped by API group, then pods
     { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: kindVerbs },
     { apiGroups: ['monitoring.coreos.com'], resources: ['servicemonitors', 'prometheusrules'], verbs: kindVerbs },
     { apiGroups: ['cert-manager.io'], resources: ['certificates'], verbs: kindVerbs },
-    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'delete'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['pods/resize'], verbs: ['patch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },

@@ -11,7 +11,11 @@ import type { KubeClient, KubeObject } from '../operator/controller/client.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
 import { RELOAD_ANNOTATION } from '../operator/reconcile/reload-plan.ts'
-import { RELOAD_DEADLINE_MS, Reloader } from '../operator/reconcile/reload.ts'
+import { RELOAD_DEADLINE_MS, RELOAD_SETTLE_MS, Reloader } from '../operator/reconcile/reload.ts'
+import { secretSummary } from '../operator/reconcile/secrets.ts'
+import { writeAtomic } from './support/atomic-writer.ts'
+import { makePki, renewed } from './support/pki.ts'
+import { MemcachedConnection } from '../operator/memcached/connection.ts'
 import type { SecretSummary } from '../operator/reconcile/secrets.ts'
 import { running, startPod } from './support/memcached.ts'
 
@@ -72,4 +76,33 @@ t.test('pods that keep refusing the new passwords: Loading, then NotLoaded once 
   t.match((await again.step(cr, workload(plan), [pod('c-0')], log))?.condition, { status: 'True', reason: 'Loaded' })
   t.equal(gets2(), before, 'a pod seen loaded: no Secret read, no connection')
   t.ok(gets() > 0)
+})
+
+t.test('a renewed certificate is asked for only once its Secret has been unchanged for the settle time: no refresh before, one after', async (t) => {
+  const pki = makePki()
+  const objects = renderInstance(loadChart(), { name: 'c', namespace: 'team', spec: { size: 1, tls: { enabled: true, secretName: 'c-tls' } } }).objects
+  const mc = running(await startPod(objects, { secrets: { 'c-tls': { 'tls.crt': pki.crt, 'tls.key': pki.key } } }))
+  t.teardown(() => mc.stop())
+  const next = renewed(pki)
+  writeAtomic(mc.files.path('/etc/memcached/tls'), { 'tls.crt': next.crt, 'tls.key': next.key })
+  const summary = secretSummary({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'c-tls', namespace: 'team' }, data: { 'tls.crt': Buffer.from(next.crt).toString('base64'), 'tls.key': Buffer.from(next.key).toString('base64') } } as KubeObject)
+  let now = 5_000_000
+  const { reloader, events } = bed({ secrets: { 'c-tls': summary }, port: mc.port, now: () => now })
+  const plan = { port: 11211, tls: { secretName: 'c-tls', clientCertificate: false } }
+  const served = async () => {
+    const c = await MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: {} })
+    const fingerprint = c.served()
+    c.close()
+    return fingerprint
+  }
+  const old = await served()
+  t.ok(old && old !== summary.tls?.fingerprint, 'the certificate of before is served')
+  const early = await reloader.step(cr, workload(plan), [pod('c-0')], log)
+  t.match(early, { condition: { status: 'False', reason: 'Loading', message: `pod c-0 serves the previous certificate: the certificate is loaded once the Secret has been unchanged for ${RELOAD_SETTLE_MS / 1000} s, as long as the kubelet may take to update the files (90 s left)` }, requeueAfterMs: RELOAD_SETTLE_MS })
+  t.equal(await served(), old, 'not asked yet: the files are new, the certificate served is not')
+  now += RELOAD_SETTLE_MS
+  const done = await reloader.step(cr, workload(plan), [pod('c-0')], log)
+  t.match(done?.condition, { status: 'True', reason: 'Loaded' })
+  t.equal(await served(), summary.tls?.fingerprint, 'loaded')
+  t.same(events.map((e) => e.reason), ['CertificateReloaded'])
 })

@@ -87,12 +87,11 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
     {
       apiGroups: [''],
       resources: ['pods'],
-      verbs: ['get', 'list', 'watch', 'delete'],
+      verbs: ['get', 'list', 'watch'],
       why:
-        'status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs) come from a\n' +
-        'pod informer. `get` for a pod whose memory is resized in place (its containers\' resources);\n' +
-        '`delete` only for a pod whose memcached failed to load a renewed certificate half-way\n' +
-        '(refresh_certs left it unable to complete a TLS handshake): its workload starts it again.',
+        'Read-only: status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs)\n' +
+        'come from a pod informer; `get` for a pod whose memory is resized in place (its containers\'\n' +
+        'resources and what the kubelet reports of them).',
     },
     {
       apiGroups: [''],

@@ -148,6 +148,8 @@ export interface MemcachedControllerOptions {
   podDialer?: PodDialer
   /** How soon a CR whose pods have not loaded a renewed Secret yet is looked at again (default 10 s; for tests). */
   reloadRetryMs?: number
+  /** How long a TLS Secret must be unchanged before the pods are asked to load it (default 90 s, reload.ts; for tests). */
+  reloadSettleMs?: number
 }
 
 /** Why a declared kind the cluster serves cluster-scoped is refused. */
@@ -356,7 +358,7 @@ export class MemcachedController {
       onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
     })
     opts.metrics.recreations?.(0, 0)
-    const reloader = new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) })
+    const reloader = new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}), ...(opts.reloadSettleMs !== undefined ? { settleMs: opts.reloadSettleMs } : {}) })
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,

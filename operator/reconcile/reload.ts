@@ -4,11 +4,15 @@
  * the volume's `..data` link, within its sync period. Then:
  * - a certificate: the operator connects to each ready pod's memcached over TLS, and while it
  *   serves another certificate than the Secret's, sends `refresh_certs` (tls.c), and connects again
- *   to see the new one served. A Secret whose key does not match its certificate is never asked
- *   for: memcached loads into the context it serves from, and a pair that fails half-way leaves it
- *   unable to complete any handshake. Should that still happen (the kubelet swapping the files
- *   between memcached's reads of the certificate and of the key), memcached answers with an error
- *   and no handshake succeeds: the pod is deleted, and its workload starts it again from the files.
+ *   to see the new one served. memcached loads into the context it serves from: the chain, then
+ *   the key, which must match it, or it keeps the new chain with its old key and completes no
+ *   handshake. So a Secret whose key does not match its certificate is never asked for; a refresh
+ *   that reads the chain before one kubelet swap and the key after it is refused and harmless (the
+ *   chain it read is the one served: test/memcached-reload.test.ts); only a chain newer than the
+ *   key breaks it, which takes two swaps during one refresh. Hence a renewed certificate is asked
+ *   for only once the Secret has been unchanged for {@link RELOAD_SETTLE_MS} (longer than the
+ *   kubelet takes to apply a change), and a refresh that broke the context all the same is
+ *   reported, naming the pod and its remedy.
  * - an auth file (`-Y`): a sidecar of the pod sends memcached SIGHUP when the file changes
  *   (memcached.c reloads it then, keeping the old one if the new one is malformed); the operator
  *   sees the change in effect when the Secret's credentials are accepted.
@@ -17,7 +21,6 @@
  */
 import type { Logger } from 'pino'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
-import { isNotFound } from '../controller/client.ts'
 import { describeProblem } from '../memcached/certificate.ts'
 import { MemcachedConnection, MemcachedError, type MemcachedTarget } from '../memcached/connection.ts'
 import type { ConditionInput } from './conditions.ts'
@@ -49,6 +52,12 @@ export const RELOAD_RETRY_MS = 10_000
  * its sync period (1 min) plus its Secret cache's TTL (1 min by default), with margin.
  */
 export const RELOAD_DEADLINE_MS = 5 * 60_000
+/**
+ * How long a TLS Secret must have been unchanged before memcached is asked to load it: more than
+ * the kubelet takes to apply a change (its sync period and Secret cache TTL, a minute each at most
+ * in practice), so that no second swap of the files can fall inside one refresh.
+ */
+export const RELOAD_SETTLE_MS = 90_000
 
 /** A pod's address for memcached (default: its IP): tests map pods to processes on loopback. */
 export type PodDialer = (pod: KubeObject, port: number) => { host: string; port: number }
@@ -60,6 +69,8 @@ export interface ReloaderDeps {
   dial?: PodDialer
   /** How soon a CR whose pods have not loaded a Secret yet is looked at again (default {@link RELOAD_RETRY_MS}). */
   retryMs?: number
+  /** Default {@link RELOAD_SETTLE_MS}. */
+  settleMs?: number
   now?: () => number
 }
 
@@ -89,6 +100,9 @@ export class Reloader {
   #d: ReloaderDeps
   #now: () => number
   #retryMs: number
+  #settleMs: number
+  /** By TLS Secret (`namespace/name`): its certificate's fingerprint, and since when the operator has seen it. */
+  #seen = new Map<string, { fingerprint: string; since: number }>()
   /** By CR uid, then pod uid. */
   #pods = new Map<string, Map<string, PodState>>()
   /** By CR uid: since when its current {@link wantKey} has not been in effect everywhere. */
@@ -100,6 +114,7 @@ export class Reloader {
     this.#d = deps
     this.#now = deps.now ?? Date.now
     this.#retryMs = deps.retryMs ?? RELOAD_RETRY_MS
+    this.#settleMs = deps.settleMs ?? RELOAD_SETTLE_MS
   }
 
   /** Forgets a CR (deleted). */
@@ -128,6 +143,7 @@ export class Reloader {
     }
     const want: Want = {}
     const names: string[] = []
+    let settleLeft = 0
     if (plan.tls) {
       const secret = this.#d.secrets.get(namespace, plan.tls.secretName)
       // A Secret not there yet (cert-manager issues it after the Certificate is applied): the render reports it.
@@ -137,6 +153,10 @@ export class Reloader {
         return { condition: await this.#warn(cr, RELOAD_REASONS.CertificateInvalid, `Secret ${namespace}/${plan.tls.secretName}: ${describeProblem(cert.problem)}; memcached would refuse it, so no pod is asked to load it and each keeps serving the certificate it has`) }
       }
       want.fingerprint = cert.fingerprint
+      const key = `${namespace}/${plan.tls.secretName}`
+      const seen = this.#seen.get(key)
+      if (seen?.fingerprint !== cert.fingerprint) this.#seen.set(key, { fingerprint: cert.fingerprint ?? '', since: this.#now() })
+      settleLeft = Math.max(0, (this.#seen.get(key)?.since ?? 0) + this.#settleMs - this.#now())
       names.push(`serves the certificate of Secret ${plan.tls.secretName} (serial ${cert.serial}, expires ${cert.notAfter})`)
     }
     if (plan.authfile) {
@@ -161,12 +181,13 @@ export class Reloader {
       } catch (err) {
         return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `reading the Secrets to connect to the pods: ${err instanceof Error ? err.message : String(err)}` }, requeueAfterMs: this.#retryMs }
       }
-      for (const pod of todo) {
-        const state = states.get(pod.metadata.uid ?? '') ?? {}
-        const outcome = await this.#loadInto(pod, plan, want, state, material, log)
+      // The pods at once: one that does not answer costs the connect timeout once, not per pod.
+      const results = await Promise.all(todo.map((pod) => this.#loadInto(pod, plan!, want, states.get(pod.metadata.uid ?? '') ?? {}, material, settleLeft, log)))
+      todo.forEach((pod, i) => {
+        const outcome = results[i]!
         outcomes.set(pod.metadata.name ?? '', outcome)
         if (outcome.kind === 'loaded') states.set(pod.metadata.uid ?? '', { loaded: key, want })
-      }
+      })
     }
     await this.#announce(cr, plan, outcomes)
     const failed = [...outcomes].filter(([, o]) => o.kind === 'failed') as [string, { message: string }][]
@@ -187,6 +208,7 @@ export class Reloader {
       if (this.#now() - since >= RELOAD_DEADLINE_MS) {
         return { condition: await this.#warn(cr, RELOAD_REASONS.NotLoaded, `after ${Math.round((this.#now() - since) / 1000)} s, ${what}: the kubelet has not updated the mounted Secret, or the pod's reloader sidecar is not running`), requeueAfterMs: this.#retryMs }
       }
+      if (settleLeft > 0) return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `${what}: the certificate is loaded once the Secret has been unchanged for ${Math.round(this.#settleMs / 1000)} s, as long as the kubelet may take to update the files (${Math.ceil(settleLeft / 1000)} s left)` }, requeueAfterMs: settleLeft }
       return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `${what}: waiting for the kubelet to update the mounted Secret (within its sync period, about a minute)` }, requeueAfterMs: this.#retryMs }
     }
     this.#pendingSince.delete(crUid)
@@ -203,7 +225,7 @@ export class Reloader {
   }
 
   /** Brings one pod to `want`. */
-  async #loadInto(pod: KubeObject, plan: ReloadPlan, want: Want, state: PodState, material: Material, log: Logger): Promise<PodOutcome> {
+  async #loadInto(pod: KubeObject, plan: ReloadPlan, want: Want, state: PodState, material: Material, settleLeft: number, log: Logger): Promise<PodOutcome> {
     const address = (this.#d.dial ?? ((p, port) => ({ host: podIP(p)!, port })))(pod, plan.port)
     const target: MemcachedTarget = { ...address, ...(plan.tls ? { tls: material.clientCertificate ?? {} } : {}), ...(material.credentials ? { credentials: material.credentials } : {}) }
     const where = `${address.host}:${address.port}`
@@ -219,6 +241,7 @@ export class Reloader {
     const reloadedAuth = want.auth !== undefined && state.want !== undefined && state.want.auth !== want.auth
     try {
       if (!plan.tls || conn.served() === want.fingerprint) return { kind: 'loaded', reloadedCert: false, reloadedAuth }
+      if (settleLeft > 0) return { kind: 'waiting', what: 'serves the previous certificate' }
       const answer = await conn.command('refresh_certs')
       conn.close()
       let after: MemcachedConnection
@@ -226,10 +249,9 @@ export class Reloader {
         after = await MemcachedConnection.open(target)
       } catch (err) {
         if (answer === 'OK') return { kind: 'unreachable', message: `${where}: ${(err as Error).message}` }
-        // memcached replaced its certificate but not its key: it completes no handshake any more.
-        log.warn({ pod: pod.metadata.name, answer }, 'refresh_certs failed half-way: deleting the pod')
-        await this.#deletePod(pod)
-        return { kind: 'failed', message: `memcached answered refresh_certs with ${JSON.stringify(answer)} and completes no TLS handshake since; the pod was deleted so that its workload starts it again from the Secret's files` }
+        // memcached took a newer chain than its key: it completes no handshake any more, and no refresh can reach it.
+        log.error({ pod: pod.metadata.name, answer }, 'refresh_certs failed half-way: memcached serves no TLS')
+        return { kind: 'failed', message: `memcached answered refresh_certs with ${JSON.stringify(answer)} and completes no TLS handshake since (its files changed during the refresh); restart it from the Secret's files: kubectl delete pod ${pod.metadata.name} -n ${pod.metadata.namespace ?? 'default'}` }
       }
       const served = after.served()
       after.close()
@@ -268,14 +290,6 @@ export class Reloader {
   async #secretData(namespace: string, name: string): Promise<Record<string, Buffer>> {
     const secret = (await this.#d.client.get({ apiVersion: 'v1', kind: 'Secret', namespace, name })) as KubeObject & { data?: Record<string, string> }
     return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]))
-  }
-
-  async #deletePod(pod: KubeObject): Promise<void> {
-    try {
-      await this.#d.client.delete({ apiVersion: 'v1', kind: 'Pod', namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name ?? '' }, pod.metadata.uid ? { preconditions: { uid: pod.metadata.uid } } : {})
-    } catch (err) {
-      if (!isNotFound(err)) throw err
-    }
   }
 
   /** Normal events for what was loaded in place. */

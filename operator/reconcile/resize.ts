@@ -147,9 +147,10 @@ export class Resizer {
     const resized: string[] = []
     const waiting: string[] = []
     const failed: string[] = []
-    for (const summary of live) {
+    // The pods at once: one that does not answer costs the connect timeout once, not per pod.
+    await Promise.all(live.map(async (summary) => {
       const podUid = summary.metadata.uid ?? ''
-      if (done.get(podUid) === target.memoryMB) continue
+      if (done.get(podUid) === target.memoryMB) return
       const name = summary.metadata.name ?? ''
       try {
         const pod = await this.#d.client.get({ apiVersion: 'v1', kind: 'Pod', namespace: summary.metadata.namespace ?? 'default', name })
@@ -157,12 +158,12 @@ export class Resizer {
         if (!sameResources(container?.resources, target.resources)) {
           await this.#d.client.patch({ apiVersion: 'v1', kind: 'Pod', namespace: pod.metadata.namespace ?? 'default', name }, { spec: { containers: [{ name: target.container, resources: target.resources }] } }, { type: 'strategic', subresource: 'resize' })
           waiting.push(`pod ${name} is being resized`)
-          continue
+          return
         }
         const status = ((pod.status as { containerStatuses?: { name: string; resources?: ContainerLike['resources'] }[] } | undefined)?.containerStatuses ?? []).find((s) => s.name === target.container)
         if (!sameResources(status?.resources, target.resources)) {
           waiting.push(`the kubelet has not resized pod ${name} yet`)
-          continue
+          return
         }
         const conn = await MemcachedConnection.open(await this.#d.connectionFor(cr, plan, summary))
         try {
@@ -177,10 +178,12 @@ export class Resizer {
         resized.push(name)
         log.info({ pod: name, memoryMB: target.memoryMB }, 'memory resized in place')
       } catch (err) {
-        if (isNotFound(err)) continue
+        if (isNotFound(err)) return
         failed.push(`pod ${name}: ${err instanceof Error ? err.message : String(err)}`)
       }
-    }
+    }))
+    waiting.sort()
+    failed.sort()
     for (const p of done.keys()) if (!live.some((l) => l.metadata.uid === p)) done.delete(p)
     if (resized.length > 0) await this.#d.events.record(cr, 'Normal', RESIZE_REASONS.MemoryResized, `memoryMB ${target.memoryMB} in place on ${resized.sort().join(', ')} (pods/resize, then memcached's cache_memlimit); no pod restarted`, 'Resize')
     const retry = this.#d.retryMs ?? RESIZE_RETRY_MS

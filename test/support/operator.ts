@@ -69,7 +69,7 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
 }
 
 /** An operator (controller and its client) against a running sandbox. */
-export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
   const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
@@ -87,6 +87,7 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
     ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     ...(opts.podDialer ? { podDialer: opts.podDialer } : {}),
     ...(opts.reloadRetryMs !== undefined ? { reloadRetryMs: opts.reloadRetryMs } : {}),
+    ...(opts.reloadSettleMs !== undefined ? { reloadSettleMs: opts.reloadSettleMs } : {}),
     log,
     metrics,
   })
@@ -125,7 +126,7 @@ export async function watchesOpen(sandbox: Sandbox, userAgent = 'memcached-opera
  * creates is in the operator's caches from their first list (an object created later reaches them
  * through a watch, with its delay).
  */
-export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
+export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
   const chart = opts.chart ?? loadChart()
   const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
   const client = clientFor(sandbox, 'test-user/1', 'test-user')
