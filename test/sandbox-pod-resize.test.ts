@@ -121,3 +121,23 @@ t.test('a cluster without pods/resize (before 1.33): not in discovery, a resize 
   await c.create(pod('p', guaranteed))
   t.match(await refusal(c.patch(ref('p'), { spec: { containers: [{ name: 'c', resources: guaranteed }] } }, { type: 'strategic', subresource: 'resize' })), /^404 /)
 })
+
+t.test('ValidatePodResize refuses pod-level resources, static and Windows pods, resized non-sidecar init containers and renamed containers; a sidecar resizes as a container', async (t) => {
+  const { resizedPod, validateResize, podQos } = await import('../operator/sandbox/pod-resize.ts')
+  const base = (extra: Record<string, unknown> = {}, meta: Record<string, unknown> = {}) =>
+    ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', ...meta }, spec: { containers: [{ name: 'c', image: 'i', resources: guaranteed }], ...extra }, status: { qosClass: 'Guaranteed' } }) as unknown as KubeObject
+  const bigger = { requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '100m', memory: '256Mi' } }
+  const asked = (old: KubeObject, spec: Record<string, unknown>) => resizedPod({ ...old, spec: { ...(old.spec as object), ...spec } } as KubeObject, old)
+  const messages = (old: KubeObject, spec: Record<string, unknown>) => validateResize(asked(old, spec), old).map((c) => `${c.field}: ${c.message}`)
+  t.same(messages(base({ resources: { limits: { memory: '1Gi' } } }), { containers: [{ name: 'c', image: 'i', resources: bigger }] }), [': Forbidden: pods with pod-level resources cannot be resized'])
+  t.same(messages(base({}, { annotations: { 'kubernetes.io/config.mirror': 'x' } }), { containers: [{ name: 'c', image: 'i', resources: bigger }] }), [': Forbidden: static pods cannot be resized'])
+  t.same(messages(base({ os: { name: 'windows' } }), { containers: [{ name: 'c', image: 'i', resources: bigger }] }), [': Forbidden: windows pods cannot be resized'])
+  t.same(messages(base(), { containers: [{ name: 'd', image: 'i', resources: bigger }] }), ['spec: Forbidden: only cpu and memory resources are mutable'], 'a renamed container')
+  const init = (restartPolicy?: string) => base({ initContainers: [{ name: 'init', image: 'i', resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '10m', memory: '16Mi' } }, ...(restartPolicy ? { restartPolicy } : {}) }] })
+  const initBigger = (restartPolicy?: string) => ({ containers: [{ name: 'c', image: 'i', resources: guaranteed }], initContainers: [{ name: 'init', image: 'i', resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { cpu: '10m', memory: '32Mi' } }, ...(restartPolicy ? { restartPolicy } : {}) }] })
+  t.same(messages(init(), initBigger()), ['spec: Forbidden: resources for non-sidecar init containers are immutable'])
+  t.same(messages(init('Always'), initBigger('Always')), [], 'a sidecar (restartPolicy Always) resizes as a container')
+  t.equal(podQos(base()), 'Guaranteed')
+  t.equal(podQos({ ...base(), spec: { containers: [{ name: 'c', image: 'i' }] } } as unknown as KubeObject), 'BestEffort')
+  t.equal(podQos({ ...base(), spec: { containers: [{ name: 'c', image: 'i', resources: { limits: { cpu: '1', memory: '1Gi' } } }] } } as unknown as KubeObject), 'Guaranteed', 'limits alone: requests default to them')
+})
