@@ -106,3 +106,19 @@ t.test('a renewed certificate is asked for only once its Secret has been unchang
   t.equal(await served(), summary.tls?.fingerprint, 'loaded')
   t.same(events.map((e) => e.reason), ['CertificateReloaded'])
 })
+
+t.test('clientAuth require: the operator presents the Secret\'s own certificate; an auth Secret without a user:password line is reported while reading it', async (t) => {
+  const pki = makePki()
+  const files = { 'tls.crt': pki.crt, 'tls.key': pki.key, 'ca.crt': pki.ca }
+  const objects = renderInstance(loadChart(), { name: 'c', namespace: 'team', spec: { size: 1, tls: { enabled: true, secretName: 'c-tls', clientAuth: 'require' } } }).objects
+  const mc = running(await startPod(objects, { secrets: { 'c-tls': files } }))
+  t.teardown(() => mc.stop())
+  const summary = secretSummary({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'c-tls', namespace: 'team' }, data: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) } as KubeObject)
+  const { reloader } = bed({ secrets: { 'c-tls': summary }, data: { 'c-tls': files }, port: mc.port })
+  const plan = { port: 11211, tls: { secretName: 'c-tls', clientCertificate: true } }
+  t.match((await reloader.step(cr, workload(plan), [pod('c-0')], log))?.condition, { status: 'True', reason: 'Loaded', message: /^every ready pod \(1\) serves the certificate of Secret c-tls/ }, 'the handshake with the client certificate succeeded')
+
+  const users: SecretSummary = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'users' }, checksum: 'x', keys: ['passwords'] }
+  const { reloader: noUser } = bed({ secrets: { users }, data: { users: { passwords: '# nobody\n' } }, port: mc.port })
+  t.match((await noUser.step(cr, workload({ port: 11211, authfile: { secretName: 'users', key: 'passwords' } }), [pod('c-0')], log))?.condition, { status: 'False', reason: 'Loading', message: 'reading the Secrets to connect to the pods: Secret team/users has no user:password line in passwords' })
+})
