@@ -210,4 +210,5 @@ t.test('pods the operator cannot reach: PodUnreachable names each pod and the Ne
     return condition(o, 'Ready')?.status === 'True' ? o : undefined
   })
   t.equal(condition(served, 'SecretsLoaded')?.reason, 'PodUnreachable', 'the cache serves: SecretsLoaded does not count towards Ready')
+  t.ok((bed.metrics.counts['failed:PodUnreachable'] ?? 0) >= 1, 'the reconcile failures metric, by reason')
 })

@@ -130,6 +130,7 @@ t.test('pods resized whose memcached the operator cannot reach: MemoryResized Fa
   t.match(failed.message, /^pod far-\d: 127\.0\.0\.1:1: .*ECONNREFUSED/)
   for (const p of await podsOf(bed, 'far')) t.equal(statusResources(p)?.resources?.limits?.memory, memcachedOf(p).resources.limits?.memory, `${p.metadata.name}: resized by the kubelet all the same`)
   t.ok((await events(bed, 'far')).some((e) => e.type === 'Warning' && e.reason === 'ResizeFailed'))
+  t.ok((bed.metrics.counts['failed:ResizeFailed'] ?? 0) >= 1, 'the reconcile failures metric, by reason')
 })
 
 t.test('a cluster without pods/resize (before 1.33): a larger memoryMB restarts the pods, and an event says why', async (t) => {

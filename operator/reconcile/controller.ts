@@ -358,7 +358,7 @@ export class MemcachedController {
       onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
     })
     opts.metrics.recreations?.(0, 0)
-    const reloader = new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}), ...(opts.reloadSettleMs !== undefined ? { settleMs: opts.reloadSettleMs } : {}) })
+    const reloader = new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}), ...(opts.reloadSettleMs !== undefined ? { settleMs: opts.reloadSettleMs } : {}), failed: (reason) => opts.metrics.failed(reason) })
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,
@@ -376,7 +376,7 @@ export class MemcachedController {
       pacer,
       platform: () => this.#platform,
       reloader,
-      resizer: new Resizer({ client: opts.client, events: recorder, connectionFor: (cr, plan, pod) => reloader.targetFor(cr.metadata.namespace ?? 'default', plan, pod), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) }),
+      resizer: new Resizer({ client: opts.client, events: recorder, failed: (reason) => opts.metrics.failed(reason), connectionFor: (cr, plan, pod) => reloader.targetFor(cr.metadata.namespace ?? 'default', plan, pod), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) }),
       ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()

@@ -71,6 +71,8 @@ export interface ReloaderDeps {
   retryMs?: number
   /** Default {@link RELOAD_SETTLE_MS}. */
   settleMs?: number
+  /** Counts a failure by reason (the reconcile failures metric), once per new warning. */
+  failed?: (reason: string) => void
   now?: () => number
 }
 
@@ -135,7 +137,7 @@ export class Reloader {
     try {
       plan = reloadPlanOf(workload)
     } catch (err) {
-      return { condition: await this.#warn(cr, RELOAD_REASONS.InvalidReloadPlan, err instanceof Error ? err.message : String(err)) }
+      return { condition: await this.#warn(cr, log, RELOAD_REASONS.InvalidReloadPlan, err instanceof Error ? err.message : String(err)) }
     }
     if (!plan || (!plan.tls && !plan.authfile)) {
       this.forget(crUid)
@@ -150,7 +152,7 @@ export class Reloader {
       if (!secret?.tls) return undefined
       const cert = secret.tls
       if (cert.problem) {
-        return { condition: await this.#warn(cr, RELOAD_REASONS.CertificateInvalid, `Secret ${namespace}/${plan.tls.secretName}: ${describeProblem(cert.problem)}; memcached would refuse it, so no pod is asked to load it and each keeps serving the certificate it has`) }
+        return { condition: await this.#warn(cr, log, RELOAD_REASONS.CertificateInvalid, `Secret ${namespace}/${plan.tls.secretName}: ${describeProblem(cert.problem)}; memcached would refuse it, so no pod is asked to load it and each keeps serving the certificate it has`) }
       }
       want.fingerprint = cert.fingerprint
       const key = `${namespace}/${plan.tls.secretName}`
@@ -192,12 +194,12 @@ export class Reloader {
     await this.#announce(cr, plan, outcomes)
     const failed = [...outcomes].filter(([, o]) => o.kind === 'failed') as [string, { message: string }][]
     if (failed.length > 0) {
-      return { condition: await this.#warn(cr, RELOAD_REASONS.ReloadFailed, failed.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')), requeueAfterMs: this.#retryMs }
+      return { condition: await this.#warn(cr, log, RELOAD_REASONS.ReloadFailed, failed.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')), requeueAfterMs: this.#retryMs }
     }
     const unreachable = [...outcomes].filter(([, o]) => o.kind === 'unreachable') as [string, { message: string }][]
     if (unreachable.length > 0) {
       const message = `${unreachable.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')} (the operator reaches memcached's port on each pod: a NetworkPolicy must admit it)`
-      return { condition: await this.#warn(cr, RELOAD_REASONS.PodUnreachable, message), requeueAfterMs: this.#retryMs }
+      return { condition: await this.#warn(cr, log, RELOAD_REASONS.PodUnreachable, message), requeueAfterMs: this.#retryMs }
     }
     const waiting = [...outcomes].filter(([, o]) => o.kind === 'waiting') as [string, { what: string }][]
     if (waiting.length > 0) {
@@ -206,7 +208,7 @@ export class Reloader {
       this.#pendingSince.set(crUid, { key, since })
       const what = waiting.map(([pod, o]) => `pod ${pod} ${o.what}`).join('; ')
       if (this.#now() - since >= RELOAD_DEADLINE_MS) {
-        return { condition: await this.#warn(cr, RELOAD_REASONS.NotLoaded, `after ${Math.round((this.#now() - since) / 1000)} s, ${what}: the kubelet has not updated the mounted Secret, or the pod's reloader sidecar is not running`), requeueAfterMs: this.#retryMs }
+        return { condition: await this.#warn(cr, log, RELOAD_REASONS.NotLoaded, `after ${Math.round((this.#now() - since) / 1000)} s, ${what}: the kubelet has not updated the mounted Secret, or the pod's reloader sidecar is not running`), requeueAfterMs: this.#retryMs }
       }
       if (settleLeft > 0) return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `${what}: the certificate is loaded once the Secret has been unchanged for ${Math.round(this.#settleMs / 1000)} s, as long as the kubelet may take to update the files (${Math.ceil(settleLeft / 1000)} s left)` }, requeueAfterMs: settleLeft }
       return { condition: { type: SECRETS_LOADED, status: 'False', reason: RELOAD_REASONS.Loading, message: `${what}: waiting for the kubelet to update the mounted Secret (within its sync period, about a minute)` }, requeueAfterMs: this.#retryMs }
@@ -305,11 +307,13 @@ export class Reloader {
     if (auths.length > 0) await this.#d.events.record(cr, 'Normal', RELOAD_REASONS.PasswordsReloaded, `memcached reloaded the auth file of Secret ${plan.authfile!.secretName} in place (SIGHUP) on ${auths.sort().join(', ')}; no pod restarted`, 'Reload')
   }
 
-  /** A False condition, with a Warning event when it says something new. */
-  async #warn(cr: Memcached, reason: string, message: string): Promise<ConditionInput> {
+  /** A False condition, with a Warning event, a log line and the metric when it says something new. */
+  async #warn(cr: Memcached, log: Logger, reason: string, message: string): Promise<ConditionInput> {
     const uid = cr.metadata.uid ?? ''
     if (this.#warned.get(uid) !== `${reason}:${message}`) {
       this.#warned.set(uid, `${reason}:${message}`)
+      log.warn({ reason, err: message }, 'renewed Secrets not loaded')
+      this.#d.failed?.(reason)
       await this.#d.events.record(cr, 'Warning', reason, message, 'Reload')
     }
     return { type: SECRETS_LOADED, status: 'False', reason, message }

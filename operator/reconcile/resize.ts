@@ -58,6 +58,8 @@ export interface ResizerDeps {
   /** The TLS client material and credentials to reach memcached, as the reloader reads them. */
   connectionFor: (cr: Memcached, plan: ReloadPlan, pod: KubeObject) => Promise<MemcachedTarget>
   retryMs?: number
+  /** Counts a failure by reason (the reconcile failures metric). */
+  failed?: (reason: string) => void
   now?: () => number
 }
 
@@ -189,6 +191,8 @@ export class Resizer {
     const retry = this.#d.retryMs ?? RESIZE_RETRY_MS
     if (failed.length > 0) {
       const message = failed.join('; ')
+      log.warn({ reason: RESIZE_REASONS.ResizeFailed, err: message }, 'memory not resized in place')
+      this.#d.failed?.(RESIZE_REASONS.ResizeFailed)
       await this.#d.events.record(cr, 'Warning', RESIZE_REASONS.ResizeFailed, message, 'Resize')
       return { condition: { type: MEMORY_RESIZED, status: 'False', reason: RESIZE_REASONS.ResizeFailed, message }, requeueAfterMs: retry }
     }
