@@ -430,6 +430,8 @@ export class Reconciler {
     this.#settled.delete(uid)
     this.#transient.clear(uid)
     this.#d.pacer?.forget(uid)
+    this.#d.reloader?.forget(uid)
+    this.#d.resizer?.forget(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */

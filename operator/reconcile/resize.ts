@@ -80,6 +80,13 @@ export class Resizer {
     this.#now = deps.now ?? Date.now
   }
 
+  /** Forgets a CR (deleted). */
+  forget(crUid: string): void {
+    this.#targets.delete(crUid)
+    this.#done.delete(crUid)
+    this.#announced.delete(crUid)
+  }
+
   /**
    * The workload to apply: `d` as rendered, or — when its memory can grow in place — `d` with the
    * live template's memory, the new size recorded for {@link step}.
