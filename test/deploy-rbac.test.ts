@@ -122,10 +122,18 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   await user.create({ ...MC, metadata: { name: 'cache', namespace: 'default' }, spec: { size: 3, serviceAccount: { create: true }, metrics: { enabled: true, dashboard: { enabled: true } }, networkPolicy: { enabled: true } } })
   await converged(user, 'default', 'cache', 3)
   t.same(await names(user, 'default', 'cache'), ['ConfigMap cache-dashboard', 'Deployment cache', 'NetworkPolicy cache', 'PodDisruptionBudget cache', 'Service cache', 'ServiceAccount cache'], 'every kind but the optional ones and the StatefulSet')
-  // Scale, then roll out a new pod template.
+  // Scale, grow the memory (in place: each pod read and resized), then roll out a new pod template.
   await user.patch(cache, { spec: { size: 4 } }, { type: 'merge' })
   await converged(user, 'default', 'cache', 4)
+  const memoryOf = async () =>
+    (await user.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: 'default', labelSelector: 'app.kubernetes.io/instance=cache' })).items.map((p) => [p.metadata.uid, (p.spec as { containers: { resources: { limits: { memory: string } } }[] }).containers[0]!.resources.limits.memory])
+  const small = await memoryOf()
   await user.patch(cache, { spec: { memoryMB: 128 } }, { type: 'merge' })
+  await eventually('the pods resized in place', async () => {
+    const now = await memoryOf()
+    return now.length === 4 && now.every(([uid, memory]) => small.some(([u, m]) => u === uid && m !== memory)) ? true : undefined
+  })
+  await user.patch(cache, { spec: { podAnnotations: { rollout: '1' } } }, { type: 'merge' })
   await converged(user, 'default', 'cache', 4)
   // Prune at size 1: the PDB, and what is no longer asked for (the ServiceAccount, the dashboard's
   // ConfigMap, the NetworkPolicy) are deleted.
@@ -154,7 +162,7 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   // cert-manager would (the Certificate's secretName and secretTemplate); its checksum rolls the pods.
   const monitored = { ...MC, namespace: 'team-a', name: 'monitored' }
   const addOns = ['Certificate monitored-tls', 'PrometheusRule monitored', 'ServiceMonitor monitored']
-  await user.create({ ...MC, metadata: { name: 'monitored', namespace: 'team-a' }, spec: { size: 2, metrics: { enabled: true, serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } }, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca', kind: 'ClusterIssuer' } } } } })
+  await user.create({ ...MC, metadata: { name: 'monitored', namespace: 'team-a' }, spec: { size: 2, metrics: { enabled: true, serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } }, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca', kind: 'ClusterIssuer' } } }, reload: { enabled: false } } })
   await rendered(user, 'team-a', 'monitored', [...addOns, 'Deployment monitored', 'PodDisruptionBudget monitored', 'Service monitored'])
   await converged(user, 'team-a', 'monitored', 2)
   const certificate = await user.get({ apiVersion: 'cert-manager.io/v1', kind: 'Certificate', namespace: 'team-a', name: 'monitored-tls' })

@@ -154,7 +154,7 @@ const SECRET_CASES = [
   {
     what: 'TLS',
     annotation: 'checksum/tls-secret',
-    spec: { tls: { enabled: true, secretName: 'cache-tls' } },
+    spec: { tls: { enabled: true, secretName: 'cache-tls' }, reload: { enabled: false } },
     secret: 'cache-tls',
     type: 'kubernetes.io/tls',
     data: (n: number) => ({ 'tls.crt': `-----BEGIN CERTIFICATE-----\ncert-${n}\n-----END CERTIFICATE-----\n`, 'tls.key': `-----BEGIN PRIVATE KEY-----\nkey-${n}\n-----END PRIVATE KEY-----\n` }),
@@ -163,7 +163,7 @@ const SECRET_CASES = [
   {
     what: 'auth',
     annotation: 'checksum/auth-secret',
-    spec: { auth: { enabled: true, secretName: 'cache-auth' } },
+    spec: { auth: { enabled: true, secretName: 'cache-auth' }, reload: { enabled: false } },
     secret: 'cache-auth',
     type: 'Opaque',
     data: (n: number) => ({ passwords: `app:password-${n}\n` }),
@@ -172,7 +172,7 @@ const SECRET_CASES = [
 ] as const
 
 for (const c of SECRET_CASES) {
-  t.test(`${c.what} from a Secret: missing, nothing applied; created, the pods carry ${c.annotation}; rotated, a new ReplicaSet replaces the pods`, async (t) => {
+  t.test(`${c.what} from a Secret, reload.enabled false: missing, nothing applied; created, the pods carry ${c.annotation}; rotated, a new ReplicaSet replaces the pods`, async (t) => {
     const bed = await startBed({ chart })
     t.teardown(() => bed.stop())
     await bed.client.create(cr('sec', { size: 2, ...c.spec }))
@@ -214,7 +214,7 @@ for (const c of SECRET_CASES) {
   })
 }
 
-t.test('a TLS rotation rolls a StatefulSet too: every pod re-created at the new revision, the server names unchanged', async (t) => {
+t.test('with reload.enabled false, a TLS rotation rolls a StatefulSet too: every pod re-created at the new revision, the server names unchanged', async (t) => {
   const bed = await startBed({ chart })
   t.teardown(() => bed.stop())
   const tls = SECRET_CASES[0]
@@ -240,11 +240,11 @@ t.test('a TLS rotation rolls a StatefulSet too: every pod re-created at the new 
   t.same(statusOf(after).serverList, ['sts-0.sts.default.svc:11211', 'sts-1.sts.default.svc:11211'])
 })
 
-t.test('TLS from cert-manager: the Certificate waits for its kind to be served; the Secret it writes is then picked up and rolls the pods', async (t) => {
+t.test('TLS from cert-manager, reload.enabled false: the Certificate waits for its kind to be served; the Secret it writes is then picked up and rolls the pods', async (t) => {
   const bed = await startBed({ chart, discoveryPeriodMs: 100 })
   t.teardown(() => bed.stop())
   bed.client.learnKinds(chart.kinds)
-  await bed.client.create(cr('cm', { size: 1, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca' } } } }))
+  await bed.client.create(cr('cm', { size: 1, tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca' } } }, reload: { enabled: false } }))
   const ready = await converged(bed.client, 'cm', 1)
   t.equal(condition(ready, 'OptionalKindsServed')?.message, 'not applied, the cluster does not serve their kind: Certificate cm-tls (the cluster does not serve cert-manager.io/v1)')
   const deployment = () => bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'cm' })

@@ -24,7 +24,7 @@ t.test('the committed kustomize/rbac/role.yaml equals the output of rbac', async
   t.equal(await rbac(), readFileSync(join(root, 'kustomize/rbac/role.yaml'), 'utf8'), 'regenerate with: npx memcached-operator rbac > kustomize/rbac/role.yaml')
 })
 
-t.test('the fixed rules, then each declared kind grouped by API group, then pods and events: no Secrets', async (t) => {
+t.test('the fixed rules, then each declared kind grouped by API group, then pods, their resize and events: no Secrets', async (t) => {
   const role = YAML.parse(await rbac()) as { kind: string; metadata: { name: string }; rules: Rule[] }
   t.equal(role.kind, 'ClusterRole')
   t.equal(role.metadata.name, 'manager-role')
@@ -39,7 +39,8 @@ t.test('the fixed rules, then each declared kind grouped by API group, then pods
     { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: kindVerbs },
     { apiGroups: ['monitoring.coreos.com'], resources: ['servicemonitors', 'prometheusrules'], verbs: kindVerbs },
     { apiGroups: ['cert-manager.io'], resources: ['certificates'], verbs: kindVerbs },
-    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['pods/resize'], verbs: ['patch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
   ])
 })

@@ -170,8 +170,8 @@ t.test('cert-manager: a Certificate for the Service and every pod name, labelled
   t.match(find(render({ clusterDomain: 'corp.example', tls: { enabled: true, certManager: { enabled: true, issuerRef: { name: 'ca' } } } }), 'Certificate')?.spec.dnsNames, ['cache', 'cache.team', 'cache.team.svc', 'cache.team.svc.corp.example'])
 })
 
-t.test('auth: -Y with the Secret\'s key mounted read-only, or -S with a password database qualified by the pod\'s realm and a SASL configuration', async (t) => {
-  const file = render({ auth: { enabled: true, secretName: 'users' } })
+t.test('auth: -Y with the Secret\'s key mounted read-only (reload.enabled false), or -S with a password database qualified by the pod\'s realm and a SASL configuration', async (t) => {
+  const file = render({ auth: { enabled: true, secretName: 'users' }, reload: { enabled: false } })
   t.same(container(file, 'memcached')?.args.slice(6), ['-Y', '/etc/memcached/auth/passwords'])
   t.same(workload(file).spec.template.spec.volumes, [{ name: 'auth', secret: { secretName: 'users', items: [{ key: 'passwords', path: 'passwords' }] } }])
   t.same(container(file, 'memcached')?.volumeMounts, [{ name: 'auth', mountPath: '/etc/memcached/auth', readOnly: true }])

@@ -86,18 +86,19 @@ t.test('an optional Secret the source does not have is an empty checksum, still 
   t.equal(extraOf(there.objects)?.metadata.annotations?.['checksum/secret'], sum)
 })
 
-t.test('the bundled chart annotates the pods with the checksums of the TLS and auth Secrets; a cert-manager Secret not yet written is left out', async (t) => {
+t.test('with reload.enabled false, the bundled chart annotates the pods with the checksums of the TLS and auth Secrets; a cert-manager Secret not yet written is left out', async (t) => {
   const tlsSum = secretChecksum({ type: 'kubernetes.io/tls', stringData: { 'tls.crt': 'c', 'tls.key': 'k' } })
   const authSum = secretChecksum({ stringData: { 'auth.txt': 'user:pass' } })
   const podAnnotations = (spec: Record<string, unknown>, have: [string, string][]) => {
     const r = renderInstance(loadChart(), { name: 'c', namespace: 'team', spec, secrets: secretsFrom(new Map(have)) })
     return (r.objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { metadata: { annotations?: Record<string, string> } } } }).spec.template.metadata.annotations
   }
-  t.same(podAnnotations({ size: 1, tls: { enabled: true, secretName: 'c-tls' }, auth: { enabled: true, secretName: 'c-auth' } }, [['team/c-tls', tlsSum], ['team/c-auth', authSum]]), { 'checksum/tls-secret': tlsSum, 'checksum/auth-secret': authSum })
+  const off = { reload: { enabled: false } }
+  t.same(podAnnotations({ size: 1, tls: { enabled: true, secretName: 'c-tls' }, auth: { enabled: true, secretName: 'c-auth' }, ...off }, [['team/c-tls', tlsSum], ['team/c-auth', authSum]]), { 'checksum/tls-secret': tlsSum, 'checksum/auth-secret': authSum })
   const issuer = { enabled: true, issuerRef: { name: 'ca', kind: 'ClusterIssuer' } }
-  t.same(podAnnotations({ size: 1, tls: { enabled: true, certManager: issuer } }, []), undefined, 'before cert-manager wrote it')
-  t.same(podAnnotations({ size: 1, tls: { enabled: true, certManager: issuer } }, [['team/c-tls', tlsSum]]), { 'checksum/tls-secret': tlsSum }, 'once written')
-  const err = failure(() => podAnnotations({ size: 1, tls: { enabled: true, secretName: 'c-tls' } }, []))
+  t.same(podAnnotations({ size: 1, tls: { enabled: true, certManager: issuer }, ...off }, []), undefined, 'before cert-manager wrote it')
+  t.same(podAnnotations({ size: 1, tls: { enabled: true, certManager: issuer }, ...off }, [['team/c-tls', tlsSum]]), { 'checksum/tls-secret': tlsSum }, 'once written')
+  const err = failure(() => podAnnotations({ size: 1, tls: { enabled: true, secretName: 'c-tls' }, ...off }, []))
   t.same((err as SecretsNotFound).missing, ['team/c-tls'], 'a Secret the user names must exist')
 })
 

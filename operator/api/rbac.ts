@@ -27,7 +27,8 @@ export const INPUT_SECRET_LABEL = `${GROUP}/memcached-input=true`
 /**
  * The rule of the `input-secrets` ClusterRole (kustomize/rbac/input_secrets_role.yaml), never bound
  * cluster-wide: a namespace's RoleBinding to it lets the operator read the Secrets there
- * (reconcile/secret-informers.ts lists and watches those labelled {@link INPUT_SECRET_LABEL}).
+ * (reconcile/secret-informers.ts lists and watches those labelled {@link INPUT_SECRET_LABEL}, and
+ * a renewed certificate's reload gets the client certificate and auth-file credentials it presents).
  */
 export const INPUT_SECRETS_RULE: Rule = { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }
 
@@ -95,8 +96,19 @@ export function operatorRules(chart: Pick<Chart, 'kinds'>): Rule[] {
     {
       apiGroups: [''],
       resources: ['pods'],
-      verbs: ['list', 'watch'],
-      why: 'Read-only: status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs) come from a pod informer.',
+      verbs: ['get', 'list', 'watch'],
+      why:
+        'Read-only: status.nodes (pod names) and, for a Deployment, status.serverList (ready pods\' IPs)\n' +
+        'come from a pod informer; `get` for a pod whose memory is resized in place (its containers\'\n' +
+        'resources and what the kubelet reports of them).',
+    },
+    {
+      apiGroups: [''],
+      resources: ['pods/resize'],
+      verbs: ['patch'],
+      why:
+        'A larger memoryMB without a restart (Kubernetes 1.33+): the memcached container\'s memory\n' +
+        'request and limit raised in place, then memcached\'s cache_memlimit.',
     },
     {
       apiGroups: [''],

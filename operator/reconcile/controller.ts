@@ -31,6 +31,8 @@ import { controllerOf } from './owner.ts'
 import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
 import { SecretInformers } from './secret-informers.ts'
 import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
+import { Reloader, type PodDialer } from './reload.ts'
+import { Resizer } from './resize.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
@@ -146,6 +148,12 @@ export interface MemcachedControllerOptions {
   sustainedFailureMs?: number
   /** Overrides for tests. */
   recorder?: EventRecorder
+  /** Where the operator reaches a pod's memcached to load renewed Secrets (reload.ts); default its IP. Tests map pods to processes on loopback. */
+  podDialer?: PodDialer
+  /** How soon a CR whose pods have not loaded a renewed Secret yet is looked at again (default 10 s; for tests). */
+  reloadRetryMs?: number
+  /** How long a TLS Secret must be unchanged before the pods are asked to load it (default 90 s, reload.ts; for tests). */
+  reloadSettleMs?: number
 }
 
 /** Why a declared kind the cluster serves cluster-scoped is refused. */
@@ -372,6 +380,7 @@ export class MemcachedController {
       onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
     })
     opts.metrics.recreations?.(0, 0)
+    const reloader = new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}), ...(opts.reloadSettleMs !== undefined ? { settleMs: opts.reloadSettleMs } : {}), failed: (reason) => opts.metrics.failed(reason) })
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,
@@ -389,6 +398,8 @@ export class MemcachedController {
       pacer,
       platform: () => this.#platform,
       ...(opts.platformOverlays !== undefined ? { platformOverlays: opts.platformOverlays } : {}),
+      reloader,
+      resizer: new Resizer({ client: opts.client, events: recorder, failed: (reason) => opts.metrics.failed(reason), connectionFor: (cr, plan, pod) => reloader.targetFor(cr.metadata.namespace ?? 'default', plan, pod), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}) }),
       ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
     })
     this.#wire()

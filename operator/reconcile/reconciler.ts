@@ -29,6 +29,8 @@ import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange }
 import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer } from './pacing.ts'
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { TransientFailures } from './transient.ts'
+import type { Reloader } from './reload.ts'
+import type { Resizer } from './resize.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -98,6 +100,10 @@ export interface ReconcilerDeps {
   platform?: () => string | undefined
   /** The platform's overlays (`run --overlays`, render/overlays.ts), applied before each CR's own. */
   platformOverlays?: readonly PlatformOverlay[]
+  /** Loads renewed Secrets into running pods where the workload declares it (reload.ts). */
+  reloader?: Reloader
+  /** Grows memcached's memory in place where the cluster can resize pods (resize.ts). */
+  resizer?: Resizer
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
   now?: () => Date
@@ -274,7 +280,8 @@ export class Reconciler {
     try {
       for (const d of desired) {
         const current = live.get(objectKey(d))
-        const result = await this.#applyOne(cr, d, current, done, log)
+        // A memory growth the pods take in place keeps the live template's memory (resize.ts).
+        const result = await this.#applyOne(cr, isWorkload(d) && this.#d.resizer ? await this.#d.resizer.hold(cr, d, current) : d, current, done, log)
         results.push(result)
         if (isWorkload(d)) liveWorkload = result
       }
@@ -292,9 +299,19 @@ export class Reconciler {
     const switching = await this.#prune(cr, chart, desired, log)
     const notServed = left.length > 0 ? describeNotServed(left) : undefined
     if (optional) await this.#announceOptional(cr, optional, notServed)
-    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, optional ? [optional] : [])
+    const reload = await this.#reload(cr, desired, liveWorkload, log)
+    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, [...(optional ? [optional] : []), ...reload.also])
     this.#settle(cr, chart, inputs, secrets, desired, results, optional, notServed)
-    return {}
+    return reload.result
+  }
+
+  /** The in-place reload of renewed Secrets (reload.ts) and resize of memory (resize.ts): their conditions, and when to look again. */
+  async #reload(cr: MemcachedObject, desired: RenderedObject[], applied: KubeObject | undefined, log: Logger): Promise<{ also: ConditionInput[]; result: ReconcileResult }> {
+    const workload = this.#ownWorkload(cr, desired.find(isWorkload) as (WorkloadLike & { kind: string }) | undefined, applied)
+    const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${cr.metadata.namespace ?? 'default'}/${labelValue(cr.metadata.name)}`)
+    const steps = [await this.#d.reloader?.step(cr, workload, pods, log), await this.#d.resizer?.step(cr, workload, pods, log)].filter((s) => s !== undefined)
+    const retries = steps.flatMap((s) => (s.requeueAfterMs !== undefined ? [s.requeueAfterMs] : []))
+    return { also: steps.map((s) => s.condition), result: retries.length > 0 ? { requeueAfterMs: Math.min(...retries) } : {} }
   }
 
   /** Reports objects this CR must not take over (Degraded OwnershipConflict) and looks again later. */
@@ -360,8 +377,9 @@ export class Reconciler {
     log.debug({ objects: desired.length }, 'inputs and objects as the last apply left them: not rendered')
     const switching = await this.#prune(cr, chart, desired, log)
     if (settled.optional) await this.#announceOptional(cr, settled.optional, settled.notServed)
-    await this.#writeStatus(cr, desired, undefined, { kind: 'ok', recreated: [], ...(switching ? { switching } : {}) }, log, settled.optional ? [settled.optional] : [])
-    return {}
+    const reload = await this.#reload(cr, desired, undefined, log)
+    await this.#writeStatus(cr, desired, undefined, { kind: 'ok', recreated: [], ...(switching ? { switching } : {}) }, log, [...(settled.optional ? [settled.optional] : []), ...reload.also])
+    return reload.result
   }
 
   /**
@@ -441,6 +459,8 @@ export class Reconciler {
     this.#settled.delete(uid)
     this.#transient.clear(uid)
     this.#d.pacer?.forget(uid)
+    this.#d.reloader?.forget(uid)
+    this.#d.resizer?.forget(uid)
   }
 
   /** The live object of a desired one, from its kind's cache. */

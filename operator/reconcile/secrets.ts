@@ -6,6 +6,7 @@
  * of a Secret re-renders exactly those CRs.
  */
 import { isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
+import { certificateSummary, type CertificateSummary } from '../memcached/certificate.ts'
 import { INPUT_LABEL, INPUT_SELECTOR, secretChecksum, secretKeys, type SecretContent, type SecretSource } from '../render/secrets.ts'
 
 /** A Secret as the operator caches it: metadata, the checksum of its content and its key names. */
@@ -13,17 +14,21 @@ export interface SecretSummary extends KubeObject {
   checksum: string
   /** The names of its keys (never their values), so that a render can say which key the pods miss. */
   keys: string[]
+  /** Of a Secret with a tls.crt: its certificate's fingerprint, expiry and whether memcached could load it (never the key). */
+  tls?: CertificateSummary
 }
 
-/** The informer's transform: name, namespace, uid, resourceVersion, labels, the checksum and the key names; no data, no annotations. */
+/** The informer's transform: name, namespace, uid, resourceVersion, labels, the checksum, the key names and the certificate's summary; no data, no annotations. */
 export function secretSummary(secret: KubeObject): SecretSummary {
   const { name, namespace, uid, resourceVersion, labels } = secret.metadata
+  const tls = certificateSummary(secret as unknown as SecretContent)
   return {
     apiVersion: secret.apiVersion,
     kind: secret.kind,
     metadata: { name, namespace, uid, resourceVersion, ...(labels ? { labels } : {}) },
     checksum: secretChecksum(secret as unknown as SecretContent),
     keys: secretKeys(secret as unknown as SecretContent),
+    ...(tls ? { tls } : {}),
   }
 }
 

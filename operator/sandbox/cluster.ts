@@ -7,6 +7,7 @@
  * Writes are synchronous from request to store, so two requests can never interleave between
  * the optimistic-concurrency check and the write — as etcd's compare-and-swap guarantees.
  */
+import { resizedPod, validateResize } from './pod-resize.ts'
 import { rbacNameProblem } from './auth/rbac-api.ts'
 import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from './naming.ts'
 import { randomUUID } from 'node:crypto'
@@ -118,6 +119,8 @@ export interface ClusterOptions {
   podTerminationMs?: number
   /** kube-apiserver's `--event-ttl`: Events are deleted this long after their last write (default 1 h). */
   eventTtlMs?: number
+  /** pods/resize served (default true, as Kubernetes 1.33+); false plays an older cluster (pod-resize.ts). */
+  podResize?: boolean
   faults?: Faults
   accounting?: Accounting
 }
@@ -329,6 +332,7 @@ export class Cluster implements ClusterAccess {
     this.#podTerminationMs = opts.podTerminationMs ?? 0
     this.store = new Store(opts.historyWindow)
     this.registry = new Registry(opts.topologyFor, opts.defaultBuiltin)
+    if (opts.podResize === false) delete this.registry.lookup('', 'v1', 'pods')?.subresources.resize
     // An expired Event goes as any removal goes (the namespace's quota usage follows).
     const eventTypes = new Map(EVENT_TABLES.map((table) => [table, this.registry.all().find((t) => tableOf(t) === table)]))
     this.#eventTtl = new EventTtl(this.store, opts.eventTtlMs ?? 60 * 60_000, (table, namespace, name) => {
@@ -480,6 +484,7 @@ export class Cluster implements ClusterAccess {
       case 'get':
         if (req.subresource === 'scale') return this.#getScale(type, req)
         if (req.subresource === 'log') return this.#podLog(type, req)
+        // pods/resize reads the pod (the registry's resize REST returns it whole).
         return this.#get(type, req)
       case 'list':
         return this.#list(type, req)
@@ -512,7 +517,9 @@ export class Cluster implements ClusterAccess {
       if (req.subresource === 'status' && !type.subresources.status) throw resourceNotFound()
       if (req.subresource === 'scale' && !type.subresources.scale) throw resourceNotFound()
       const podLog = req.subresource === 'log' && type.group === '' && type.resource === 'pods'
-      if (req.subresource !== 'status' && req.subresource !== 'scale' && !podLog) throw resourceNotFound()
+      const resize = req.subresource === 'resize' && type.subresources.resize === true
+      if (req.subresource !== 'status' && req.subresource !== 'scale' && !podLog && !resize) throw resourceNotFound()
+      if (resize && !['get', 'update', 'patch'].includes(req.verb)) throw methodNotAllowed()
       if (podLog && req.verb !== 'get') throw methodNotAllowed()
       if (!req.name) throw resourceNotFound()
     }
@@ -906,7 +913,13 @@ export class Cluster implements ClusterAccess {
     if ((rv === undefined || rv === '') && type.custom && !o.patch)
       throw invalidObject(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0: must be specified for an update' }])
     let obj: KubeObject
-    if (o.subresource === 'status') {
+    if (o.subresource === 'resize') {
+      // pod-resize.ts: only the containers' resources and resizePolicy change, within ValidatePodResize.
+      obj = resizedPod(next, old)
+      const causes = validateResize(obj, old)
+      if (causes.length > 0) throw invalidObject(type, name, causes)
+      if (m.managedFields !== undefined) obj.metadata.managedFields = m.managedFields
+    } else if (o.subresource === 'status') {
       // /status takes only status from the request. A custom resource's stored object may hold
       // fields its CRD's schema has since dropped, which pruning removes: it gets a private copy.
       obj = type.custom ? live.copyWithoutStatus() : live.withoutStatus()

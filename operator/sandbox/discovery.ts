@@ -79,6 +79,7 @@ function resourceEntries(t: ResourceType): Record<string, unknown>[] {
   const out = [main]
   if (t.subresources.status) out.push({ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] })
   if (t.group === '' && t.resource === 'pods') out.push({ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] })
+  if (t.subresources.resize) out.push({ name: `${t.resource}/resize`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] })
   if (t.group === '' && t.resource === 'serviceaccounts') out.push({ name: 'serviceaccounts/token', singularName: '', namespaced: true, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] })
   if (t.subresources.scale) out.push({ name: `${t.resource}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] })
   return out

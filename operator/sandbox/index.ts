@@ -62,6 +62,8 @@ export interface SandboxOptions {
   podTerminationMs?: number
   /** kube-apiserver's `--event-ttl`: Events are deleted this long after their last write (default 3,600,000 ms, an hour). */
   eventTtlMs?: number
+  /** Serve pods/resize (in-place pod resize; default true, as Kubernetes 1.33+); false plays an older cluster. */
+  podResize?: boolean
   /** How many requests the request log keeps (default 1,000). */
   requestLogSize?: number
   /** Start the simulated kube-controller-manager and kubelet (default true). */
@@ -155,7 +157,7 @@ export const tableRenderer: TableRenderer = (type, objects, opts) => {
   return toTable(type, objects, meta, opts.includeObject)
 }
 
-type ClusterOpts = { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; watchList?: boolean; podTerminationMs?: number; eventTtlMs?: number; accounting?: Accounting }
+type ClusterOpts = { faults?: FaultSpec | string; historyWindow?: number; bookmarkIntervalMs?: number; watchList?: boolean; podTerminationMs?: number; eventTtlMs?: number; podResize?: boolean; accounting?: Accounting }
 
 /** A cluster with its authentication and authorization, the bootstrap RBAC policy stored. */
 function createAuthorizedCluster(opts: ClusterOpts, authOpts: AuthOptions = {}): { cluster: Cluster; auth: Auth } {
@@ -165,6 +167,7 @@ function createAuthorizedCluster(opts: ClusterOpts, authOpts: AuthOptions = {}):
   if (opts.watchList !== undefined) o.watchList = opts.watchList
   if (opts.podTerminationMs !== undefined) o.podTerminationMs = opts.podTerminationMs
   if (opts.eventTtlMs !== undefined) o.eventTtlMs = opts.eventTtlMs
+  if (opts.podResize !== undefined) o.podResize = opts.podResize
   if (opts.accounting) o.accounting = opts.accounting
   const cluster = new Cluster(o)
   const auth = new Auth(cluster, authOpts)
@@ -191,6 +194,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   if (opts.watchList !== undefined) cOpts.watchList = opts.watchList
   if (opts.podTerminationMs !== undefined) cOpts.podTerminationMs = opts.podTerminationMs
   if (opts.eventTtlMs !== undefined) cOpts.eventTtlMs = opts.eventTtlMs
+  if (opts.podResize !== undefined) cOpts.podResize = opts.podResize
   cOpts.accounting = new Accounting(opts.requestLogSize)
   const authOpts: AuthOptions = {}
   if (opts.anonymous !== undefined) authOpts.anonymous = opts.anonymous

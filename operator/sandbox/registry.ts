@@ -31,6 +31,8 @@ interface BuiltinSpec {
   categories?: string[]
   status?: boolean
   scale?: ScaleSubresource
+  /** pods/resize (in-place resize, Kubernetes 1.33+: pod-resize.ts). */
+  resize?: boolean
   generation: ResourceType['generation']
   verbs?: string[]
 }
@@ -40,7 +42,7 @@ const deploymentScale: ScaleSubresource = { specReplicasPath: '.spec.replicas', 
 /** The built-in kinds, as a real v1.34 cluster lists them in discovery. */
 export const builtinSpecs: readonly BuiltinSpec[] = [
   { group: '', version: 'v1', resource: 'namespaces', singular: 'namespace', kind: 'Namespace', namespaced: false, shortNames: ['ns'], status: true, generation: 'none', verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'] },
-  { group: '', version: 'v1', resource: 'pods', singular: 'pod', kind: 'Pod', namespaced: true, shortNames: ['po'], categories: ['all'], status: true, generation: 'none' },
+  { group: '', version: 'v1', resource: 'pods', singular: 'pod', kind: 'Pod', namespaced: true, shortNames: ['po'], categories: ['all'], status: true, resize: true, generation: 'none' },
   { group: '', version: 'v1', resource: 'services', singular: 'service', kind: 'Service', namespaced: true, shortNames: ['svc'], categories: ['all'], status: true, generation: 'none', verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'] },
   { group: '', version: 'v1', resource: 'configmaps', singular: 'configmap', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'], generation: 'none' },
   { group: '', version: 'v1', resource: 'secrets', singular: 'secret', kind: 'Secret', namespaced: true, generation: 'none' },
@@ -124,6 +126,7 @@ export class Registry {
       if (s.categories) type.categories = s.categories
       if (s.status) type.subresources.status = true
       if (s.scale) type.subresources.scale = s.scale
+      if (s.resize) type.subresources.resize = true
       if (defaulter) type.default = defaulter
       const prune = builtinPruner(s.group, s.version, s.kind)
       if (prune) {

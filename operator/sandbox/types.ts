@@ -107,7 +107,7 @@ export interface ResourceType {
   verbs: string[]
   shortNames?: string[]
   categories?: string[]
-  subresources: { status?: boolean; scale?: ScaleSubresource }
+  subresources: { status?: boolean; scale?: ScaleSubresource; resize?: boolean }
   /** Schema topology for apply/strategic merge; `{type:'any'}` where unknown. */
   topology: Topology
   /** True for custom resources (no strategic merge patch, resourceVersion required on update, …). */

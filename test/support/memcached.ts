@@ -12,6 +12,7 @@ import { createServer, Socket } from 'node:net'
 import { hostname, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import type { RenderedObject } from '../../operator/render/manifest.ts'
+import { writeAtomic } from './atomic-writer.ts'
 
 /**
  * The Debian packages the memcached tests need (CI's `.ci/run` installs them, the README names
@@ -152,11 +153,13 @@ export class PodFiles {
         data = cm.data
         items = volume.configMap.items
       } else throw new Error(`volume ${m.name}: only secret, configMap and emptyDir volumes are written`)
+      const payload: Record<string, string | Buffer> = {}
       for (const { key, path } of items ?? Object.keys(data).map((k) => ({ key: k, path: k }))) {
         // The kubelet refuses to start a pod whose volume names a key the Secret lacks.
         if (!(key in data)) throw new Error(`volume ${m.name}: key ${key} is missing`)
-        writeFileSync(join(dir, path), data[key]!, { mode: 0o644 })
+        payload[path] = data[key]!
       }
+      writeAtomic(dir, payload)
     }
   }
   remove(): void {

@@ -11,6 +11,7 @@ import { createLogger, type Level } from '../../operator/controller/log.ts'
 import { MemcachedController, type ControllerMetrics } from '../../operator/reconcile/controller.ts'
 import { EventAggregator } from '../../operator/reconcile/events.ts'
 import { ApiEventRecorder } from '../../operator/reconcile/recorder.ts'
+import type { PodDialer } from '../../operator/reconcile/reload.ts'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../operator/sandbox/index.ts'
 
 /** Counts what the controller reports, by name. */
@@ -68,7 +69,7 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
 }
 
 /** An operator (controller and its client) against a running sandbox. */
-export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
   const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
@@ -84,6 +85,9 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
     ...(opts.discoveryPeriodMs !== undefined ? { discoveryPeriodMs: opts.discoveryPeriodMs } : {}),
     ...(opts.maxConcurrentRecreations !== undefined ? { maxConcurrentRecreations: opts.maxConcurrentRecreations } : {}),
     ...(opts.sustainedFailureMs !== undefined ? { sustainedFailureMs: opts.sustainedFailureMs } : {}),
+    ...(opts.podDialer ? { podDialer: opts.podDialer } : {}),
+    ...(opts.reloadRetryMs !== undefined ? { reloadRetryMs: opts.reloadRetryMs } : {}),
+    ...(opts.reloadSettleMs !== undefined ? { reloadSettleMs: opts.reloadSettleMs } : {}),
     log,
     metrics,
   })
@@ -122,7 +126,7 @@ export async function watchesOpen(sandbox: Sandbox, userAgent = 'memcached-opera
  * creates is in the operator's caches from their first list (an object created later reaches them
  * through a watch, with its delay).
  */
-export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
+export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
   const chart = opts.chart ?? loadChart()
   const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
   const client = clientFor(sandbox, 'test-user/1', 'test-user')

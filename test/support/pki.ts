@@ -15,6 +15,8 @@ export interface Pki {
   key: string
   rogueCrt: string
   rogueKey: string
+  /** Where the CA's files are (for {@link renewed}). */
+  dir: string
 }
 
 function openssl(dir: string, ...args: string[]): void {
@@ -39,5 +41,13 @@ export function makePki(): Pki {
   signed(dir, 'ca', 'server')
   signed(dir, 'rogue-ca', 'rogue')
   const read = (f: string) => readFileSync(join(dir, f), 'utf8')
-  return { ca: read('ca.crt'), crt: read('server.crt'), key: read('server.key'), rogueCrt: read('rogue.crt'), rogueKey: read('rogue.key') }
+  return { ca: read('ca.crt'), crt: read('server.crt'), key: read('server.key'), rogueCrt: read('rogue.crt'), rogueKey: read('rogue.key'), dir }
+}
+
+let renewals = 0
+/** A renewed server certificate of the same CA: a new key, a new serial (what cert-manager writes on renewal). */
+export function renewed(pki: Pki): { crt: string; key: string } {
+  const name = `renewed-${++renewals}`
+  signed(pki.dir, 'ca', name)
+  return { crt: readFileSync(join(pki.dir, `${name}.crt`), 'utf8'), key: readFileSync(join(pki.dir, `${name}.key`), 'utf8') }
 }

@@ -6,6 +6,7 @@
  * Not simulated: images, probes, restarts, init containers' own statuses, graceful termination
  * (a pod that is marked for deletion without finalizers is deleted at once with grace period 0).
  */
+import { actuatedResources } from '../pod-resize.ts'
 import type { JsonObject, KubeObject } from '../types.ts'
 import { Client, isConflict, isNotFound, pods } from './client.ts'
 import type { Informer } from './informer.ts'
@@ -44,9 +45,22 @@ export function runningStatus(pod: KubeObject, podIP: string, startTime: string)
       imageID: '',
       containerID: `containerd://${(pod.metadata.uid ?? '').replaceAll('-', '')}${String(c['name'] ?? '')}`.slice(0, 77),
       started: true,
+      // What a kubelet that resizes in place (1.33+) reports: the resources the container runs with.
+      allocatedResources: obj(actuatedResources(c)['requests']),
+      resources: actuatedResources(c),
     })),
     qosClass: obj(pod['status'])['qosClass'] ?? 'BestEffort',
   }
+}
+
+/** Whether a running pod's containers run with other resources than their spec asks (a resize to carry out). */
+function resizePending(pod: KubeObject): boolean {
+  const containers = (Array.isArray(obj(pod['spec'])['containers']) ? (obj(pod['spec'])['containers'] as unknown[]) : []).map(obj)
+  const statuses = (obj(pod['status'])['containerStatuses'] as JsonObject[] | undefined) ?? []
+  return statuses.some((s) => {
+    const c = containers.find((x) => x['name'] === s['name'])
+    return c !== undefined && s['resources'] !== undefined && JSON.stringify(s['resources']) !== JSON.stringify(actuatedResources(c))
+  })
 }
 
 /** The status of a pod bound to the node whose containers are being created. */
@@ -130,7 +144,11 @@ export class Kubelet {
       this.#binding.set(uid, binding.catch(() => undefined))
       this.#track(binding)
     }
-    if (isPodReady(pod) || this.#timers.has(uid)) return
+    if (isPodReady(pod)) {
+      if (resizePending(pod)) this.#track(this.#actuateResize(pod))
+      return
+    }
+    if (this.#timers.has(uid)) return
     this.#timers.set(uid, setTimeout(() => {
       this.#timers.delete(uid)
       this.#track(this.#start(pod.metadata.namespace, pod.metadata.name ?? '', uid))
@@ -150,6 +168,22 @@ export class Kubelet {
   async #forceDelete(pod: KubeObject): Promise<void> {
     try {
       await this.#kubelet.delete(pods, pod.metadata.namespace, pod.metadata.name ?? '', { gracePeriodSeconds: 0, uid: pod.metadata.uid ?? '' })
+    } catch (err) {
+      if (!isNotFound(err) && !isConflict(err)) throw err
+    }
+  }
+
+  /** A resize (pods/resize) carried out at once: the containers run with what their spec asks. */
+  async #actuateResize(pod: KubeObject): Promise<void> {
+    const spec = obj(pod['spec'])
+    const containers = (Array.isArray(spec['containers']) ? spec['containers'] : []).map(obj)
+    const statuses = (obj(pod['status'])['containerStatuses'] as JsonObject[] | undefined) ?? []
+    const containerStatuses = statuses.map((s) => {
+      const c = containers.find((x) => x['name'] === s['name'])
+      return c ? { ...s, allocatedResources: obj(actuatedResources(c)['requests']), resources: actuatedResources(c) } : s
+    })
+    try {
+      await this.#kubelet.mergePatch(pods, pod.metadata.namespace, pod.metadata.name ?? '', { status: { containerStatuses } }, { subresource: 'status' })
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err
     }
