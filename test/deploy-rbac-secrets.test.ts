@@ -50,7 +50,7 @@ t.test('kustomize/default: no Secret is read where no RoleBinding grants it; a R
 
   await user.create({ ...MC, metadata: { name: 'cache', namespace: 'plain' }, spec: { size: 1 } })
   await user.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'keyed-auth', namespace: 'team-b', labels: { 'cache.example.com/memcached-input': 'true' } }, stringData: { passwords: 'user:password\n' } } as KubeObject)
-  await user.create({ ...MC, metadata: { name: 'keyed', namespace: 'team-b' }, spec: { size: 1, auth: { enabled: true, secretName: 'keyed-auth' } } })
+  await user.create({ ...MC, metadata: { name: 'keyed', namespace: 'team-b' }, spec: { size: 1, auth: { enabled: true, secretName: 'keyed-auth' }, reload: { enabled: false } } })
   const condition = (ns: string, name: string, type: string) => user.get({ ...MC, namespace: ns, name }).then((cr) => ((cr.status ?? {}) as { conditions?: Condition[] }).conditions?.find((c) => c.type === type))
   const refused = await eventually('keyed Degraded SecretNotFound', async () => {
     const d = await condition('team-b', 'keyed', 'Degraded')
@@ -63,7 +63,7 @@ t.test('kustomize/default: no Secret is read where no RoleBinding grants it; a R
   await apply(sandbox.kubeconfigPath, [{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'memcached-operator-input-secrets', namespace: 'team-b' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'memcached-operator-input-secrets' }, subjects: [{ kind: 'ServiceAccount', name: SA, namespace: NS }] }])
   await eventually('keyed Ready', async () => ((await condition('team-b', 'keyed', 'Ready'))?.status === 'True' ? true : undefined), 60_000)
   const pods = await user.list({ apiVersion: 'v1', kind: 'Pod' }, { namespace: 'team-b' })
-  t.ok(pods.items.every((p) => p.metadata.annotations?.['checksum/auth-secret']), 'the pods carry the Secret\'s checksum')
+  t.ok(pods.items.every((p) => p.metadata.annotations?.['checksum/auth-secret']), 'the pods carry the Secret\'s checksum (reload off: a change of it rolls them)')
 
   const secretRequests = sandbox.requests.log().filter((r) => r.userAgent === UA && r.resource === 'secrets')
   t.same([...new Set(secretRequests.map((r) => r.namespace ?? '(cluster-wide)'))], ['team-b'], 'Secrets were asked for in team-b only: never cluster-wide, never where no CR refers to one')
