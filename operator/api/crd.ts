@@ -4,6 +4,7 @@
  */
 import type { Chart } from '../render/chart.ts'
 import { isPlainMap } from '../render/values.ts'
+import { OPERATOR_SPEC_FIELDS } from './spec-fields.ts'
 import { API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from './memcached.ts'
 
 const STATUS_SCHEMA = {
@@ -27,6 +28,7 @@ const STATUS_SCHEMA = {
     readyReplicas: { type: 'integer', description: 'Pods that are ready.' },
     selector: { type: 'string', description: 'Label selector of the pods, for the scale subresource.' },
     observedGeneration: { type: 'integer', format: 'int64', description: 'The generation the status describes.' },
+    chartRevision: { type: 'string', description: 'The ChartRevision the instance was last rendered with (<chart>-<digest prefix>; docs/fleet.md).' },
     conditions: {
       type: 'array',
       description: 'Available, Progressing and Degraded.',
@@ -58,6 +60,13 @@ export function crdSchema(node: unknown): unknown {
     out[k] = k === 'properties' && isPlainMap(v) ? Object.fromEntries(Object.entries(v).map(([p, s]) => [p, crdSchema(s)])) : crdSchema(v)
   }
   return out
+}
+
+/** The spec's schema: the chart's values schema, and beside its properties the operator's own fields (spec-fields.ts). */
+function specSchema(chart: Chart): unknown {
+  const schema = crdSchema(chart.schema) as Record<string, unknown>
+  const properties = isPlainMap(schema.properties) ? schema.properties : {}
+  return { ...schema, properties: { ...properties, ...OPERATOR_SPEC_FIELDS } }
 }
 
 /** The CRD object `memcached-operator crd` prints. */
@@ -97,7 +106,7 @@ export function memcachedCRD(chart: Chart): Record<string, unknown> {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 metadata: { type: 'object' },
-                spec: crdSchema(chart.schema),
+                spec: specSchema(chart),
                 status: STATUS_SCHEMA,
               },
               required: ['spec'],

@@ -5,6 +5,7 @@
  * declared kinds that a 1.34 API server would accept (check-objects.ts: types, undeclared fields,
  * validation).
  */
+import { OPERATOR_SPEC_FIELDS } from '../api/spec-fields.ts'
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { structuralProblems } from '../api/crd.ts'
@@ -13,6 +14,7 @@ import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
 import { renderInstance, templateRunning, type RenderInput } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
+import { isPlainMap } from '../render/values.ts'
 import { renderedProblems } from './check-objects.ts'
 import type { CliIO } from './io.ts'
 import { kindScopes } from './kind-scopes.ts'
@@ -58,6 +60,9 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   }
   if (!chart.description) problems.push('Chart.yaml: description is empty')
   problems.push(...structuralProblems(chart.schema).map((p) => `values.schema.json: ${p}`))
+  for (const field of Object.keys(OPERATOR_SPEC_FIELDS)) {
+    if (isPlainMap(chart.schema.properties) && Object.hasOwn(chart.schema.properties, field)) problems.push(`values.schema.json: properties.${field}: the operator's own spec field of that name (docs/fleet.md): a chart may not declare it`)
+  }
   const scopes = kindScopes(chart.kinds)
   problems.push(...scopes.problems)
   const minimal = (size: number) => ({ name: 'lint', namespace: 'default', spec: { size } })

@@ -64,8 +64,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
   if (wanted('crd')) {
     program
       .command('crd')
-      .description('print the CustomResourceDefinition of memcacheds.cache.example.com')
+      .description('print the CustomResourceDefinition of memcacheds.cache.example.com (or, with --kind ChartRevision, of chartrevisions.cache.example.com)')
       .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .addOption(new Option('--kind <kind>', 'the CRD of which kind').choices(['Memcached', 'ChartRevision']).default('Memcached'))
       .action(async (opts) => {
         const { runCrd } = await import('./crd.ts')
         setCode(runCrd(opts, io))
@@ -91,6 +92,7 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .option('-n, --namespace <namespace>', 'watch only this namespace (repeatable; default: all)', collect, [])
       .option('-l, --selector <selector>', 'reconcile only the Memcacheds this label selector matches, e.g. shard=a (default: all)')
       .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .option('--default-chart-revision <name>', 'the ChartRevision that Memcacheds without spec.chartRevision run (default: the one labelled cache.example.com/default=true, else the operator\'s own chart; docs/fleet.md)')
       .option('--concurrency <n>', 'reconciles running at once', '4')
       .option('--resync-period <duration>', 'how often every Memcached is reconciled even without events', '10m')
       .option('--max-concurrent-recreations <n>', 'workloads deleted and re-created at a time across every Memcached (a field that cannot change in place); 0: no limit', '1')

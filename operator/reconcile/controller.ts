@@ -31,7 +31,7 @@ import { ApiEventRecorder, type EventRecorder } from './recorder.ts'
 import { SecretReferences, secretSummary, type SecretSummary } from './secrets.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
-import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
+import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics, type ReconcilerDeps } from './reconciler.ts'
 
 /** The label every object the operator renders carries; the informers of children select by it. */
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-operator'
@@ -110,6 +110,8 @@ export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics):
 export interface MemcachedControllerOptions {
   client: KubeClient
   chart: () => Chart
+  /** The chart each CR is rendered with (revision.ts); absent: `chart` for every CR. */
+  chartFor?: ReconcilerDeps['chartFor']
   /** Namespaces to watch; empty for all. */
   namespaces: string[]
   /** A label selector on the Memcacheds: only those it matches are cached, hence reconciled. */
@@ -353,6 +355,7 @@ export class MemcachedController {
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,
+      ...(opts.chartFor ? { chartFor: opts.chartFor } : {}),
       memcacheds: this.#memcacheds,
       children: this.#children,
       shardKeys,

@@ -2,6 +2,7 @@
  * The render engine: one Memcached instance (name, namespace, spec) through a chart into the
  * objects it should have. Pure: no cluster, no I/O beyond the cached chart.
  */
+import { chartValuesOf } from '../api/spec-fields.ts'
 import type { Chart, Template } from './chart.ts'
 import { RenderError } from './errors.ts'
 import { guardObjects } from './guard.ts'
@@ -62,8 +63,10 @@ export function standardLabels(chart: Pick<Chart, 'name' | 'appVersion'>, instan
 
 /** Merges chart defaults, the spec and the overrides, and validates the result (every problem, by path). */
 export function resolveValues(chart: Chart, input: RenderInput): Values {
-  const spec = input.spec ?? {}
-  if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
+  const given = input.spec ?? {}
+  if (!isPlainMap(given)) throw new RenderError('values', [`spec: must be a map${Array.isArray(given) ? ', not a list' : ''}`])
+  // The operator's own fields of the spec (a revision pin…) are not the chart's values.
+  const spec = chartValuesOf(given)
   const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
   const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
