@@ -6,7 +6,7 @@
 import { GROUP, VERSION } from './memcached.ts'
 import { DEFAULT_LABEL, REVISION_KIND, REVISION_PLURAL } from '../render/revision.ts'
 
-const label = (key: string): string => `.metadata.labels.${key.replace(/\./g, '\\.')}`
+const label = (key: string): string => `.metadata.labels['${key}']`
 
 /** The CRD object. */
 export function chartRevisionCRD(): Record<string, unknown> {

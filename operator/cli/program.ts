@@ -9,7 +9,7 @@ import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value]
 
-const COMMANDS = ['render', 'lint', 'crd', 'rbac', 'run', 'diff', 'sandbox']
+const COMMANDS = ['render', 'lint', 'crd', 'rbac', 'run', 'diff', 'plan', 'chart', 'sandbox']
 
 /**
  * Commands register here; each returns its exit code. With `only`, the command being run is the
@@ -139,6 +139,31 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .action(async (opts) => {
         const { runDiff } = await import('./diff.ts')
         setCode(await runDiff(opts, io))
+      })
+  }
+
+  if (wanted('chart')) {
+    const chart = program.command('chart').description('chart revisions in the cluster: push a chart directory as a ChartRevision, promote one to the default (docs/fleet.md)')
+    chart
+      .command('push')
+      .description('create the ChartRevision of the chart in DIR (named <chart>-<digest prefix>; the same files again: unchanged)')
+      .argument('<dir>', 'chart directory')
+      .option('--promote', 'also make it the default revision (what Memcacheds without spec.chartRevision run)')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+      .action(async (dir: string, opts) => {
+        const { runChartPush } = await import('./chart.ts')
+        setCode(await runChartPush(dir, opts, io))
+      })
+    chart
+      .command('promote')
+      .description('make ChartRevision NAME the default: every Memcached without spec.chartRevision moves to it')
+      .argument('<name>', 'the ChartRevision, e.g. memcached-3f2a9c1b0d7e')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+      .action(async (name: string, opts) => {
+        const { runChartPromote } = await import('./chart.ts')
+        setCode(await runChartPromote(name, opts, io))
       })
   }
 

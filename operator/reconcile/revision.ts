@@ -16,8 +16,25 @@ import { Informer } from '../controller/informer.ts'
 import type { Chart } from '../render/chart.ts'
 import { RenderError } from '../render/errors.ts'
 import { kindKey } from '../render/kinds.ts'
-import { chartOfRevision, DEFAULT_LABEL, forgetRevision, REVISION_API_VERSION, REVISION_KIND, revisionName, revisionObject, type ChartRevisionObject } from '../render/revision.ts'
+import { chartOfRevision, DEFAULT_LABEL, forgetRevision, PROMOTED_AT, REVISION_API_VERSION, REVISION_KIND, revisionName, revisionObject, type ChartRevisionObject } from '../render/revision.ts'
 import { isPlainMap } from '../render/values.ts'
+
+/**
+ * The default revision among `revisions`: the one labelled {@link DEFAULT_LABEL}, or of several
+ * the one promoted last ({@link PROMOTED_AT}), so that a promotion, which labels the new revision
+ * before it unlabels the old, moves the fleet at once and never through the operator's own chart.
+ * @throws RenderError when several are labelled and none was promoted after the others
+ */
+export function defaultOf(revisions: readonly KubeObject[]): string | undefined {
+  const labelled = revisions.filter((o) => o.metadata.labels?.[DEFAULT_LABEL] === 'true')
+  if (labelled.length <= 1) return labelled[0]?.metadata.name
+  const at = (o: KubeObject): string => o.metadata.annotations?.[PROMOTED_AT] ?? ''
+  const latest = labelled.map(at).sort().at(-1)!
+  const top = labelled.filter((o) => at(o) === latest)
+  if (top.length === 1) return top[0]!.metadata.name
+  const names = labelled.map((o) => o.metadata.name ?? '').sort()
+  throw new RenderError('input', [`${labelled.length} ChartRevisions are labelled ${DEFAULT_LABEL}=true (${names.join(', ')}), none promoted after the others: label exactly one (memcached-operator chart promote NAME); until then a Memcached without spec.chartRevision is not rendered`])
+}
 
 /** A chart and the revision name it is known by (status.chartRevision). */
 export interface ResolvedChart {
@@ -104,11 +121,8 @@ export class ChartRevisions {
   /** The name of the default revision now, and where it comes from. */
   defaultRevision(): { name: string; from: 'flag' | 'label' | 'own' } {
     if (this.#o.defaultRevision !== undefined) return { name: this.#o.defaultRevision, from: 'flag' }
-    const labelled = (this.#informer?.list() ?? []).filter((o) => o.metadata.labels?.[DEFAULT_LABEL] === 'true').map((o) => o.metadata.name ?? '').sort()
-    if (labelled.length > 1) {
-      throw new RenderError('input', [`${labelled.length} ChartRevisions are labelled ${DEFAULT_LABEL}=true (${labelled.join(', ')}): label exactly one (memcached-operator chart promote NAME); until then a Memcached without spec.chartRevision is not rendered`])
-    }
-    return labelled[0] !== undefined ? { name: labelled[0], from: 'label' } : { name: revisionName(this.#o.own()), from: 'own' }
+    const chosen = defaultOf(this.#informer?.list() ?? [])
+    return chosen !== undefined ? { name: chosen, from: 'label' } : { name: revisionName(this.#o.own()), from: 'own' }
   }
 
   /**

@@ -15,6 +15,8 @@ export const REVISION_PLURAL = 'chartrevisions'
 export const REVISION_API_VERSION = `${GROUP}/${VERSION}`
 /** The label that marks the default revision: what a CR without a pin runs. */
 export const DEFAULT_LABEL = `${GROUP}/default`
+/** When a revision was promoted (RFC 3339): of two labelled default, the later one is. */
+export const PROMOTED_AT = `${GROUP}/promoted-at`
 /** The label naming a revision's chart. */
 export const CHART_LABEL = `${GROUP}/chart`
 /** Hex digits of the digest in a revision's name. */
