@@ -11,6 +11,7 @@ import type { RenderedObject } from '../render/manifest.ts'
 import { yamlText } from '../render/manifest.ts'
 import { objectKey, ownershipConflicts } from '../reconcile/owner.ts'
 import { whyNotRecreate, type ImmutableChange } from '../reconcile/recreate.ts'
+import { hashDesired } from '../reconcile/applied.ts'
 import type { Memcached } from '../api/memcached.ts'
 
 /** What applying the render does to one object. */
@@ -27,6 +28,10 @@ export interface ObjectPrediction {
   podsRestart: boolean
   /** Why: the immutable field, the conflict, the kind not served. */
   reason?: string
+  /** The live object as read: what a later rollout expects to find still (docs/fleet.md). */
+  live?: { uid: string; resourceVersion: string; hash: string }
+  /** sha256 of the object rendered (reconcile/applied.ts hashDesired). */
+  desiredHash?: string
 }
 
 /** Kinds whose `spec.template` is a pod template: a change of it rolls their pods. */
@@ -62,6 +67,17 @@ export function recreateRefused(d: RenderedObject, live: KubeObject, ownerUid: s
 /** The message of a re-creation, in the operator's words (its `Recreated` event). */
 export function recreateReason(change: ImmutableChange): string {
   return `deleted and re-created: ${change.message}`
+}
+
+/**
+ * sha256 of a live object without what the server and the controllers write on their own (its
+ * status, resourceVersion, generation, managedFields): it changes when somebody changes the
+ * object, not when its pods become ready.
+ */
+export function liveHash(obj: KubeObject): string {
+  const { managedFields: _m, resourceVersion: _r, generation: _g, ...metadata } = obj.metadata as KubeObject['metadata']
+  const { status: _s, metadata: _meta, ...rest } = obj as KubeObject & { status?: unknown }
+  return hashDesired({ ...rest, metadata })
 }
 
 /** What the server keeps for itself; kubectl diff hides managedFields, and the rest is noise of a dry run. */
