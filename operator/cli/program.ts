@@ -142,6 +142,28 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       })
   }
 
+  if (wanted('plan')) {
+    program
+      .command('plan')
+      .description('what moving every Memcached to a chart (--chart DIR) or ChartRevision (--revision NAME) would do, CR by CR: none, update, restart, prune, recreate, conflict, invalid, with totals; against the cluster, or offline from a file; exit 0 fine, 1 a CR in a --fail-on class, 2 error')
+      .option('--chart <dir>', 'the target: a chart directory')
+      .option('--revision <name>', 'the target: a ChartRevision of the cluster')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+      .option('-n, --namespace <namespace>', 'only the Memcacheds of this namespace (default: all)')
+      .option('-l, --selector <selector>', 'only the Memcacheds this label selector matches, e.g. tier=gold')
+      .addOption(new Option('-o, --output <format>', 'text: a line per CR that changes, then the totals; json: every CR with its class, objects and what a rollout must still find').choices(['text', 'json']).default('text'))
+      .option('--fail-on <classes>', 'the classes that make the exit code 1, comma-separated', 'invalid,conflict,recreate,prune')
+      .option('--platform <platform>', 'auto (discovery, as the operator decides), kubernetes or openshift', 'auto')
+      .option('--offline <file>', 'plan the Memcacheds of FILE (kubectl get mc -A -o yaml) in an in-process sandbox, converged first on --current-chart: no cluster needed')
+      .option('--current-chart <dir>', 'with --offline: the chart the Memcacheds run now (default: the bundled charts/memcached)')
+      .option('--timeout <duration>', 'with --offline: how long their convergence may take (default 10m)')
+      .action(async (opts) => {
+        const { runPlan } = await import('./plan.ts')
+        setCode(await runPlan(opts, io))
+      })
+  }
+
   if (wanted('chart')) {
     const chart = program.command('chart').description('chart revisions in the cluster: push a chart directory as a ChartRevision, promote one to the default (docs/fleet.md)')
     chart
