@@ -135,3 +135,18 @@ export function stillAsPlanned(planned: PlannedCr, now: Observed): string[] {
   }
   return why
 }
+
+/**
+ * What a fresh plan of one CR observed, as {@link stillAsPlanned} compares it: a rollout plans the
+ * CR again (cli/diff.ts compareAll, one CR) just before it moves it, and holds it unless nothing
+ * differs from the plan it was given.
+ */
+export function observedOf(now: ComparedCr): Observed {
+  const objects = new Map<string, { uid: string; hash: string }>()
+  const desired = new Map<string, string>()
+  for (const o of now.objects) {
+    if (o.live !== undefined) objects.set(objectRef(o), { uid: o.live.uid, hash: o.live.hash })
+    if (o.desiredHash !== undefined) desired.set(objectRef(o), o.desiredHash)
+  }
+  return { resourceVersion: now.resourceVersion, generation: now.generation, objects, desired }
+}
