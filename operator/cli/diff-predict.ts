@@ -82,8 +82,17 @@ export function liveHash(obj: KubeObject): string {
 
 /** What the server keeps for itself; kubectl diff hides managedFields, and the rest is noise of a dry run. */
 export function comparable(obj: KubeObject | RenderedObject | undefined): string {
-  if (!obj) return ''
+  return obj ? yamlText(withoutServerFields(obj)) : ''
+}
+
+/** The object without what {@link comparable} leaves out. */
+function withoutServerFields(obj: KubeObject | RenderedObject): Record<string, unknown> {
   const { managedFields: _m, resourceVersion: _r, generation: _g, uid: _u, creationTimestamp: _c, ...metadata } = obj.metadata as KubeObject['metadata']
   const { apiVersion, kind, metadata: _meta, ...rest } = obj
-  return yamlText({ apiVersion, kind, metadata, ...rest })
+  return { apiVersion, kind, metadata, ...rest }
+}
+
+/** Whether {@link comparable} would show no difference between `a` and `b`, without writing either as YAML. */
+export function sameComparable(a: KubeObject | undefined, b: KubeObject): boolean {
+  return a !== undefined && isDeepStrictEqual(withoutServerFields(a), withoutServerFields(b))
 }

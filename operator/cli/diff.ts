@@ -23,7 +23,7 @@ import { describeObject, isControlledBy, stampOwner } from '../reconcile/owner.t
 import { immutableRefusal, keptImmutable, type ImmutableChange } from '../reconcile/recreate.ts'
 import { splitSecretKey, unusableSecret } from '../reconcile/secrets.ts'
 import { parseLabelSelector, SelectorError, type Selector } from '../sandbox/labels.ts'
-import { comparable, conflictOf, isWorkload, liveHash, podsRestart, recreateReason, recreateRefused, type Action, type ObjectPrediction } from './diff-predict.ts'
+import { comparable, conflictOf, isWorkload, liveHash, sameComparable, podsRestart, recreateReason, recreateRefused, type Action, type ObjectPrediction } from './diff-predict.ts'
 import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 import { contextNamespace, identityOf, loadKubeConfig } from './kubeconfig.ts'
 import { PLATFORMS, readInputs, readOverrides } from './render.ts'
@@ -193,6 +193,8 @@ export interface CompareContext {
    * the server about every object, as kubectl diff does.
    */
   skipEqual?: boolean
+  /** Only the summary: no unified diffs are written (`plan`). */
+  summaryOnly?: boolean
 }
 
 /** The namespace of a CR from a file: its own, else `-n`, else the context's; a conflict with `-n` is kubectl's error. */
@@ -333,7 +335,7 @@ async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResu
       return
     }
     r.err.push(`Memcached ${namespace}/${name}: ${describeObject(d)} would be ${recreateReason(change)}\n`)
-    patch(r.out, d, comparable(current), comparable(d), 'recreated')
+    if (!ctx.summaryOnly) patch(r.out, d, comparable(current), comparable(d), 'recreated')
     record(d, 'recreate', isWorkload(d.kind), change.message, current, d)
   }
   for (const d of desired) {
@@ -382,7 +384,7 @@ async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResu
       record(d, 'omit', false, `the cluster does not serve ${d.apiVersion} ${d.kind}`)
       continue
     }
-    const changed = patch(r.out, d, comparable(current), comparable(merged), 'merged')
+    const changed = ctx.summaryOnly ? !sameComparable(current, merged) : patch(r.out, d, comparable(current), comparable(merged), 'merged')
     record(d, !changed ? 'none' : current ? 'update' : 'create', changed ? podsRestart(d.kind, current, merged) : false, undefined, current, d)
   }
   if (liveCr?.metadata.uid) {
@@ -398,7 +400,7 @@ async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResu
       for (const o of owned) {
         const id = { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { namespace, name: o.metadata.name } }
         if (seen.has(fileName(id)) || !isControlledBy(o, liveCr)) continue
-        patch(r.out, id, comparable(o), '', 'merged')
+        if (!ctx.summaryOnly) patch(r.out, id, comparable(o), '', 'merged')
         record(id, 'prune', false, undefined, o)
       }
     }

@@ -86,7 +86,7 @@ export async function makePlan(opts: PlanOptions, io: CliIO, kubeconfig: string 
     const crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND }, { ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}), ...(opts.selector ? { labelSelector: opts.selector } : {}) })).items
     const live = await liveByList(client, crs, chart.kinds, opts.namespace)
     // The revision moves under the CR: its pin is not a value to render with.
-    const results = await compareAll({ client, chartOf: () => chart, live, overrides: [], platform, fromContext: undefined, skipEqual: true }, crs, describe)
+    const results = await compareAll({ client, chartOf: () => chart, live, overrides: [], platform, fromContext: undefined, skipEqual: true, summaryOnly: true }, crs, describe)
     const memcacheds = results.map((r, i): PlannedCr => {
       const cr = crs[i]!
       const pinned = (cr.spec as { chartRevision?: unknown } | undefined)?.chartRevision
