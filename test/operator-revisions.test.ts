@@ -142,3 +142,15 @@ t.test('chart promote of a revision that does not exist is an error; nothing cha
   t.match(r.err, 'ChartRevision "memcached-ffffffffffff" does not exist')
   t.match(await kubectl(['get', 'chartrevision', ownName]), /\strue\s/, 'the default is still the same')
 })
+
+t.test('run --default-chart-revision names the default instead of the label', async (t) => {
+  await operator.stop()
+  const named = await startOperator(
+    { kubeconfig: sandbox.kubeconfigPath, namespace: [], concurrency: '2', resyncPeriod: '10m', leaderElectionId: 'x', metricsBindAddress: '0', healthProbeBindAddress: '0', defaultChartRevision: nameB },
+    captureIO(),
+    pino({ level: 'silent' }),
+  )
+  t.teardown(() => named.stop())
+  await runs('b', nameB)
+  t.equal(await annotation('b'), 'b')
+})

@@ -19,7 +19,7 @@ import { clientFor, startOperatorOn } from '../support/operator.ts'
 const root = resolve(import.meta.dirname, '..', '..')
 const N = Number(process.env.BENCH_CRS ?? 10_000)
 const bin = join(root, 'operator/cli/memcached-operator')
-const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE}` } : {}) }
+const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, NODE_OPTIONS: [process.env.BENCH_PLAN_NODE_OPTIONS ?? '', process.env.BENCH_PROFILE ? `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE}` : ''].join(' ').trim() }
 
 /** Runs the CLI without blocking this process (it serves the sandbox); its wall time, exit code and output. */
 function timed(args: string[]): Promise<{ ms: number; status: number | null; stdout: string; stderr: string }> {
