@@ -101,7 +101,8 @@ export async function makePlan(opts: PlanOptions, io: CliIO, kubeconfig: string 
 
 /** The plan as text: one line per CR that changes, then the totals. */
 export function planText(plan: Plan): string {
-  const lines = [`Plan: ${plan.memcacheds.length} Memcacheds to ${plan.target.revision} (${plan.target.source})`]
+  const n = plan.memcacheds.length
+  const lines = [`Plan: ${n} Memcached${n === 1 ? '' : 's'} to ${plan.target.revision} (${plan.target.source})`]
   const width = Math.max(0, ...plan.memcacheds.map((m) => m.memcached.length))
   for (const m of plan.memcacheds) {
     if (m.class === 'none') continue

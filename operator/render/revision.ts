@@ -66,6 +66,8 @@ export function revisionObject(chart: Chart): ChartRevisionObject {
 const kib = (n: number): string => (n / 1024).toFixed(1)
 
 const cache = new Map<string, Chart>()
+/** By the object as an informer holds it: its files are hashed once, not at every reconcile. */
+const byObject = new WeakMap<object, Chart>()
 
 /**
  * The chart a ChartRevision holds, loaded once per digest.
@@ -73,6 +75,14 @@ const cache = new Map<string, Chart>()
  * missing or not text, or not hashing to its digest and name (edited after it was made)
  */
 export function chartOfRevision(object: ChartRevisionObject): Chart {
+  const known = byObject.get(object)
+  if (known) return known
+  const chart = loadRevision(object)
+  byObject.set(object, chart)
+  return chart
+}
+
+function loadRevision(object: ChartRevisionObject): Chart {
   const name = object.metadata.name ?? ''
   const where = `ChartRevision ${name}`
   const files = object.spec?.files
