@@ -169,3 +169,19 @@ t.test('usage errors: no target, two targets, a class that does not exist', asyn
   t.equal(bad.code, 2)
   t.match(bad.err, '--fail-on: unknown class "explode"')
 })
+
+t.test('prune of a kind the target no longer declares: the operator prunes over the kinds it watches', async (t) => {
+  await kubectl(['patch', 'mc', 'small', '--type', 'merge', '-p', '{"spec":{"networkPolicy":{"enabled":true}}}'])
+  await eventually('the NetworkPolicy applied', async () => ((await kubectl(['get', 'networkpolicies', '-n', 'default', '-o', 'name'])).includes('networkpolicy.networking.k8s.io/small') ? true : undefined))
+  await eventually('small reconciled', async () => {
+    const cr = JSON.parse(await kubectl(['get', 'mc', 'small', '-o', 'json'])) as { metadata: { generation: number }; status?: { observedGeneration?: number } }
+    return cr.status?.observedGeneration === cr.metadata.generation ? true : undefined
+  })
+  const kinds = readChartFiles(own.dir).get('kinds.yaml')!
+  const without = '  - apiVersion: networking.k8s.io/v1\n    kind: NetworkPolicy\n    resource: networkpolicies\n'
+  t.ok(kinds.includes(without))
+  const dir = chartWith({ 'kinds.yaml': kinds.replace(without, ''), 'templates/networkpolicy.ejs': null })
+  const r = await classes(['--chart', dir])
+  t.same(r.classes, { 'default/big': 'none', 'default/small': 'prune' })
+  t.same(r.plan.memcacheds.find((m) => m.memcached === 'default/small')!.objects.filter((o) => o.action === 'prune').map((o) => `${o.kind}/${o.name}`), ['NetworkPolicy/small'])
+})

@@ -195,6 +195,11 @@ export interface CompareContext {
   skipEqual?: boolean
   /** Only the summary: no unified diffs are written (`plan`). */
   summaryOnly?: boolean
+  /**
+   * The kinds whose objects of a CR are pruned when it no longer renders them (default: its
+   * chart's): the operator prunes over the kinds it watches, which a revision may not declare.
+   */
+  pruneKinds?: readonly ChartKind[]
 }
 
 /** The namespace of a CR from a file: its own, else `-n`, else the context's; a conflict with `-n` is kubectl's error. */
@@ -388,7 +393,7 @@ async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResu
     record(d, !changed ? 'none' : current ? 'update' : 'create', changed ? podsRestart(d.kind, current, merged) : false, undefined, current, d)
   }
   if (liveCr?.metadata.uid) {
-    for (const kind of chart.kinds) {
+    for (const kind of ctx.pruneKinds ?? chart.kinds) {
       let owned: KubeObject[]
       try {
         owned = await live.owned(kind.apiVersion, kind.kind, namespace, name)

@@ -58,7 +58,7 @@ export async function planOffline(opts: PlanOptions, io: CliIO): Promise<Plan> {
       await operator.stop()
     }
     io.stderr(`offline: ${crs.length} Memcacheds converged on ${revisionName(current)} in a sandbox in ${((performance.now() - started) / 1000).toFixed(1)} s; planning\n`)
-    return await makePlan({ ...opts, platform: opts.platform ?? 'kubernetes' }, io, sandbox.kubeconfigPath)
+    return await makePlan({ ...opts, platform: opts.platform ?? 'kubernetes' }, io, sandbox.kubeconfigPath, current)
   } finally {
     await sandbox.close()
   }

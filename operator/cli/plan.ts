@@ -14,7 +14,8 @@ import { API_VERSION, KIND, type Memcached } from '../api/memcached.ts'
 import { ApiError, isNotFound, KubeClient, type KubeObject } from '../controller/client.ts'
 import { detectPlatform } from '../controller/platform.ts'
 import { classify, parseClasses, PLAN_CLASSES, totals, type PlanClass, type PlannedCr } from '../fleet/plan.ts'
-import { loadChart, type Chart } from '../render/chart.ts'
+import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
+import { kindKey, type ChartKind } from '../render/kinds.ts'
 import { RenderError } from '../render/errors.ts'
 import { chartOfRevision, REVISION_API_VERSION, REVISION_KIND, revisionName, type ChartRevisionObject } from '../render/revision.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
@@ -72,8 +73,18 @@ async function targetOf(opts: PlanOptions, io: CliIO, client: KubeClient): Promi
   return { chart: chartOfRevision(object as unknown as ChartRevisionObject), source: `ChartRevision ${name}` }
 }
 
-/** Makes the plan of every Memcached the flags select, against the cluster of `kubeconfig`. */
-export async function makePlan(opts: PlanOptions, io: CliIO, kubeconfig: string | undefined): Promise<Plan> {
+/** The kinds of `target` and of `watched` (the operator's own chart), each once. */
+function kindsOf(target: Chart, watched: Chart): ChartKind[] {
+  const seen = new Set(target.kinds.map(kindKey))
+  return [...target.kinds, ...watched.kinds.filter((k) => !seen.has(kindKey(k)))]
+}
+
+/**
+ * Makes the plan of every Memcached the flags select, against the cluster of `kubeconfig`.
+ * `watched` is the operator's own chart (default: the bundled one): its kinds are the ones the
+ * operator prunes over, so that an object of a kind the target no longer declares shows as pruned.
+ */
+export async function makePlan(opts: PlanOptions, io: CliIO, kubeconfig: string | undefined, watched: Chart = loadChart(DEFAULT_CHART_DIR)): Promise<Plan> {
   const kc = loadKubeConfig(kubeconfig, io, opts.context)
   const describe = (err: unknown): string =>
     err instanceof ApiError && (err.status === 401 || err.status === 403) && err.details?.kind === undefined ? `the server refused the credentials of ${identityOf(kc)}: ${err.status} ${err.message || err.reason}` : err instanceof Error ? err.message : String(err)
@@ -84,9 +95,11 @@ export async function makePlan(opts: PlanOptions, io: CliIO, kubeconfig: string 
     const platformFlag = opts.platform ?? 'auto'
     const platform = platformFlag === 'auto' ? await detectPlatform(client) : platformFlag
     const crs = (await client.list<KubeObject & Memcached>({ apiVersion: API_VERSION, kind: KIND }, { ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}), ...(opts.selector ? { labelSelector: opts.selector } : {}) })).items
-    const live = await liveByList(client, crs, chart.kinds, opts.namespace)
+    const kinds = kindsOf(chart, watched)
+    client.learnKinds(kinds)
+    const live = await liveByList(client, crs, kinds, opts.namespace)
     // The revision moves under the CR: its pin is not a value to render with.
-    const results = await compareAll({ client, chartOf: () => chart, live, overrides: [], platform, fromContext: undefined, skipEqual: true, summaryOnly: true }, crs, describe)
+    const results = await compareAll({ client, chartOf: () => chart, live, overrides: [], platform, fromContext: undefined, skipEqual: true, summaryOnly: true, pruneKinds: kinds }, crs, describe)
     const memcacheds = results.map((r, i): PlannedCr => {
       const cr = crs[i]!
       const pinned = (cr.spec as { chartRevision?: unknown } | undefined)?.chartRevision
