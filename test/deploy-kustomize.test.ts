@@ -7,6 +7,7 @@ import t from 'tap'
 import { parse } from 'yaml'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
+import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { grantsFor, kustomize, kustomizeText, ROOT } from './deploy-manifests.ts'
@@ -29,15 +30,18 @@ const pod = deployment.spec.template.spec
 const manager = pod.containers[0]!
 
 t.test('kustomize/default: the namespace, the CRD, RBAC, the manager and a metrics Service, prefixed', async (t) => {
-  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
+  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
   t.equal(one('Namespace').metadata.name, NS)
   for (const o of objects) {
     if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') continue
     t.ok(o.metadata.name?.startsWith(PREFIX), `${o.kind} ${o.metadata.name} has the prefix`)
     if (!o.kind.startsWith('Cluster')) t.equal(o.metadata.namespace, NS, `${o.kind} ${o.metadata.name} is in ${NS}`)
   }
-  t.same(one('CustomResourceDefinition'), memcachedCRD(loadChart()), 'the CRD is what `memcached-operator crd` prints')
-  t.same(one('CustomResourceDefinition'), parse(readFileSync(join(ROOT, 'kustomize/crd/bases/cache.example.com_memcacheds.yaml'), 'utf8')))
+  const crd = (name: string) => find('CustomResourceDefinition').find((o) => o.metadata.name === name)
+  t.same(crd('memcacheds.cache.example.com'), memcachedCRD(loadChart()), 'the CRD is what `memcached-operator crd` prints')
+  t.same(crd('memcacheds.cache.example.com'), parse(readFileSync(join(ROOT, 'kustomize/crd/bases/cache.example.com_memcacheds.yaml'), 'utf8')))
+  t.same(crd('chartrevisions.cache.example.com'), chartRevisionCRD(), 'the ChartRevision CRD is what `memcached-operator crd --kind ChartRevision` prints')
+  t.same(crd('chartrevisions.cache.example.com'), parse(readFileSync(join(ROOT, 'kustomize/crd/bases/cache.example.com_chartrevisions.yaml'), 'utf8')))
   t.notOk(objects.some((o) => o.kind === 'ServiceMonitor'), 'no ServiceMonitor in default/')
 })
 
@@ -54,7 +58,7 @@ t.test('no wildcard anywhere in the RBAC, and the bindings name the Deployment\'
   const sa = one('ServiceAccount')
   t.equal(pod.serviceAccountName, sa.metadata.name)
   const grants = grantsFor(objects, NS, sa.metadata.name ?? '')
-  t.same([...new Set(grants.map((g) => `${g.from} ${g.namespace ?? 'cluster-wide'}`))].sort(), [`ClusterRole/${PREFIX}manager-role cluster-wide`, `ClusterRole/${PREFIX}metrics-auth-role cluster-wide`, `Role/${NS}/${PREFIX}leader-election-role ${NS}`])
+  t.same([...new Set(grants.map((g) => `${g.from} ${g.namespace ?? 'cluster-wide'}`))].sort(), [`ClusterRole/${PREFIX}chart-revision-role cluster-wide`, `ClusterRole/${PREFIX}manager-role cluster-wide`, `ClusterRole/${PREFIX}metrics-auth-role cluster-wide`, `Role/${NS}/${PREFIX}leader-election-role ${NS}`])
   t.notOk(grants.some((g) => g.from.endsWith('metrics-reader')), 'the operator reads no metrics: the reader role is for scrapers')
 })
 

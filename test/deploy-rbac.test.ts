@@ -15,6 +15,7 @@ import pino from 'pino'
 import t, { type Test } from 'tap'
 import YAML from 'yaml'
 import { memcachedCRD } from '../operator/api/crd.ts'
+import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
 import { KubeConfig } from '@kubernetes/client-node'
 import { KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { packageVersion } from '../operator/cli/io.ts'
@@ -74,7 +75,7 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   // A server without watch-lists (kube-apiserver before 1.34 has its WatchList feature off by
   // default): the operator's fallback, lists in pages and then watches, needs both verbs, where a
   // watch-list needs only `watch` (a watch from no resourceVersion has always sent every object).
-  const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 1_000_000, watchList: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject, ...crds] })
+  const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 1_000_000, watchList: false, installCRDs: [memcachedCRD(chart) as unknown as KubeObject, chartRevisionCRD() as unknown as KubeObject, ...crds] })
   t.teardown(() => sandbox.close())
   const user = clientFor(sandbox, 'test-user/1', 'test-user')
   t.teardown(() => user.close())
@@ -82,7 +83,7 @@ async function recordScenarios(t: Test): Promise<RequestRecord[]> {
   for (const ns of [NS, 'team-a']) await user.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })
   // The operator's ServiceAccount and RBAC exactly as kustomize/default installs them.
   const rbac = kustomize('default').filter((o) => o.kind === 'ServiceAccount' || o.apiVersion === 'rbac.authorization.k8s.io/v1')
-  t.same(rbac.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount'])
+  t.same(rbac.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount'])
   rbac.push(INPUT_SECRETS_BINDING)
   // Prometheus's ServiceAccount bound to the metrics reader, as metrics_reader_role.yaml says to.
   rbac.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'prometheus-metrics' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'memcached-operator-metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }] } as unknown as KubeObject)
@@ -308,6 +309,7 @@ t.test('every request the operator makes is allowed, and every rule is needed', 
   t.ok(leases.length > 0 && leases.every((a) => a.namespace === NS), 'Leases only in the operator\'s namespace (hence the Role)')
   t.same([...new Set(leases.map((a) => a.verb))].sort(), ['create', 'get', 'update'])
   t.ok(used('create', 'authentication.k8s.io', 'tokenreviews').length > 0 && used('create', 'authorization.k8s.io', 'subjectaccessreviews').length > 0, 'the HTTPS metrics endpoint reviews the scraper\'s token and access')
+  t.ok(used('create', 'cache.example.com', 'chartrevisions').length > 0 && used('watch', 'cache.example.com', 'chartrevisions').length > 0, 'the operator pushes its own chart as a ChartRevision and watches the revisions')
 })
 
 t.test('without update on memcacheds/finalizers, OwnerReferencesPermissionEnforcement refuses every child and the CR says so', async (t) => {

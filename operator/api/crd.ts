@@ -28,6 +28,7 @@ const STATUS_SCHEMA = {
     readyReplicas: { type: 'integer', description: 'Pods that are ready.' },
     selector: { type: 'string', description: 'Label selector of the pods, for the scale subresource.' },
     observedGeneration: { type: 'integer', format: 'int64', description: 'The generation the status describes.' },
+    chartRevision: { type: 'string', description: 'The ChartRevision the instance was last rendered with (<chart>-<digest prefix>; docs/fleet.md).' },
     conditions: {
       type: 'array',
       description: 'Available, Progressing and Degraded.',

@@ -36,6 +36,8 @@ export interface MemcachedStatus {
   readyReplicas?: number
   selector?: string
   observedGeneration?: number
+  /** The ChartRevision the instance was last rendered with (docs/fleet.md). */
+  chartRevision?: string
   conditions?: Condition[]
 }
 

@@ -7,6 +7,13 @@ import { OVERLAYS_SCHEMA } from '../render/overlay-schema.ts'
 
 export const OPERATOR_SPEC_FIELDS: Readonly<Record<string, Record<string, unknown>>> = {
   overlays: OVERLAYS_SCHEMA,
+  chartRevision: {
+    type: 'string',
+    maxLength: 253,
+    pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+    description:
+      'The ChartRevision this instance is rendered with (a pin): the name of a cluster-scoped ChartRevision, e.g. memcached-3f2a9c1b0d7e. Unset: the default revision (the one labelled cache.example.com/default=true, else the operator\'s own chart). status.chartRevision says which one it runs. See docs/fleet.md.',
+  },
 }
 
 /** The chart's values of a spec: the spec without the operator's fields. */
@@ -14,6 +21,7 @@ export function chartValuesOf(spec: Record<string, unknown>): Record<string, unk
   let out: Record<string, unknown> | undefined
   for (const k of Object.keys(OPERATOR_SPEC_FIELDS)) {
     if (!Object.hasOwn(spec, k)) continue
+    // A spread defines members (a `__proto__` key stays a member, never a prototype).
     out ??= { ...spec }
     delete out[k]
   }

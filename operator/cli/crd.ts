@@ -1,12 +1,21 @@
-/** `memcached-operator crd`: prints the CustomResourceDefinition generated from the chart's schema. */
+/**
+ * `memcached-operator crd`: prints the CustomResourceDefinition of Memcached, generated from the
+ * chart's schema, or (`--kind ChartRevision`) the fixed one of ChartRevision.
+ */
 import { resolve } from 'node:path'
+import { chartRevisionCRD } from '../api/chart-revision-crd.ts'
 import { memcachedCRD } from '../api/crd.ts'
+import { REVISION_KIND } from '../render/revision.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { yamlText } from '../render/manifest.ts'
 import type { CliIO } from './io.ts'
 
 /** Runs `crd`; returns the exit code. */
-export function runCrd(opts: { chart?: string }, io: CliIO): number {
+export function runCrd(opts: { chart?: string; kind?: string }, io: CliIO): number {
+  if (opts.kind === REVISION_KIND) {
+    io.stdout(yamlText(chartRevisionCRD()))
+    return 0
+  }
   const chart = loadChart(opts.chart ? resolve(io.cwd, opts.chart) : DEFAULT_CHART_DIR)
   io.stdout(yamlText(memcachedCRD(chart)))
   return 0

@@ -11,6 +11,7 @@ import type { RenderedObject } from '../render/manifest.ts'
 import { yamlText } from '../render/manifest.ts'
 import { objectKey, ownershipConflicts } from '../reconcile/owner.ts'
 import { whyNotRecreate, type ImmutableChange } from '../reconcile/recreate.ts'
+import { hashDesired } from '../reconcile/applied.ts'
 import type { Memcached } from '../api/memcached.ts'
 
 /** What applying the render does to one object. */
@@ -27,6 +28,10 @@ export interface ObjectPrediction {
   podsRestart: boolean
   /** Why: the immutable field, the conflict, the kind not served. */
   reason?: string
+  /** The live object as read: what a later rollout expects to find still (docs/fleet.md). */
+  live?: { uid: string; resourceVersion: string; hash: string }
+  /** sha256 of the object rendered (reconcile/applied.ts hashDesired). */
+  desiredHash?: string
 }
 
 /** Kinds whose `spec.template` is a pod template: a change of it rolls their pods. */
@@ -64,10 +69,30 @@ export function recreateReason(change: ImmutableChange): string {
   return `deleted and re-created: ${change.message}`
 }
 
+/**
+ * sha256 of a live object without what the server and the controllers write on their own (its
+ * status, resourceVersion, generation, managedFields): it changes when somebody changes the
+ * object, not when its pods become ready.
+ */
+export function liveHash(obj: KubeObject): string {
+  const { managedFields: _m, resourceVersion: _r, generation: _g, ...metadata } = obj.metadata as KubeObject['metadata']
+  const { status: _s, metadata: _meta, ...rest } = obj as KubeObject & { status?: unknown }
+  return hashDesired({ ...rest, metadata })
+}
+
 /** What the server keeps for itself; kubectl diff hides managedFields, and the rest is noise of a dry run. */
 export function comparable(obj: KubeObject | RenderedObject | undefined): string {
-  if (!obj) return ''
+  return obj ? yamlText(withoutServerFields(obj)) : ''
+}
+
+/** The object without what {@link comparable} leaves out. */
+function withoutServerFields(obj: KubeObject | RenderedObject): Record<string, unknown> {
   const { managedFields: _m, resourceVersion: _r, generation: _g, uid: _u, creationTimestamp: _c, ...metadata } = obj.metadata as KubeObject['metadata']
   const { apiVersion, kind, metadata: _meta, ...rest } = obj
-  return yamlText({ apiVersion, kind, metadata, ...rest })
+  return { apiVersion, kind, metadata, ...rest }
+}
+
+/** Whether {@link comparable} would show no difference between `a` and `b`, without writing either as YAML. */
+export function sameComparable(a: KubeObject | undefined, b: KubeObject): boolean {
+  return a !== undefined && isDeepStrictEqual(withoutServerFields(a), withoutServerFields(b))
 }

@@ -9,7 +9,7 @@ import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value]
 
-const COMMANDS = ['render', 'lint', 'crd', 'rbac', 'run', 'diff', 'sandbox']
+const COMMANDS = ['render', 'lint', 'crd', 'rbac', 'run', 'diff', 'plan', 'chart', 'sandbox']
 
 /**
  * Commands register here; each returns its exit code. With `only`, the command being run is the
@@ -66,8 +66,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
   if (wanted('crd')) {
     program
       .command('crd')
-      .description('print the CustomResourceDefinition of memcacheds.cache.example.com')
+      .description('print the CustomResourceDefinition of memcacheds.cache.example.com (or, with --kind ChartRevision, of chartrevisions.cache.example.com)')
       .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .addOption(new Option('--kind <kind>', 'the CRD of which kind').choices(['Memcached', 'ChartRevision']).default('Memcached'))
       .action(async (opts) => {
         const { runCrd } = await import('./crd.ts')
         setCode(runCrd(opts, io))
@@ -93,6 +94,7 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .option('-n, --namespace <namespace>', 'watch only this namespace (repeatable; default: all)', collect, [])
       .option('-l, --selector <selector>', 'reconcile only the Memcacheds this label selector matches, e.g. shard=a (default: all)')
       .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
+      .option('--default-chart-revision <name>', 'the ChartRevision that Memcacheds without spec.chartRevision run (default: the one labelled cache.example.com/default=true, else the operator\'s own chart; docs/fleet.md)')
       .option('--concurrency <n>', 'reconciles running at once', '4')
       .option('--resync-period <duration>', 'how often every Memcached is reconciled even without events', '10m')
       .option('--max-concurrent-recreations <n>', 'workloads deleted and re-created at a time across every Memcached (a field that cannot change in place); 0: no limit', '1')
@@ -142,6 +144,53 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .action(async (opts) => {
         const { runDiff } = await import('./diff.ts')
         setCode(await runDiff(opts, io))
+      })
+  }
+
+  if (wanted('plan')) {
+    program
+      .command('plan')
+      .description('what moving every Memcached to a chart (--chart DIR) or ChartRevision (--revision NAME) would do, CR by CR: none, update, restart, prune, recreate, conflict, invalid, with totals; against the cluster, or offline from a file; exit 0 fine, 1 a CR in a --fail-on class, 2 error')
+      .option('--chart <dir>', 'the target: a chart directory')
+      .option('--revision <name>', 'the target: a ChartRevision of the cluster')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+      .option('-n, --namespace <namespace>', 'only the Memcacheds of this namespace (default: all)')
+      .option('-l, --selector <selector>', 'only the Memcacheds this label selector matches, e.g. tier=gold')
+      .addOption(new Option('-o, --output <format>', 'text: a line per CR that changes, then the totals; json: every CR with its class, objects and what a rollout must still find').choices(['text', 'json']).default('text'))
+      .option('--fail-on <classes>', 'the classes that make the exit code 1, comma-separated', 'invalid,conflict,recreate,prune')
+      .option('--platform <platform>', 'auto (discovery, as the operator decides), kubernetes or openshift', 'auto')
+      .option('--offline <file>', 'plan the Memcacheds of FILE (kubectl get mc -A -o yaml) in an in-process sandbox, converged first on --current-chart: no cluster needed')
+      .option('--current-chart <dir>', 'with --offline: the chart the Memcacheds run now (default: the bundled charts/memcached)')
+      .option('--timeout <duration>', 'with --offline: how long their convergence may take (default 10m)')
+      .action(async (opts) => {
+        const { runPlan } = await import('./plan.ts')
+        setCode(await runPlan(opts, io))
+      })
+  }
+
+  if (wanted('chart')) {
+    const chart = program.command('chart').description('chart revisions in the cluster: push a chart directory as a ChartRevision, promote one to the default (docs/fleet.md)')
+    chart
+      .command('push')
+      .description('create the ChartRevision of the chart in DIR (named <chart>-<digest prefix>; the same files again: unchanged)')
+      .argument('<dir>', 'chart directory')
+      .option('--promote', 'also make it the default revision (what Memcacheds without spec.chartRevision run)')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+      .action(async (dir: string, opts) => {
+        const { runChartPush } = await import('./chart.ts')
+        setCode(await runChartPush(dir, opts, io))
+      })
+    chart
+      .command('promote')
+      .description('make ChartRevision NAME the default: every Memcached without spec.chartRevision moves to it')
+      .argument('<name>', 'the ChartRevision, e.g. memcached-3f2a9c1b0d7e')
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+      .action(async (name: string, opts) => {
+        const { runChartPromote } = await import('./chart.ts')
+        setCode(await runChartPromote(name, opts, io))
       })
   }
 

@@ -26,6 +26,7 @@ import { InputError, packageVersion, parseDuration, processSignal, UsageError, t
 import { loadKubeConfig } from './kubeconfig.ts'
 import { selectorKeys } from '../reconcile/shard.ts'
 import { readPlatformOverlays } from './overlays-file.ts'
+import { ChartRevisions } from '../reconcile/revision.ts'
 
 export { loadKubeConfig, parseDuration }
 
@@ -35,6 +36,8 @@ export interface RunOptions {
   /** A label selector: only the Memcacheds it matches are reconciled (a shard of the fleet). */
   selector?: string
   chart?: string
+  /** The ChartRevision that Memcacheds without spec.chartRevision run (default: the labelled one, else the operator's own chart). */
+  defaultChartRevision?: string
   concurrency: string
   resyncPeriod: string
   /** Workloads re-created at a time across the fleet (default 1; 0: no limit). */
@@ -208,9 +211,11 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   }
   const runtimeMetrics = createRuntimeMetrics(metrics.registry)
   if (opts.leaderElect) runtimeMetrics.setLeading(opts.leaderElectionId, false)
+  const revisions = new ChartRevisions({ client, own: chart, log, onChange: () => controller.enqueueAll(), ...(opts.defaultChartRevision !== undefined ? { defaultRevision: opts.defaultChartRevision } : {}) })
   const controller = new MemcachedController({
     client,
     chart,
+    chartFor: (cr) => revisions.resolve(cr),
     namespaces: opts.namespace,
     ...(opts.selector !== undefined ? { selector: opts.selector } : {}),
     concurrency,
@@ -262,10 +267,15 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   if (signal?.aborted) abort()
   signal?.addEventListener('abort', abort, { once: true })
   try {
+    await revisions.start()
     await controller.start()
   } catch (err) {
-    if (!(err instanceof ClusterScopedKindError)) throw err
+    if (!(err instanceof ClusterScopedKindError)) {
+      revisions.stop()
+      throw err
+    }
     // The chart asks for something the operator will not do: say so and exit, as for a bad chart.
+    revisions.stop()
     await controller.stop()
     await endpoints.close()
     client.close()
@@ -274,6 +284,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     signal?.removeEventListener('abort', abort)
   }
   if (aborting) {
+    revisions.stop()
     await aborting
     await endpoints.close()
     client.close()
@@ -337,6 +348,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
         work.abort()
       }, shutdownTimeoutMs)
       await controller.stop()
+      revisions.stop()
       clearTimeout(deadline)
       if (elector) {
         if (await elector.release()) log.info('released the leader lease')

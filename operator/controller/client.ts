@@ -113,6 +113,7 @@ const builtinResources: Record<string, ResourceInfo> = {
   'coordination.k8s.io/v1/Lease': { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespaced: true },
   'events.k8s.io/v1/Event': { group: 'events.k8s.io', version: 'v1', plural: 'events', namespaced: true },
   'cache.example.com/v1alpha1/Memcached': { group: 'cache.example.com', version: 'v1alpha1', plural: 'memcacheds', namespaced: true },
+  'cache.example.com/v1alpha1/ChartRevision': { group: 'cache.example.com', version: 'v1alpha1', plural: 'chartrevisions', namespaced: false },
 }
 
 /** Thrown for a kind missing from the resource table. */

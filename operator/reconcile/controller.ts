@@ -35,7 +35,7 @@ import { Reloader, type PodDialer } from './reload.ts'
 import { Resizer } from './resize.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
-import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics } from './reconciler.ts'
+import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics, type ReconcilerDeps } from './reconciler.ts'
 
 /** The label every object the operator renders carries; the informers of children select by it. */
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-operator'
@@ -114,6 +114,8 @@ export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics):
 export interface MemcachedControllerOptions {
   client: KubeClient
   chart: () => Chart
+  /** The chart each CR is rendered with (revision.ts); absent: `chart` for every CR. */
+  chartFor?: ReconcilerDeps['chartFor']
   /** Namespaces to watch; empty for all. */
   namespaces: string[]
   /** A label selector on the Memcacheds: only those it matches are cached, hence reconciled. */
@@ -384,6 +386,7 @@ export class MemcachedController {
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,
+      ...(opts.chartFor ? { chartFor: opts.chartFor } : {}),
       memcacheds: this.#memcacheds,
       children: this.#children,
       shardKeys,

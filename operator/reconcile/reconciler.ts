@@ -31,6 +31,7 @@ import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from '.
 import { TransientFailures } from './transient.ts'
 import type { Reloader } from './reload.ts'
 import type { Resizer } from './resize.ts'
+import type { ResolvedChart } from './revision.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -72,8 +73,13 @@ export interface ReconcileMetrics {
 /** What a reconcile needs. */
 export interface ReconcilerDeps {
   client: KubeClient
-  /** The chart now (it may be reloaded when its files change). */
+  /** The chart now (it may be reloaded when its files change): the operator's own, whose kinds it watches. */
   chart: () => Chart
+  /**
+   * The chart a CR is rendered with and its revision's name (revision.ts); absent: the operator's
+   * own chart for every CR, and no status.chartRevision. @throws RenderError when there is none
+   */
+  chartFor?: (cr: MemcachedObject) => ResolvedChart
   memcacheds: Cache<MemcachedObject>
   /** One cache per kind the chart declares, keyed `apiVersion/kind`, each indexed by {@link CONTROLLER_INDEX}. */
   children: ReadonlyMap<string, Cache>
@@ -217,6 +223,8 @@ export class Reconciler {
   #unsyncedSince = new Map<string, number>()
   /** Runs of failures only retried, not reported (transient.ts). */
   #transient: TransientFailures
+  /** By CR uid: the chart revision its reconcile in progress renders with. */
+  #revisions = new Map<string, string>()
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps
@@ -235,7 +243,15 @@ export class Reconciler {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
     this.#releaseReplaced(cr)
-    const chart = this.#d.chart()
+    let chart: Chart
+    try {
+      chart = this.#chartOf(cr)
+    } catch (err) {
+      // No revision to render with (revision.ts says why): nothing is applied, the objects keep running.
+      if (!(err instanceof RenderError)) throw err
+      await this.#fail(cr, outcomeOfRenderError(err), undefined, log)
+      return {}
+    }
     const inputs = this.#inputsOf(cr)
     const settled = this.#stillSettled(cr, chart, inputs)
     if (settled) return this.#reconcileSettled(cr, chart, settled, log)
@@ -296,7 +312,7 @@ export class Reconciler {
       for (const g of plan.granted) if (!done.recreated.some((r) => r.what === g.what)) this.#d.pacer?.release(g.key)
       await this.#announce(cr, done)
     }
-    const switching = await this.#prune(cr, chart, desired, log)
+    const switching = await this.#prune(cr, this.#d.chart(), desired, log)
     const notServed = left.length > 0 ? describeNotServed(left) : undefined
     if (optional) await this.#announceOptional(cr, optional, notServed)
     const reload = await this.#reload(cr, desired, liveWorkload, log)
@@ -312,6 +328,14 @@ export class Reconciler {
     const steps = [await this.#d.reloader?.step(cr, workload, pods, log), await this.#d.resizer?.step(cr, workload, pods, log)].filter((s) => s !== undefined)
     const retries = steps.flatMap((s) => (s.requeueAfterMs !== undefined ? [s.requeueAfterMs] : []))
     return { also: steps.map((s) => s.condition), result: retries.length > 0 ? { requeueAfterMs: Math.min(...retries) } : {} }
+  }
+
+  /** The chart `cr` is rendered with; its revision is what an `ok` status reports (status.chartRevision). */
+  #chartOf(cr: MemcachedObject): Chart {
+    if (!this.#d.chartFor) return this.#d.chart()
+    const { chart, revision } = this.#d.chartFor(cr)
+    this.#revisions.set(cr.metadata.uid ?? '', revision)
+    return chart
   }
 
   /** Reports objects this CR must not take over (Degraded OwnershipConflict) and looks again later. */
@@ -375,7 +399,7 @@ export class Reconciler {
     const desired = settled.objects.map((o) => o.identity)
     for (const d of desired) this.#d.metrics.skipped(d.kind)
     log.debug({ objects: desired.length }, 'inputs and objects as the last apply left them: not rendered')
-    const switching = await this.#prune(cr, chart, desired, log)
+    const switching = await this.#prune(cr, this.#d.chart(), desired, log)
     if (settled.optional) await this.#announceOptional(cr, settled.optional, settled.notServed)
     const reload = await this.#reload(cr, desired, undefined, log)
     await this.#writeStatus(cr, desired, undefined, { kind: 'ok', recreated: [], ...(switching ? { switching } : {}) }, log, [...(settled.optional ? [settled.optional] : []), ...reload.also])
@@ -457,6 +481,7 @@ export class Reconciler {
     this.#written.delete(uid)
     this.#recreations.delete(uid)
     this.#settled.delete(uid)
+    this.#revisions.delete(uid)
     this.#transient.clear(uid)
     this.#d.pacer?.forget(uid)
     this.#d.reloader?.forget(uid)
@@ -820,6 +845,9 @@ export class Reconciler {
     const events = this.#d.workloadEvents
     const workloadFailure = events ? failedCreateCause(liveWorkload, (uid) => events.byIndex(INVOLVED_UID_INDEX, uid)) : undefined
     const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
+    // The revision the objects run: the one just applied, else (a failure: nothing applied) the one before.
+    const chartRevision = outcome.kind === 'ok' ? this.#revisions.get(cr.metadata.uid ?? '') : cr.status?.chartRevision
+    if (chartRevision !== undefined) status.chartRevision = chartRevision
     if (statusEqual(status, cr.status)) return
     try {
       await this.#d.client.apply(

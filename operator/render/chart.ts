@@ -1,11 +1,15 @@
 /**
- * A chart on disk: Chart.yaml, values.yaml, values.schema.json, kinds.yaml (the kinds it may
- * render) and templates/*.ejs (files whose name starts with `_` are partials). Loading compiles every template once; the loaded chart is
- * cached by directory, so rendering many CRs compiles nothing again.
+ * A chart: Chart.yaml, values.yaml, values.schema.json, kinds.yaml (the kinds it may render),
+ * platforms/*.yaml and templates/*.ejs (files whose name starts with `_` are partials). A chart is
+ * data with an identity: it loads from a map of its files (read from a directory, or from a
+ * ChartRevision object, render/revision.ts), and the sha256 of that map is its digest. Loading
+ * compiles every template once; a chart loaded from a directory is cached by directory, so
+ * rendering many CRs compiles nothing again.
  */
 import ejs from 'ejs'
+import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import YAML from 'yaml'
 import { firstLine, lineAt, ModuleUnavailable, RenderError, yamlData, yamlProblems } from './errors.ts'
@@ -32,9 +36,17 @@ export interface Template {
   traceLine?(locals: Record<string, unknown>, n: number): number | undefined
 }
 
+/** A chart's files by path relative to the chart's directory (`templates/deployment.ejs`), as text. */
+export type ChartFiles = ReadonlyMap<string, string>
+
 /** A loaded chart. */
 export interface Chart {
+  /** Where it was loaded from: its directory, or `ChartRevision <name>`. */
   dir: string
+  /** The files it was loaded from. */
+  files: ChartFiles
+  /** sha256 (hex) of {@link files}: what a chart revision is named by ({@link chartDigest}). */
+  digest: string
   name: string
   version: string
   appVersion: string
@@ -82,6 +94,42 @@ function readText(dir: string, file: string): string {
   }
 }
 
+/** The files every chart has. */
+const REQUIRED_FILES = ['Chart.yaml', 'values.yaml', 'values.schema.json', KINDS_FILE] as const
+
+/**
+ * The files of the chart in `dir` (what {@link chartFromFiles} loads): the required ones (one
+ * missing is an error naming it), templates/*.ejs and platforms/*.yaml. Nothing else of the
+ * directory (README, ci/, tests) is part of the chart's identity.
+ */
+export function readChartFiles(dir: string): Map<string, string> {
+  const files = new Map<string, string>()
+  for (const f of REQUIRED_FILES) files.set(f, readText(dir, f))
+  let templates: string[]
+  try {
+    templates = readdirSync(join(dir, 'templates')).filter((f) => f.endsWith('.ejs')).sort()
+  } catch {
+    throw new RenderError('input', [`chart ${dir}: no templates/ directory`])
+  }
+  for (const f of templates) files.set(`templates/${f}`, readText(dir, join('templates', f)))
+  for (const f of platformFiles(dir)) files.set(`${PLATFORMS_DIR}/${f}`, readText(dir, join(PLATFORMS_DIR, f)))
+  return files
+}
+
+/**
+ * The digest of a chart: sha256 over its files in path order, each as its path, a NUL, its
+ * length and a NUL, then its text — so that no two different maps hash alike.
+ */
+export function chartDigest(files: ChartFiles): string {
+  const hash = createHash('sha256')
+  for (const path of [...files.keys()].sort()) {
+    const text = files.get(path)!
+    hash.update(`${path}\0${Buffer.byteLength(text)}\0`)
+    hash.update(text)
+  }
+  return hash.digest('hex')
+}
+
 /** One YAML 1.1 document as data (duplicate keys refused, aliases bounded); every error is placed in `source`. */
 export function parseYamlValue(text: string, source: string): unknown {
   const doc = YAML.parseDocument(text, { version: '1.1', uniqueKeys: true })
@@ -89,8 +137,15 @@ export function parseYamlValue(text: string, source: string): unknown {
   return yamlData(doc, source, text)
 }
 
-function parseYamlFile(dir: string, file: string): unknown {
-  return parseYamlValue(readText(dir, file), join(dir, file))
+/** The text of `file` of a chart being loaded from `files` (`source` names the chart in errors). */
+function fileText(files: ChartFiles, source: string, file: string): string {
+  const text = files.get(file)
+  if (text === undefined) throw new RenderError('input', [`chart ${source}: cannot read ${file}: ENOENT`])
+  return text
+}
+
+function parseYamlFile(files: ChartFiles, source: string, file: string): unknown {
+  return parseYamlValue(fileText(files, source, file), join(source, file))
 }
 
 /**
@@ -119,27 +174,34 @@ function platformFiles(dir: string): string[] {
 }
 
 /** platforms/*.yaml, each a map of values (nulls kept: a platform may remove a default). */
-function readPlatforms(dir: string): Record<string, Values> {
+function readPlatforms(files: ChartFiles, dir: string): Record<string, Values> {
   const out: Record<string, Values> = Object.create(null)
-  for (const f of platformFiles(dir)) {
-    const file = join(PLATFORMS_DIR, f)
-    const values = parseYamlFile(dir, file) ?? {}
+  for (const file of [...files.keys()].filter((f) => f.startsWith(`${PLATFORMS_DIR}/`) && f.endsWith('.yaml')).sort()) {
+    const values = parseYamlFile(files, dir, file) ?? {}
     if (!isPlainMap(values)) throw new RenderError('input', [`${join(dir, file)}: must be a map`])
-    out[f.slice(0, -'.yaml'.length)] = cloneData(values) as Values
+    out[file.slice(PLATFORMS_DIR.length + 1, -'.yaml'.length)] = cloneData(values) as Values
   }
   return out
 }
 
 function readChart(dir: string): Chart {
-  const meta = parseYamlFile(dir, 'Chart.yaml')
+  return chartFromFiles(readChartFiles(dir), dir)
+}
+
+/**
+ * Loads a chart from its files (see {@link readChartFiles}); `dir` names it in errors and in
+ * {@link Chart.dir}. Every template is compiled, every problem of them reported at once.
+ */
+export function chartFromFiles(files: ChartFiles, dir: string): Chart {
+  const meta = parseYamlFile(files, dir, 'Chart.yaml')
   if (!isPlainMap(meta) || typeof meta.name !== 'string' || typeof meta.version !== 'string') {
     throw new RenderError('input', [`${join(dir, 'Chart.yaml')}: name and version are required`])
   }
-  const defaults = parseYamlFile(dir, 'values.yaml') ?? {}
+  const defaults = parseYamlFile(files, dir, 'values.yaml') ?? {}
   if (!isPlainMap(defaults)) throw new RenderError('input', [`${join(dir, 'values.yaml')}: must be a map`])
   let schema: SchemaNode
   try {
-    schema = JSON.parse(readText(dir, 'values.schema.json')) as SchemaNode
+    schema = JSON.parse(fileText(files, dir, 'values.schema.json')) as SchemaNode
   } catch (err) {
     if (err instanceof RenderError) throw err
     throw new RenderError('input', [`${join(dir, 'values.schema.json')}: ${(err as Error).message}`])
@@ -151,21 +213,16 @@ function readChart(dir: string): Chart {
     if (err instanceof ModuleUnavailable) throw err
     throw new RenderError('input', [`${join(dir, 'values.schema.json')}: invalid schema: ${(err as Error).message}`])
   }
-  const kinds = parseKinds(parseYamlFile(dir, KINDS_FILE), join(dir, KINDS_FILE))
-  const templateDir = join(dir, 'templates')
-  let files: string[]
-  try {
-    files = readdirSync(templateDir).filter((f) => f.endsWith('.ejs')).sort()
-  } catch {
-    throw new RenderError('input', [`chart ${dir}: no templates/ directory`])
-  }
+  const kinds = parseKinds(parseYamlFile(files, dir, KINDS_FILE), join(dir, KINDS_FILE))
+  const templateFiles = [...files.keys()].filter((f) => /^templates\/[^/]+\.ejs$/.test(f)).sort()
+  if (templateFiles.length === 0 && ![...files.keys()].some((f) => f.startsWith('templates/'))) throw new RenderError('input', [`chart ${dir}: no templates/ directory`])
   const templates: Template[] = []
   const partials = new Map<string, Template>()
   const problems: string[] = []
-  for (const f of files) {
-    const file = relative(dir, join(templateDir, f))
+  for (const file of templateFiles) {
+    const f = file.slice('templates/'.length)
     try {
-      const t = compileTemplate(file, readText(dir, file))
+      const t = compileTemplate(file, files.get(file)!)
       if (f.startsWith('_')) partials.set(f.slice(1, -'.ejs'.length), t)
       else templates.push(t)
     } catch (err) {
@@ -175,12 +232,14 @@ function readChart(dir: string): Chart {
   if (problems.length > 0) throw new RenderError('template', problems)
   return {
     dir,
+    files,
+    digest: chartDigest(files),
     name: meta.name,
     version: meta.version,
     appVersion: String(meta.appVersion ?? meta.version),
     description: String(meta.description ?? ''),
     defaults: cloneData(defaults, true) as Values,
-    platforms: readPlatforms(dir),
+    platforms: readPlatforms(files, dir),
     schema,
     validate,
     kinds,

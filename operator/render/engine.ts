@@ -2,6 +2,7 @@
  * The render engine: one Memcached instance (name, namespace, spec) through a chart into the
  * objects it should have. Pure: no cluster, no I/O beyond the cached chart.
  */
+import { chartValuesOf } from '../api/spec-fields.ts'
 import type { Chart, Template } from './chart.ts'
 import { RenderError } from './errors.ts'
 import { guardObjects } from './guard.ts'
@@ -11,7 +12,6 @@ import { Raw, quoteString, yamlScalar } from './scalar.ts'
 import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
 import { compareQuantities, quantityOf, QuantityError } from '../kube/quantity.ts'
-import { chartValuesOf } from '../api/spec-fields.ts'
 import { applyOverlays, parseOverlays, platformOverlaysFor, type Overlay, type OverlayChange, type PlatformOverlay } from './overlays.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
@@ -70,10 +70,12 @@ export function standardLabels(chart: Pick<Chart, 'name' | 'appVersion'>, instan
 
 /** Merges chart defaults, the spec and the overrides, and validates the result (every problem, by path). */
 export function resolveValues(chart: Chart, input: RenderInput): Values {
-  const spec = input.spec ?? {}
-  if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
+  const given = input.spec ?? {}
+  if (!isPlainMap(given)) throw new RenderError('values', [`spec: must be a map${Array.isArray(given) ? ', not a list' : ''}`])
+  // The operator's own fields of the spec (a revision pin…) are not the chart's values.
+  const spec = chartValuesOf(given)
   const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
-  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(chartValuesOf(spec)) as Values, ...(input.overrides ?? [])])
+  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
   if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, platform && { file: `platforms/${input.platform}.yaml`, values: platform }, [spec, ...(input.overrides ?? [])])))
   return values
