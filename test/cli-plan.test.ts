@@ -178,7 +178,7 @@ t.test('prune of a kind the target no longer declares: the operator prunes over 
     return cr.status?.observedGeneration === cr.metadata.generation ? true : undefined
   })
   const kinds = readChartFiles(own.dir).get('kinds.yaml')!
-  const without = '  - apiVersion: networking.k8s.io/v1\n    kind: NetworkPolicy\n    resource: networkpolicies\n'
+  const without = '  - apiVersion: networking.k8s.io/v1\n    kind: NetworkPolicy\n    resource: networkpolicies\n    patchable:\n      - metadata.annotations\n      - metadata.labels\n'
   t.ok(kinds.includes(without))
   const dir = chartWith({ 'kinds.yaml': kinds.replace(without, ''), 'templates/networkpolicy.ejs': null })
   const r = await classes(['--chart', dir])

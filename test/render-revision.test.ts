@@ -73,5 +73,5 @@ t.test('spec.chartRevision is the operator\'s: declared by the CRD, never a valu
   const clash = chartWith({ 'values.schema.json': schemaText.replace('"properties": {', '"properties": {\n    "chartRevision": {"type": "string"},') })
   const io = captureIO()
   t.equal(await runCli(['lint', '--chart', clash], io), 1)
-  t.match(io.err(), 'values.schema.json: properties.chartRevision: the operator\'s own spec field of that name')
+  t.match(io.err(), 'values.schema.json: properties.chartRevision: "chartRevision" is a field of the Memcached spec that the operator reads itself')
 })
