@@ -1,6 +1,6 @@
 /**
- * Rules between values that the schema cannot say (templates/validate.ejs): each broken rule is a
- * values error at its path, so that the CR becomes InvalidSpec as for a schema error, and every
+ * Rules between values (the `x-kubernetes-validations` of values.schema.json, which the CRD carries
+ * too: test/sandbox-crd-cel.test.ts): each broken rule is a values error at its path, so that the CR becomes InvalidSpec as for a schema error, and every
  * broken rule is reported at once.
  */
 import t from 'tap'
@@ -58,10 +58,10 @@ t.test('a memory limit below what memcached needs (templates/_memory.ejs) is ref
 
 t.test('a preStop sleep must end before the grace period does', async (t) => {
   t.same(refusal({ lifecycle: { preStopSleepSeconds: 30 } }).problems, [
-    "spec.terminationGracePeriodSeconds (unset: Kubernetes' 30): must exceed spec.lifecycle.preStopSleepSeconds (30), or the pod is killed before memcached gets SIGTERM",
+    "spec.terminationGracePeriodSeconds: must exceed spec.lifecycle.preStopSleepSeconds (30), or the pod is killed before memcached gets SIGTERM (unset: Kubernetes' 30)",
   ])
   t.same(refusal({ lifecycle: { preStopSleepSeconds: 60 }, terminationGracePeriodSeconds: 45 }).problems, [
-    'spec.terminationGracePeriodSeconds (45): must exceed spec.lifecycle.preStopSleepSeconds (60), or the pod is killed before memcached gets SIGTERM',
+    'spec.terminationGracePeriodSeconds: must exceed spec.lifecycle.preStopSleepSeconds (60), or the pod is killed before memcached gets SIGTERM (got 45)',
   ])
   t.ok(renders({ lifecycle: { preStopSleepSeconds: 29 } }))
   t.ok(renders({ lifecycle: { preStopSleepSeconds: 60 }, terminationGracePeriodSeconds: 90 }))
@@ -117,7 +117,7 @@ t.test('every broken rule is reported at once', async (t) => {
   const err = refusal({ workload: { kind: 'StatefulSet' }, service: { headless: false }, lifecycle: { preStopSleepSeconds: 40 }, auth: { enabled: true } })
   t.equal(err.kind, 'values')
   t.equal(err.problems.length, 3)
-  t.match(err.message, /^3 problems:\n {2}- spec\.service\.headless: .*\n {2}- spec\.terminationGracePeriodSeconds .*\n {2}- spec\.auth\.secretName: /)
+  t.match(err.message, /^3 problems:\n {2}- spec\.service\.headless: .*\n {2}- spec\.terminationGracePeriodSeconds: .*\n {2}- spec\.auth\.secretName: /)
 })
 
 t.test('the new values are typed: enums, bounds and patterns are schema errors at their paths', async (t) => {

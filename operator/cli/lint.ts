@@ -8,6 +8,7 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { structuralProblems } from '../api/crd.ts'
+import { declarationLine, ruleDeclarationProblems } from '../kube/cel/declarations.ts'
 import { parseMemcacheds } from '../api/memcached.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
@@ -58,6 +59,8 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   }
   if (!chart.description) problems.push('Chart.yaml: description is empty')
   problems.push(...structuralProblems(chart.schema).map((p) => `values.schema.json: ${p}`))
+  // The CRD's x-kubernetes-validations are the schema's: a rule the API server would not compile is refused here.
+  problems.push(...ruleDeclarationProblems(chart.schema, 'spec').map((p) => `values.schema.json: ${declarationLine(p)}`))
   const scopes = kindScopes(chart.kinds)
   problems.push(...scopes.problems)
   const minimal = (size: number) => ({ name: 'lint', namespace: 'default', spec: { size } })

@@ -9,14 +9,19 @@ import { mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileS
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
+import { hasRules, validateRules, type RuleSchema } from '../kube/cel/rules.ts'
 import { lazyRequire as require } from './lazy-require.ts'
 import { isPlainMap, type Values } from './values.ts'
 
 /** A JSON Schema node as written in values.schema.json. */
 export type SchemaNode = { [keyword: string]: unknown }
 
-/** Validates values and returns every problem as `spec.path: message`, or an empty list. */
-export type ValuesValidator = (values: Values) => string[]
+/**
+ * Validates values and returns every problem as `spec.path: message`, or an empty list. `given`
+ * is what the spec and overrides set, without the chart's defaults: the schema's
+ * `x-kubernetes-validations` rules judge it, as the API server judges the spec of a CR.
+ */
+export type ValuesValidator = (values: Values, given?: Values) => string[]
 
 /**
  * Where compiled validators are kept between runs (override with MEMCACHED_OPERATOR_CACHE_DIR), or
@@ -87,9 +92,13 @@ export function compileValuesSchema(schema: SchemaNode): ValuesValidator {
   const mod: { exports: unknown } = { exports: {} }
   new Function('require', 'module', 'exports', validatorSource(schema))(require, mod, mod.exports)
   const validate = mod.exports as ValidateFunction
-  return (values) => {
+  const rules = hasRules(schema)
+  return (values, given) => {
     const problems = validate(values) ? [] : formatErrors(validate.errors ?? [], values)
-    return [...problems, ...duplicateKeys(schema, values, '')]
+    problems.push(...duplicateKeys(schema, values, ''))
+    // Like the API server, rules run only on values that passed the schema (hasBlockingErr).
+    if (problems.length > 0 || !rules || given === undefined) return problems
+    return validateRules(schema as RuleSchema, given, undefined, 'spec').errors.map((f) => `${f.field}: ${f.detail}`)
   }
 }
 
