@@ -77,5 +77,5 @@ export function ruleDeclarationProblems(schema: unknown, path: string): Declarat
 
 /** A problem as one line: `path: detail`. */
 export function declarationLine(p: DeclarationProblem): string {
-  return `${p.field}: ${p.detail}`
+  return p.type === 'NotSupported' ? `${p.field}: unsupported value ${p.value}: supported values: ${p.detail}` : `${p.field}: ${p.detail}`
 }

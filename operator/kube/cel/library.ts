@@ -103,7 +103,17 @@ export function celEnvironment(): Environment {
     .registerFunction('Quantity.isGreaterThan(Quantity): bool', (a: Quantity, b: Quantity) => compareQuantities(a.q, b.q) > 0)
     .registerFunction('Quantity.compareTo(Quantity): int', (a: Quantity, b: Quantity) => BigInt(compareQuantities(a.q, b.q)))
     .registerOperator('Quantity == Quantity', (a: Quantity, b: Quantity) => compareQuantities(a.q, b.q) === 0)
-    // library/lists.go (sum is cel-js's own)
+    // library/lists.go
+    .registerFunction('list.sum(): dyn', (l: unknown[]) => {
+      if (l.length === 0) return 0n
+      if (l.every((x) => typeof x === 'bigint')) {
+        const total = (l as bigint[]).reduce((a, b) => a + b, 0n)
+        if (total > INT64_MAX || total < INT64_MIN) throw new Error('integer overflow')
+        return total
+      }
+      if (l.every((x) => typeof x === 'number')) return (l as number[]).reduce((a, b) => a + b, 0)
+      throw new Error('no such overload: sum of mixed types')
+    })
     .registerFunction('list.isSorted(): bool', (l: unknown[]) => l.every((x, i) => i === 0 || listCompare(l[i - 1], x) <= 0))
     .registerFunction('list.min(): dyn', (l: unknown[]) => extreme(l, -1, 'min'))
     .registerFunction('list.max(): dyn', (l: unknown[]) => extreme(l, 1, 'max'))

@@ -14,7 +14,8 @@ import { badValue, duplicate, forbidden, required, type Schema } from './schema.
 /** The field error types that stop CEL validation (strategy.go hasBlockingErr). */
 const BLOCKING = new Set(['FieldValueNotSupported', 'FieldValueRequired', 'FieldValueTooLong', 'FieldValueTooMany', 'FieldValueTypeInvalid'])
 
-function cause(f: RuleFailure): FieldCause {
+/** A rule's failure as the field error the API server returns for it. */
+export function ruleCause(f: RuleFailure): FieldCause {
   switch (f.reason) {
     case 'FieldValueForbidden':
       return forbidden(f.field, f.detail)
@@ -37,7 +38,7 @@ export function ruleCauses(schema: Schema, obj: JsonObject, old: JsonObject | un
   if (schemaCauses.some((c) => BLOCKING.has(c.reason))) {
     return [{ reason: 'FieldValueInvalid', message: 'Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation', field: '<nil>' }]
   }
-  return validateRules(schema as RuleSchema, obj, old).errors.map(cause)
+  return validateRules(schema as RuleSchema, obj, old).errors.map(ruleCause)
 }
 
 /** The problems of a CRD version's rules, as the API server refuses the CRD for them. */
