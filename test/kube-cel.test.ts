@@ -240,12 +240,12 @@ properties:
 `)
   const lines = ruleDeclarationProblems(schema, 'openAPIV3Schema').map(declarationLine)
   t.same(lines, [
+    'openAPIV3Schema.properties[spec].x-kubernetes-validations[2].fieldPath: must be a valid path',
     'openAPIV3Schema.properties[spec].x-kubernetes-validations[3].reason: unsupported value "FieldValueWrong": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"',
     'openAPIV3Schema.properties[spec].x-kubernetes-validations[6].message: must be non-empty if specified',
     'openAPIV3Schema.properties[spec].x-kubernetes-validations[7].rule: rule is not specified',
     "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:9: Syntax error: Unexpected token: EOF\n | self.a >\n | ........^",
     "openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b == 1\n | ....^",
-    'openAPIV3Schema.properties[spec].x-kubernetes-validations[2].fieldPath: must be a valid path',
     'openAPIV3Schema.properties[spec].x-kubernetes-validations[4].rule: cel expression must evaluate to a bool',
     'openAPIV3Schema.properties[spec].x-kubernetes-validations[5].messageExpression: messageExpression must evaluate to a string',
     "openAPIV3Schema.properties[spec].x-kubernetes-validations[8].rule: compilation failed: ERROR: <input>:1:1: found no matching overload for 'nosuchfunction(dyn)'\n | nosuchfunction(self.a)\n | ^",

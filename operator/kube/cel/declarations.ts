@@ -30,12 +30,13 @@ function isMap(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** The problems of one node's rules (not its children's). */
-function nodeProblems(schema: RuleSchema, path: string): DeclarationProblem[] {
+/** The problems of one node's rules (not its children's): those of the declaration, then CEL's. */
+function nodeProblems(schema: RuleSchema, path: string, schemaErrors: DeclarationProblem[], celErrors: DeclarationProblem[]): void {
   const rules = schema['x-kubernetes-validations']
-  if (!Array.isArray(rules) || rules.length === 0) return []
-  const out: DeclarationProblem[] = []
+  if (!Array.isArray(rules) || rules.length === 0) return
+  const out = schemaErrors
   const at = (i: number, f: string) => `${path}.x-kubernetes-validations[${i}].${f}`
+  const compiled = compiledRules(schema)
   rules.forEach((r, i) => {
     const rule = r.rule ?? ''
     if (rule.trim() === '') out.push({ field: at(i, 'rule'), type: 'Required', detail: 'rule is not specified' })
@@ -47,32 +48,36 @@ function nodeProblems(schema: RuleSchema, path: string): DeclarationProblem[] {
     if (r.fieldPath !== undefined) {
       if (r.fieldPath.trim() === '') out.push({ field: at(i, 'fieldPath'), type: 'Invalid', value: JSON.stringify(r.fieldPath), detail: 'must be non-empty if specified' })
       else if (/[\n]/.test(r.fieldPath)) out.push({ field: at(i, 'fieldPath'), type: 'Invalid', value: JSON.stringify(r.fieldPath), detail: 'must not contain line breaks' })
+      else if (compiled[i]?.fieldPathError !== undefined) out.push({ field: at(i, 'fieldPath'), type: 'Invalid', value: JSON.stringify(r.fieldPath), detail: 'must be a valid path' })
     }
   })
-  compiledRules(schema).forEach((c, i) => {
-    if (c.fieldPathError !== undefined && (c.rule.fieldPath ?? '').trim() !== '' && !/\n/.test(c.rule.fieldPath ?? '')) {
-      out.push({ field: at(i, 'fieldPath'), type: 'Invalid', value: JSON.stringify(c.rule.fieldPath), detail: 'must be a valid path' })
-    }
-    if (c.error !== undefined) out.push({ field: at(i, 'rule'), type: 'Invalid', value: goValidationRule(c.rule), detail: c.error })
-    else if (c.messageError !== undefined) out.push({ field: at(i, 'messageExpression'), type: 'Invalid', value: goValidationRule(c.rule), detail: c.messageError })
+  compiled.forEach((c, i) => {
+    if (c.error !== undefined) celErrors.push({ field: at(i, 'rule'), type: 'Invalid', value: goValidationRule(c.rule), detail: c.error })
+    else if (c.messageError !== undefined) celErrors.push({ field: at(i, 'messageExpression'), type: 'Invalid', value: goValidationRule(c.rule), detail: c.messageError })
     if (c.rule.optionalOldSelf === true && !c.usesOldSelf && c.error === undefined) {
-      out.push({ field: at(i, 'optionalOldSelf'), type: 'Invalid', value: 'true', detail: 'may not be set if oldSelf is not used in rule' })
+      celErrors.push({ field: at(i, 'optionalOldSelf'), type: 'Invalid', value: 'true', detail: 'may not be set if oldSelf is not used in rule' })
     }
   })
-  return out
+}
+
+function collect(schema: unknown, path: string, schemaErrors: DeclarationProblem[], celErrors: DeclarationProblem[]): void {
+  if (!isMap(schema)) return
+  nodeProblems(schema as RuleSchema, path, schemaErrors, celErrors)
+  if (isMap(schema.properties)) for (const [k, v] of Object.entries(schema.properties)) collect(v, `${path}.properties[${k}]`, schemaErrors, celErrors)
+  if (isMap(schema.additionalProperties)) collect(schema.additionalProperties, `${path}.additionalProperties`, schemaErrors, celErrors)
+  if (isMap(schema.items)) collect(schema.items, `${path}.items`, schemaErrors, celErrors)
 }
 
 /**
  * The problems of every rule in a schema, each at its path below `path` (the API server's
- * spelling: `….properties[spec].x-kubernetes-validations[0].rule`).
+ * spelling: `….properties[spec].x-kubernetes-validations[0].rule`): those of the declarations
+ * first, then those of compiling the rules, as validation.go returns SchemaErrors before CELErrors.
  */
 export function ruleDeclarationProblems(schema: unknown, path: string): DeclarationProblem[] {
-  if (!isMap(schema)) return []
-  const out = nodeProblems(schema as RuleSchema, path)
-  if (isMap(schema.properties)) for (const [k, v] of Object.entries(schema.properties)) out.push(...ruleDeclarationProblems(v, `${path}.properties[${k}]`))
-  if (isMap(schema.additionalProperties)) out.push(...ruleDeclarationProblems(schema.additionalProperties, `${path}.additionalProperties`))
-  if (isMap(schema.items)) out.push(...ruleDeclarationProblems(schema.items, `${path}.items`))
-  return out
+  const schemaErrors: DeclarationProblem[] = []
+  const celErrors: DeclarationProblem[] = []
+  collect(schema, path, schemaErrors, celErrors)
+  return [...schemaErrors, ...celErrors]
 }
 
 /** A problem as one line: `path: detail`. */
