@@ -1,7 +1,10 @@
 /**
- * Rules between values (the `x-kubernetes-validations` of values.schema.json, which the CRD carries
- * too: test/sandbox-crd-cel.test.ts): each broken rule is a values error at its path, so that the CR becomes InvalidSpec as for a schema error, and every
- * broken rule is reported at once.
+ * Rules between values (the `x-kubernetes-validations` of values.schema.json, which the CRD
+ * carries too: test/sandbox-crd-cel.test.ts): each broken rule is a values error at its path, so
+ * that the CR becomes InvalidSpec as for a schema error, and every broken rule is reported at
+ * once. The rules judge the spec as the API server does, with the chart's defaults written into
+ * them (`self.?memoryMB.orValue(64)`): the last tests hold those to values.yaml and the memory
+ * rule to the memory the templates give (templates/_memory.ejs).
  */
 import t from 'tap'
 import { loadChart } from '../operator/render/chart.ts'
@@ -10,6 +13,11 @@ import { RenderError } from '../operator/render/errors.ts'
 import { outcomeOfRenderError } from '../operator/reconcile/status.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { eventually, startBed } from './support/operator.ts'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parse as parseYaml } from 'yaml'
+import { validateRules, type RuleSchema } from '../operator/kube/cel/rules.ts'
+import { mergeAll, type Values } from '../operator/render/values.ts'
 
 const chart = loadChart()
 const refusal = (spec: Record<string, unknown>): RenderError => {
@@ -142,4 +150,44 @@ t.test('through the API server: a broken rule makes the CR InvalidSpec with its 
   t.match(condition(cr, 'Degraded')?.message, /^spec\.service\.headless: must be true when spec\.workload\.kind is StatefulSet/)
   const sets = await bed.client.list({ apiVersion: 'apps/v1', kind: 'StatefulSet' }, { namespace: 'default' })
   t.same(sets.items, [], 'no StatefulSet')
+})
+
+const rulesOn = (values: unknown) => validateRules(chart.schema as RuleSchema, values, undefined, 'spec').errors.map((f) => `${f.field}: ${f.detail}`)
+
+t.test("the rules' defaults are the chart's: a spec and the same spec merged over values.yaml get the same verdicts", async (t) => {
+  const root = join(import.meta.dirname, '..')
+  const specs: { label: string; spec: Values }[] = [
+    { label: 'values.yaml itself', spec: {} },
+    ...readdirSync(join(root, 'charts/memcached/ci')).filter((f) => f.endsWith('.yaml')).map((f) => ({ label: `ci/${f}`, spec: parseYaml(readFileSync(join(root, 'charts/memcached/ci', f), 'utf8')) as Values })),
+    // Each rule broken by the spec alone, so that its default-reading half is exercised too.
+    { label: 'StatefulSet', spec: { workload: { kind: 'StatefulSet' }, service: { headless: false } } },
+    { label: 'memory', spec: { resources: { limits: { memory: '64Mi' } } } },
+    { label: 'grace', spec: { lifecycle: { preStopSleepSeconds: 30 } } },
+    { label: 'item size', spec: { maxItemSize: '64m' } },
+    { label: 'threads', spec: { threads: 300 } },
+    { label: 'tls', spec: { tls: { enabled: true } } },
+    { label: 'cert-manager', spec: { tls: { certManager: { enabled: true } } } },
+    { label: 'auth', spec: { auth: { enabled: true }, metrics: { enabled: true } } },
+    { label: 'exporter users', spec: { metrics: { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true }, dashboard: { enabled: true } } } },
+    { label: 'strategies', spec: { workload: { strategy: { type: 'Recreate', rollingUpdate: {} }, updateStrategy: { type: 'OnDelete', rollingUpdate: {} } } } },
+  ]
+  for (const { label, spec } of specs) t.same(rulesOn(spec), rulesOn(mergeAll([chart.defaults, spec])), label)
+})
+
+t.test('the memory rule asks for exactly the memory the templates give when no limit is set (templates/_memory.ejs)', async (t) => {
+  // Around the hash table's growth points (memoryMB = 9·2^k), the smallest and the largest sizes.
+  const sizes = [1, 8, 9, 10, 64, 72, 73, 1152, 1153, 4096, 589824, 589825, 1048576]
+  for (const memoryMB of sizes) {
+    for (const [maxConnections, tls, extstore] of [[1024, false, false], [4096, true, false], [1000000, false, true], [37, true, true]] as const) {
+      const spec: Values = { size: 1, memoryMB, maxConnections, threads: 1, maxItemSize: '512k', tls: { enabled: tls, secretName: 'mc-tls' }, extstore: { enabled: extstore } }
+      if (memoryMB === 1) delete spec.maxItemSize
+      const out = renders(spec)
+      const workload = out.objects.find((o) => o.kind === 'Deployment') as { spec: { template: { spec: { containers: { name: string; resources: { limits: { memory: string } } }[] } } } }
+      const limit = workload.spec.template.spec.containers.find((c) => c.name === 'memcached')!.resources.limits.memory
+      const need = Number(/^(\d+)Mi$/.exec(limit)![1])
+      const label = JSON.stringify({ memoryMB, maxConnections, tls, extstore })
+      t.same(rulesOn({ ...spec, resources: { limits: { memory: limit } } }).filter((p) => p.startsWith('spec.resources')), [], `${label}: ${limit} is enough`)
+      t.match(rulesOn({ ...spec, resources: { limits: { memory: `${need - 1}Mi` } } }), [new RegExp(`^spec\\.resources\\.limits\\.memory: must be at least ${need}Mi: `)], `${label}: ${need - 1}Mi is not`)
+    }
+  }
 })
