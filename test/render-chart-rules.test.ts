@@ -18,6 +18,8 @@ import { join } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { validateRules, type RuleSchema } from '../operator/kube/cel/rules.ts'
 import { mergeAll, type Values } from '../operator/render/values.ts'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import { crdBeforeRules } from './support/crd-before-rules.ts'
 
 const chart = loadChart()
 const refusal = (spec: Record<string, unknown>): RenderError => {
@@ -139,17 +141,32 @@ t.test('the new values are typed: enums, bounds and patterns are schema errors a
   t.same(refusal({ networkPolicy: { allowedSources: [{ ipBlock: {} }] } }).problems, ['spec.networkPolicy.allowedSources[0].ipBlock.cidr: is required'])
 })
 
-t.test('through the API server: a broken rule makes the CR InvalidSpec with its path, and nothing is applied', async (t) => {
-  const bed = await startBed()
+t.test('through the API server: a CR that breaks a rule is refused at once; one stored before the rules is InvalidSpec with its path, and nothing is applied', async (t) => {
+  const bed = await startBed({ sandbox: { installCRDs: [crdBeforeRules(chart)] } })
   t.teardown(() => bed.stop())
-  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'sts', namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: false } } })
+  const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' }
+  await bed.client.create({ ...MC, metadata: { name: 'sts', namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: false } } })
   const cr = await eventually('Degraded InvalidSpec', async () => {
-    const c = await bed.client.get({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', namespace: 'default', name: 'sts' })
+    const c = await bed.client.get({ ...MC, namespace: 'default', name: 'sts' })
     return condition(c, 'Degraded')?.reason === 'InvalidSpec' ? c : undefined
   })
-  t.match(condition(cr, 'Degraded')?.message, /^spec\.service\.headless: must be true when spec\.workload\.kind is StatefulSet/)
+  const message = "spec.service.headless: must be true when spec.workload.kind is StatefulSet (the pods' stable DNS names come from the headless Service)"
+  t.equal(condition(cr, 'Degraded')?.message, message)
   const sets = await bed.client.list({ apiVersion: 'apps/v1', kind: 'StatefulSet' }, { namespace: 'default' })
   t.same(sets.items, [], 'no StatefulSet')
+
+  // The chart's CRD, with its rules: a new CR like it is refused, with the message the operator gave.
+  const crds = { verb: 'get', group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', name: 'memcacheds.cache.example.com', query: new URLSearchParams() } as const
+  const got = bed.sandbox.cluster.respond(crds)
+  const stored = (got.body ?? JSON.parse(got.json ?? '{}')) as KubeObject
+  const replaced = bed.sandbox.cluster.respond({ ...crds, verb: 'update', body: { ...memcachedCRD(chart), metadata: stored.metadata } })
+  t.equal(replaced.status, 200, 'the CRD now has the rules')
+  const err = await bed.client.create({ ...MC, metadata: { name: 'sts2', namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: false } } }).then(() => undefined, (e: unknown) => e as { status: number; message: string })
+  t.equal(err?.status, 422)
+  t.equal(err?.message, `Memcached.cache.example.com "sts2" is invalid: spec.service.headless: Invalid value: ${message.slice('spec.service.headless: '.length)}`)
+  // The stored one may still be touched where it breaks nothing new (ratcheting), and the operator still writes its status.
+  const labelled = await bed.client.patch({ ...MC, namespace: 'default', name: 'sts' }, { metadata: { labels: { team: 'a' } } }, { type: 'merge' })
+  t.equal(labelled.metadata.labels?.team, 'a')
 })
 
 const rulesOn = (values: unknown) => validateRules(chart.schema as RuleSchema, values, undefined, 'spec').errors.map((f) => `${f.field}: ${f.detail}`)
@@ -180,9 +197,8 @@ t.test('the memory rule asks for exactly the memory the templates give when no l
   for (const memoryMB of sizes) {
     for (const [maxConnections, tls, extstore] of [[1024, false, false], [4096, true, false], [1000000, false, true], [37, true, true]] as const) {
       const spec: Values = { size: 1, memoryMB, maxConnections, threads: 1, maxItemSize: '512k', tls: { enabled: tls, secretName: 'mc-tls' }, extstore: { enabled: extstore } }
-      if (memoryMB === 1) delete spec.maxItemSize
       const out = renders(spec)
-      const workload = out.objects.find((o) => o.kind === 'Deployment') as { spec: { template: { spec: { containers: { name: string; resources: { limits: { memory: string } } }[] } } } }
+      const workload = out.objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: { name: string; resources: { limits: { memory: string } } }[] } } } }
       const limit = workload.spec.template.spec.containers.find((c) => c.name === 'memcached')!.resources.limits.memory
       const need = Number(/^(\d+)Mi$/.exec(limit)![1])
       const label = JSON.stringify({ memoryMB, maxConnections, tls, extstore })
