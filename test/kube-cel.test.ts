@@ -7,10 +7,10 @@
  */
 import t from 'tap'
 import { parse as parseYaml } from 'yaml'
-import { celEnvironment } from '../operator/kube/cel/library.ts'
-import { validateRules, type RuleSchema } from '../operator/kube/cel/rules.ts'
-import { declarationLine, ruleDeclarationProblems } from '../operator/kube/cel/declarations.ts'
-import { ruleCause } from '../operator/sandbox/crd/cel.ts'
+import { celEnvironment, Quantity } from '../operator/kube/cel/library.ts'
+import { hasRules, normalizeFieldPath, validateRules, type RuleSchema } from '../operator/kube/cel/rules.ts'
+import { declarationLine, goValidationRule, ruleDeclarationProblems } from '../operator/kube/cel/declarations.ts'
+import { ruleCause, ruleDeclarationCauses } from '../operator/sandbox/crd/cel.ts'
 
 const evaluate = (expr: string, self?: unknown): unknown => celEnvironment().evaluate(expr, { self })
 const schemaOf = (yaml: string): RuleSchema => parseYaml(yaml) as RuleSchema
@@ -261,4 +261,97 @@ x-kubernetes-validations:
   fieldPath: ".m['k'].x"
 `)
   t.same(ruleDeclarationProblems(ok, 'openAPIV3Schema'), [], 'map keys, preserved fields and optional selects are not undefined fields')
+})
+
+t.test('every declaration problem apiextensions reports, at its path, as the sandbox words it', async (t) => {
+  const schema = schemaOf(`
+type: object
+properties:
+  m:
+    type: object
+    additionalProperties:
+      type: string
+      x-kubernetes-validations:
+      - rule: "self.size()\\n> 0"
+      - rule: self == "x"
+        message: "two\\nlines"
+      - rule: self == "x"
+        messageExpression: " "
+      - rule: self == "x"
+        fieldPath: " "
+      - rule: self == "x"
+        fieldPath: ".a\\n"
+      - rule: self == "x"
+        messageExpression: "self +"
+      - rule: self == "x"
+        messageExpression: "'was ' + oldSelf"
+  l:
+    type: array
+    items: {type: integer, x-kubernetes-validations: [{rule: self > 0, reason: Nope}]}
+`)
+  t.same(ruleDeclarationProblems(schema, 's').map((p) => [p.field, p.type]), [
+    ['s.properties[m].additionalProperties.x-kubernetes-validations[0].message', 'Required'],
+    ['s.properties[m].additionalProperties.x-kubernetes-validations[1].message', 'Invalid'],
+    ['s.properties[m].additionalProperties.x-kubernetes-validations[2].messageExpression', 'Required'],
+    ['s.properties[m].additionalProperties.x-kubernetes-validations[3].fieldPath', 'Invalid'],
+    ['s.properties[m].additionalProperties.x-kubernetes-validations[4].fieldPath', 'Invalid'],
+    ['s.properties[l].items.x-kubernetes-validations[0].reason', 'NotSupported'],
+    ['s.properties[m].additionalProperties.x-kubernetes-validations[5].messageExpression', 'Invalid'],
+    ['s.properties[m].additionalProperties.x-kubernetes-validations[6].messageExpression', 'Invalid'],
+  ])
+  const causes = ruleDeclarationCauses(schema as never, 's').map((c) => `${c.reason} ${c.message}`)
+  t.equal(causes[0], 'FieldValueRequired Required value: message must be specified if rule contains line breaks')
+  t.equal(causes[1], 'FieldValueInvalid Invalid value: "two\\nlines": must not contain line breaks')
+  t.equal(causes[5], 'FieldValueNotSupported Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"')
+  t.match(causes[6], /^FieldValueInvalid Invalid value: \{"Rule":"self == \\"x\\"".*\}: messageExpression compilation failed: ERROR: <input>:1:7: Syntax error/)
+  t.match(causes[7], /messageExpression compilation failed: ERROR: <input>:1:1: undeclared reference to 'oldSelf'/)
+  t.equal(goValidationRule({ rule: 'self.a < 1 && self.b > 2', reason: 'FieldValueForbidden', optionalOldSelf: true }), '{"Rule":"self.a \\u003c 1 \\u0026\\u0026 self.b \\u003e 2","Message":"","MessageExpression":"","Reason":"FieldValueForbidden","FieldPath":"","OptionalOldSelf":true}', 'encoding/json escapes for HTML')
+})
+
+t.test('field paths: fields, map keys in brackets, and what is not a path (ValidFieldPath)', async (t) => {
+  const s = schemaOf(`
+type: object
+properties:
+  a: {type: object, properties: {b: {type: string}}}
+  m: {type: object, additionalProperties: {type: object, properties: {x: {type: string}}}}
+`)
+  t.same(normalizeFieldPath('.a.b', s), { path: 'a.b' })
+  t.same(normalizeFieldPath(".m['k.1'].x", s), { path: 'm[k.1].x' })
+  t.same(normalizeFieldPath('.m.k', s), { path: 'm[k]' })
+  t.same(normalizeFieldPath('a', s), { error: 'expected [ or . but got: a' })
+  t.same(normalizeFieldPath('.a.b.c', s), { error: 'does not refer to a valid field' })
+  t.same(normalizeFieldPath('.a.', s), { error: 'unexpected end of JSON path' })
+  t.same(normalizeFieldPath('.m[k]', s), { error: 'expected single quoted string but got k' })
+  t.same(normalizeFieldPath(".m['k'", s), { error: 'unexpected end of JSON path' })
+  t.same(normalizeFieldPath(".m['k'.", s), { error: 'expected ] but got .' })
+  t.same(normalizeFieldPath('.m[', s), { error: 'unexpected end of JSON path' })
+})
+
+t.test('values reach CEL typed by their schema; rules of atomic maps do not correlate; a rule that never compiled is an error on every object', async (t) => {
+  const s = schemaOf(`
+type: object
+properties:
+  d: {type: number, x-kubernetes-validations: [{rule: type(self) == double}]}
+  i: {type: integer, x-kubernetes-validations: [{rule: type(self) == int}]}
+  f: {type: number, x-kubernetes-validations: [{rule: self > 1.0}]}
+  am:
+    type: object
+    x-kubernetes-map-type: atomic
+    additionalProperties: {type: string, x-kubernetes-validations: [{rule: self == oldSelf, message: frozen}]}
+  bad: {type: string, x-kubernetes-validations: [{rule: "self ==", message: never}]}
+  long: {type: string, x-kubernetes-validations: [{rule: "false", message: fallback, messageExpression: self}]}
+  num: {type: integer, x-kubernetes-validations: [{rule: "false", message: not a string, messageExpression: "self"}]}
+`)
+  t.same(run(s, { d: 3, i: 3, f: 1.5 }).errors, [], '3 is a double where the schema says number')
+  t.same(run(s, { am: { k: 'b' } }, { am: { k: 'a' } }).errors, [], 'an atomic map\'s values have no old value')
+  t.same(run(s, { bad: 'x' }).errors, ['root.bad: Invalid value: "string": rule compile error: compilation failed: ERROR: <input>:1:8: Syntax error: Unexpected token: EOF\n | self ==\n | .......^'])
+  t.same(run(s, { long: 'a\nb' }).errors, ['root.long: Invalid value: "a\\nb": fallback'], 'a message with a line break: the message')
+  t.same(run(s, { long: 'x'.repeat(5121) }).errors, [`root.long: Invalid value: "${'x'.repeat(5121)}": fallback`], 'a message too long: the message')
+  t.same(run(s, { num: 1 }).errors, ['root.num: Invalid value: 1: not a string'], 'a message that is not a string: the message')
+  t.same(run(s, { d: null }).errors, [], 'a null is judged by its parent')
+  t.same(ruleCause({ field: 'x', reason: 'FieldValueDuplicate', value: { v: 'a' }, detail: 'ignored' }), { reason: 'FieldValueDuplicate', message: 'Duplicate value: "a"', field: 'x' })
+  t.equal(new Quantity({ mantissa: 1536n, exponent: 0, format: 'BinarySI' }).toString(), '1536', 'a Quantity prints as the API server prints it')
+  t.equal(evaluate('quantity("1.5Gi").asInteger()'), 1610612736n)
+  t.ok(hasRules(s))
+  t.notOk(hasRules({ type: 'object', properties: { a: { type: 'string' } } }))
 })
