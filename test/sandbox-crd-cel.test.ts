@@ -74,6 +74,12 @@ t.test('kubectl apply of a CR that breaks a cross-field rule fails at once, with
     `spec.service.headless: must be true when spec.workload.kind is StatefulSet (the pods' stable DNS names come from the headless Service)`,
     'spec.auth.secretName: is required when spec.auth.enabled is true',
   ])
+  t.equal((await refused(['apply', '-f', '-'], memcached('bad', { size: 'three', auth: { enabled: true } }))).stderr, [
+    'The Memcached "bad" is invalid: ',
+    '* spec.size: Invalid value: "string": spec.size in body must be of type integer: "string"',
+    '* <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+    '',
+  ].join('\n'), 'a type error blocks the rules (strategy.go hasBlockingErr)')
   const gone = await refused(['get', 'memcached', 'bad'])
   t.match(gone.stderr, /memcacheds.cache.example.com "bad" not found/, 'nothing was stored')
 })

@@ -10,7 +10,7 @@ import { compiledRules, RULE_REASONS, type RuleSchema, type ValidationRule } fro
 /** A problem of a rule's declaration, as the field error the API server makes of it. */
 export interface DeclarationProblem {
   field: string
-  type: 'Invalid' | 'Required' | 'NotSupported' | 'Forbidden'
+  type: 'Invalid' | 'Required' | 'NotSupported'
   /** The bad value as field.Error prints it (Invalid, NotSupported); NotSupported's detail is the supported values. */
   value?: string
   detail: string

@@ -47,8 +47,6 @@ export function ruleDeclarationCauses(schema: Schema, path: string): FieldCause[
     switch (p.type) {
       case 'Required':
         return required(p.field, p.detail)
-      case 'Forbidden':
-        return forbidden(p.field, p.detail)
       case 'NotSupported':
         return { reason: 'FieldValueNotSupported', message: `Unsupported value: ${p.value}: supported values: ${p.detail}`, field: p.field }
       default:
