@@ -130,6 +130,14 @@ t.test('every broken rule is reported at once', async (t) => {
   t.match(err.message, /^3 problems:\n {2}- spec\.service\.headless: .*\n {2}- spec\.terminationGracePeriodSeconds: .*\n {2}- spec\.auth\.secretName: /)
 })
 
+t.test('a rule is not run over a value of the wrong type: the schema error alone is reported, as the API server does', async (t) => {
+  t.same(refusal({ port: 'x', workload: { kind: 'StatefulSet' }, service: { headless: false } }).problems, ['spec.port: must be integer (got "x")'])
+  t.same(refusal({ port: 'x', resources: { limits: { memory: 'lots' } } }).problems, [
+    'spec.port: must be integer (got "x")',
+    'spec.resources.limits.memory: must be a Kubernetes quantity such as 512Mi, 1Gi, 500m or 2 (got "lots")',
+  ], 'a rule of a field untouched by the schema errors still runs')
+})
+
 t.test('the new values are typed: enums, bounds and patterns are schema errors at their paths', async (t) => {
   t.same(refusal({ workload: { kind: 'DaemonSet' } }).problems, ['spec.workload.kind: must be one of "Deployment", "StatefulSet" (got "DaemonSet")'])
   t.same(refusal({ podAntiAffinityPreset: 'always' }).problems, ['spec.podAntiAffinityPreset: must be one of "soft", "hard", "none" (got "always")'])

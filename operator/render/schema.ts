@@ -94,11 +94,18 @@ export function compileValuesSchema(schema: SchemaNode): ValuesValidator {
   const validate = mod.exports as ValidateFunction
   const rules = hasRules(schema)
   return (values, given) => {
-    const problems = validate(values) ? [] : formatErrors(validate.errors ?? [], values)
-    problems.push(...duplicateKeys(schema, values, ''))
-    // Like the API server, rules run only on values that passed the schema (hasBlockingErr).
-    if (problems.length > 0 || !rules || given === undefined) return problems
-    return validateRules(schema as RuleSchema, given, undefined, 'spec').errors.map((f) => `${f.field}: ${f.detail}`)
+    const errors = validate(values) ? [] : (validate.errors ?? [])
+    const problems = formatErrors(errors, values)
+    const duplicates = duplicateKeys(schema, values, '')
+    problems.push(...duplicates)
+    if (!rules || given === undefined) return problems
+    // Rules run where the schema found nothing: a node holding a schema error, or above one, is
+    // not judged by its rules (the API server runs none once a value has the wrong type), so a
+    // rule never reads a value of a type it does not expect.
+    const bad = errors.map((e) => e.instancePath)
+    const blocked = (pointer: string) => duplicates.length > 0 || bad.some((b) => b === pointer || b.startsWith(`${pointer}/`))
+    const failed = validateRules(schema as RuleSchema, given, undefined, 'spec', blocked).errors.map((f) => `${f.field}: ${f.detail}`)
+    return [...problems, ...failed]
   }
 }
 

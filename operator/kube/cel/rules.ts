@@ -327,11 +327,18 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function walk(s: RuleSchema, value: unknown, old: unknown, path: string, ratchet: boolean, parentUnchanged: boolean, out: RuleResult): void {
+/** How a walk goes: whether it ratchets (an update), and the nodes whose rules it must not run. */
+interface Walk {
+  ratchet: boolean
+  blocked?: (pointer: string) => boolean
+  out: RuleResult
+}
+
+function walk(s: RuleSchema, value: unknown, old: unknown, path: string, pointer: string, w: Walk, parentUnchanged: boolean): void {
   // Rules only see values: a null or absent field is judged by its parent's rules.
   if (value === null || value === undefined) return
-  const unchanged = ratchet && (parentUnchanged || (old !== undefined && deepEqual(value, old)))
-  evaluateNode(s, value, old, path, unchanged, out)
+  const unchanged = w.ratchet && (parentUnchanged || (old !== undefined && deepEqual(value, old)))
+  if (!w.blocked?.(pointer)) evaluateNode(s, value, old, path, unchanged, w.out)
   if (Array.isArray(value)) {
     if (!s.items) return
     // Only the items of a map-list correlate with old ones, by their keys (validateArray's makeMapList).
@@ -339,7 +346,7 @@ function walk(s: RuleSchema, value: unknown, old: unknown, path: string, ratchet
     const olds = keys && Array.isArray(old) ? old.filter(isObject) : []
     value.forEach((item, i) => {
       const match = keys && isObject(item) ? olds.find((o) => keys.every((k) => deepEqual(o[k], item[k]))) : undefined
-      walk(s.items!, item, match, `${path}[${i}]`, ratchet, unchanged, out)
+      walk(s.items!, item, match, `${path}[${i}]`, `${pointer}/${i}`, w, unchanged)
     })
     return
   }
@@ -347,11 +354,11 @@ function walk(s: RuleSchema, value: unknown, old: unknown, path: string, ratchet
   const oldMap = isObject(old) ? old : undefined
   for (const [k, v] of Object.entries(value)) {
     if (s.properties && Object.hasOwn(s.properties, k)) {
-      walk(s.properties[k]!, v, oldMap?.[k], child(path, k), ratchet, unchanged, out)
+      walk(s.properties[k]!, v, oldMap?.[k], child(path, k), `${pointer}/${escape(k)}`, w, unchanged)
     } else if (typeof s.additionalProperties === 'object') {
       // An atomic map does not correlate its values with the old ones (MapIsCorrelatable).
       const correlates = s['x-kubernetes-map-type'] !== 'atomic'
-      walk(s.additionalProperties, v, correlates ? oldMap?.[k] : undefined, `${path}[${k}]`, ratchet, unchanged, out)
+      walk(s.additionalProperties, v, correlates ? oldMap?.[k] : undefined, `${path}[${k}]`, `${pointer}/${escape(k)}`, w, unchanged)
     }
   }
 }
@@ -360,11 +367,17 @@ function walk(s: RuleSchema, value: unknown, old: unknown, path: string, ratchet
  * Runs every rule of the schema over a value (and its old value on an update), from `path`
  * (`''` for a resource's root, `'spec'` for a spec schema). On an update, the errors of a node
  * equal to its old value are ratcheted (CRDValidationRatcheting): the server only warns of them.
+ * `blocked` names nodes (by JSON pointer) whose rules are not run, such as those holding a value
+ * of the wrong type.
  */
-export function validateRules(schema: RuleSchema, value: unknown, old: unknown, path = ''): RuleResult {
+export function validateRules(schema: RuleSchema, value: unknown, old: unknown, path = '', blocked?: (pointer: string) => boolean): RuleResult {
   const out: RuleResult = { errors: [], ratcheted: [] }
-  walk(schema, value, old, path, old !== undefined, false, out)
+  walk(schema, value, old, path, '', blocked ? { ratchet: old !== undefined, blocked, out } : { ratchet: old !== undefined, out }, false)
   return out
+}
+
+function escape(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1')
 }
 
 /** Whether a schema declares any rule, anywhere. */
