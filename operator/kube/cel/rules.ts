@@ -66,7 +66,8 @@ interface Compiled {
   fieldPathError?: string
 }
 
-const compiledOf = new WeakMap<RuleSchema, Compiled[]>()
+/** Rules compiled to run (parsed), and compiled as a CRD's creation checks them (type-checked too). */
+const compiledOf = { run: new WeakMap<RuleSchema, Compiled[]>(), check: new WeakMap<RuleSchema, Compiled[]>() }
 
 type Ast = { op: string; args: unknown; pos?: number }
 
@@ -130,8 +131,12 @@ function usesOldSelf(node: unknown): boolean {
   return usesOldSelf(node.args)
 }
 
-/** Compiles one expression: a parse error, a type error or an undefined field is a compile error. */
-function compileExpression(env: Environment, src: string, schema: RuleSchema, want: 'bool' | 'string'): { fn?: (ctx: Record<string, unknown>) => unknown; ast?: unknown; error?: string } {
+/**
+ * Compiles one expression: a parse error is a compile error, and when `check`ed a type error or an
+ * undefined field too (what the API server refuses at the CRD's creation: running a rule needs
+ * only the parse, and checking costs as much again).
+ */
+function compileExpression(env: Environment, src: string, schema: RuleSchema, want: 'bool' | 'string', check: boolean): { fn?: (ctx: Record<string, unknown>) => unknown; ast?: unknown; error?: string } {
   let fn: ((ctx: Record<string, unknown>) => unknown) & { ast?: unknown }
   try {
     fn = env.parse(src) as typeof fn
@@ -140,6 +145,7 @@ function compileExpression(env: Environment, src: string, schema: RuleSchema, wa
     const syntax = err instanceof ParseError ? 'Syntax error: ' : ''
     return { error: celGoIssue(src, offset, `${syntax}${firstLine(err)}`) }
   }
+  if (!check) return { fn, ast: fn.ast }
   const issues: string[] = []
   selects(fn.ast, schema, src, issues, new Set())
   if (issues.length > 0) return { error: issues.join('\n') }
@@ -195,9 +201,10 @@ export function normalizeFieldPath(path: string, schema: RuleSchema): { path: st
   return { path: out }
 }
 
-/** The rules of one schema node, compiled once per node object. */
-export function compiledRules(schema: RuleSchema): Compiled[] {
-  const cached = compiledOf.get(schema)
+/** The rules of one schema node, compiled once per node object (`check`: as a CRD's creation checks them). */
+export function compiledRules(schema: RuleSchema, check = true): Compiled[] {
+  const cache = check ? compiledOf.check : compiledOf.run
+  const cached = cache.get(schema)
   if (cached) return cached
   const rules = schema['x-kubernetes-validations'] ?? []
   const out: Compiled[] = []
@@ -207,14 +214,14 @@ export function compiledRules(schema: RuleSchema): Compiled[] {
       const c: Compiled = { rule, usesOldSelf: false, fieldPath: '' }
       const src = rule.rule ?? ''
       if (src.trim() !== '') {
-        const r = compileExpression(env, src, schema, 'bool')
+        const r = compileExpression(env, src, schema, 'bool', check)
         if (r.error === 'bool') c.error = 'cel expression must evaluate to a bool'
         else if (r.error) c.error = `compilation failed: ${r.error}`
         else c.program = r.fn
         c.usesOldSelf = usesOldSelf(r.ast)
       }
       if (rule.messageExpression !== undefined && rule.messageExpression.trim() !== '') {
-        const m = compileExpression(env, rule.messageExpression, schema, 'string')
+        const m = compileExpression(env, rule.messageExpression, schema, 'string', check)
         if (m.error === 'string') c.messageError = 'messageExpression must evaluate to a string'
         else if (m.error) c.messageError = `messageExpression compilation failed: ${m.error}`
         else c.message = m.fn
@@ -228,7 +235,7 @@ export function compiledRules(schema: RuleSchema): Compiled[] {
       out.push(c)
     }
   }
-  compiledOf.set(schema, out)
+  cache.set(schema, out)
   return out
 }
 
@@ -289,7 +296,7 @@ function messageOf(c: Compiled, ctx: Record<string, unknown>): string | undefine
 }
 
 function evaluateNode(s: RuleSchema, value: unknown, old: unknown, path: string, unchanged: boolean, out: RuleResult): void {
-  const rules = compiledRules(s)
+  const rules = compiledRules(s, false)
   if (rules.length === 0) return
   const self = toCel(value, s)
   const ctx: Record<string, unknown> = { self }
