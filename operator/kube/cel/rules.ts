@@ -225,7 +225,6 @@ export function compiledRules(schema: RuleSchema, check = true): Compiled[] {
         if (m.error === 'string') c.messageError = 'messageExpression must evaluate to a string'
         else if (m.error) c.messageError = `messageExpression compilation failed: ${m.error}`
         else c.message = m.fn
-        if (usesOldSelf(m.ast) && !c.messageError) c.messageError = `messageExpression compilation failed: ${celGoIssue(rule.messageExpression, 0, "undeclared reference to 'oldSelf'")}`
       }
       if (rule.fieldPath !== undefined && rule.fieldPath !== '') {
         const p = normalizeFieldPath(rule.fieldPath, schema)
