@@ -42,3 +42,15 @@ t.test('render refuses a CR that breaks a rule with the message the API server g
   const good = await run(['render', '--chart', dir, '-f', '-'], cr(3))
   t.equal(good.code, 0, good.err)
 })
+
+t.test('lint finds a rule whose default is not values.yaml\'s: it would judge a CR differently from the chart', async (t) => {
+  // values.yaml now says 30 connections; the rule still reads an unset maxConnections as 1024.
+  const valuesYaml = readFileSync(join(DEFAULT_CHART_DIR, 'values.yaml'), 'utf8').replace(/^maxConnections: 1024$/m, 'maxConnections: 30')
+  t.not(valuesYaml, readFileSync(join(DEFAULT_CHART_DIR, 'values.yaml'), 'utf8'))
+  const dir = chartWith({ 'values.yaml': valuesYaml })
+  const r = await run(['lint', '--chart', dir])
+  t.equal(r.code, 1)
+  t.match(r.err, /\n {2}- minimal values \(size 1\), .*: values\.schema\.json: a rule refuses the spec over values\.yaml but not the spec \(a default the rule reads \(orValue\) is not the one values\.yaml gives\): spec\.maxConnections: must be at least 36, .* \(got 30\)\n/)
+  const fine = await run(['lint'])
+  t.equal(fine.code, 0, 'the bundled chart\'s rules read its own defaults')
+})

@@ -15,6 +15,7 @@ import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
 import { renderInstance, templateRunning, type RenderInput } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { renderedProblems } from './check-objects.ts'
+import { ruleDefaultProblems } from './lint-rule-defaults.ts'
 import type { CliIO } from './io.ts'
 import { kindScopes } from './kind-scopes.ts'
 import { readInputs, readOverrides } from './render.ts'
@@ -100,6 +101,7 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
     withDeadline(LINT_DEADLINE_MS, () => {
       for (const { label, input } of inputs) {
         current = label
+        for (const p of ruleDefaultProblems(chart, input)) found.set(p, [...(found.get(p) ?? []), label])
         try {
           const result = renderInstance(chart, input)
           objects += result.objects.length
