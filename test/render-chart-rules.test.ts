@@ -1,7 +1,10 @@
 /**
- * Rules between values that the schema cannot say (templates/validate.ejs): each broken rule is a
- * values error at its path, so that the CR becomes InvalidSpec as for a schema error, and every
- * broken rule is reported at once.
+ * Rules between values (the `x-kubernetes-validations` of values.schema.json, which the CRD
+ * carries too: test/sandbox-crd-cel.test.ts): each broken rule is a values error at its path, so
+ * that the CR becomes InvalidSpec as for a schema error, and every broken rule is reported at
+ * once. The rules judge the spec as the API server does, with the chart's defaults written into
+ * them (`self.?memoryMB.orValue(64)`): the last tests hold those to values.yaml and the memory
+ * rule to the memory the templates give (templates/_memory.ejs).
  */
 import t from 'tap'
 import { loadChart } from '../operator/render/chart.ts'
@@ -10,6 +13,13 @@ import { RenderError } from '../operator/render/errors.ts'
 import { outcomeOfRenderError } from '../operator/reconcile/status.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { eventually, startBed } from './support/operator.ts'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parse as parseYaml } from 'yaml'
+import { validateRules, type RuleSchema } from '../operator/kube/cel/rules.ts'
+import { mergeAll, type Values } from '../operator/render/values.ts'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import { crdBeforeRules } from './support/crd-before-rules.ts'
 
 const chart = loadChart()
 const refusal = (spec: Record<string, unknown>): RenderError => {
@@ -58,10 +68,10 @@ t.test('a memory limit below what memcached needs (templates/_memory.ejs) is ref
 
 t.test('a preStop sleep must end before the grace period does', async (t) => {
   t.same(refusal({ lifecycle: { preStopSleepSeconds: 30 } }).problems, [
-    "spec.terminationGracePeriodSeconds (unset: Kubernetes' 30): must exceed spec.lifecycle.preStopSleepSeconds (30), or the pod is killed before memcached gets SIGTERM",
+    "spec.terminationGracePeriodSeconds: must exceed spec.lifecycle.preStopSleepSeconds (30), or the pod is killed before memcached gets SIGTERM (unset: Kubernetes' 30)",
   ])
   t.same(refusal({ lifecycle: { preStopSleepSeconds: 60 }, terminationGracePeriodSeconds: 45 }).problems, [
-    'spec.terminationGracePeriodSeconds (45): must exceed spec.lifecycle.preStopSleepSeconds (60), or the pod is killed before memcached gets SIGTERM',
+    'spec.terminationGracePeriodSeconds: must exceed spec.lifecycle.preStopSleepSeconds (60), or the pod is killed before memcached gets SIGTERM (got 45)',
   ])
   t.ok(renders({ lifecycle: { preStopSleepSeconds: 29 } }))
   t.ok(renders({ lifecycle: { preStopSleepSeconds: 60 }, terminationGracePeriodSeconds: 90 }))
@@ -117,7 +127,15 @@ t.test('every broken rule is reported at once', async (t) => {
   const err = refusal({ workload: { kind: 'StatefulSet' }, service: { headless: false }, lifecycle: { preStopSleepSeconds: 40 }, auth: { enabled: true } })
   t.equal(err.kind, 'values')
   t.equal(err.problems.length, 3)
-  t.match(err.message, /^3 problems:\n {2}- spec\.service\.headless: .*\n {2}- spec\.terminationGracePeriodSeconds .*\n {2}- spec\.auth\.secretName: /)
+  t.match(err.message, /^3 problems:\n {2}- spec\.service\.headless: .*\n {2}- spec\.terminationGracePeriodSeconds: .*\n {2}- spec\.auth\.secretName: /)
+})
+
+t.test('a rule is not run over a value of the wrong type: the schema error alone is reported, as the API server does', async (t) => {
+  t.same(refusal({ port: 'x', workload: { kind: 'StatefulSet' }, service: { headless: false } }).problems, ['spec.port: must be integer (got "x")'])
+  t.same(refusal({ port: 'x', resources: { limits: { memory: 'lots' } } }).problems, [
+    'spec.port: must be integer (got "x")',
+    'spec.resources.limits.memory: must be a Kubernetes quantity such as 512Mi, 1Gi, 500m or 2 (got "lots")',
+  ], 'a rule of a field untouched by the schema errors still runs')
 })
 
 t.test('the new values are typed: enums, bounds and patterns are schema errors at their paths', async (t) => {
@@ -131,15 +149,69 @@ t.test('the new values are typed: enums, bounds and patterns are schema errors a
   t.same(refusal({ networkPolicy: { allowedSources: [{ ipBlock: {} }] } }).problems, ['spec.networkPolicy.allowedSources[0].ipBlock.cidr: is required'])
 })
 
-t.test('through the API server: a broken rule makes the CR InvalidSpec with its path, and nothing is applied', async (t) => {
-  const bed = await startBed()
+t.test('through the API server: a CR that breaks a rule is refused at once; one stored before the rules is InvalidSpec with its path, and nothing is applied', async (t) => {
+  const bed = await startBed({ sandbox: { installCRDs: [crdBeforeRules(chart)] } })
   t.teardown(() => bed.stop())
-  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'sts', namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: false } } })
+  const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' }
+  await bed.client.create({ ...MC, metadata: { name: 'sts', namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: false } } })
   const cr = await eventually('Degraded InvalidSpec', async () => {
-    const c = await bed.client.get({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', namespace: 'default', name: 'sts' })
+    const c = await bed.client.get({ ...MC, namespace: 'default', name: 'sts' })
     return condition(c, 'Degraded')?.reason === 'InvalidSpec' ? c : undefined
   })
-  t.match(condition(cr, 'Degraded')?.message, /^spec\.service\.headless: must be true when spec\.workload\.kind is StatefulSet/)
+  const message = "spec.service.headless: must be true when spec.workload.kind is StatefulSet (the pods' stable DNS names come from the headless Service)"
+  t.equal(condition(cr, 'Degraded')?.message, message)
   const sets = await bed.client.list({ apiVersion: 'apps/v1', kind: 'StatefulSet' }, { namespace: 'default' })
   t.same(sets.items, [], 'no StatefulSet')
+
+  // The chart's CRD, with its rules: a new CR like it is refused, with the message the operator gave.
+  const crds = { verb: 'get', group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', name: 'memcacheds.cache.example.com', query: new URLSearchParams() } as const
+  const got = bed.sandbox.cluster.respond(crds)
+  const stored = (got.body ?? JSON.parse(got.json ?? '{}')) as KubeObject
+  const replaced = bed.sandbox.cluster.respond({ ...crds, verb: 'update', body: { ...memcachedCRD(chart), metadata: stored.metadata } })
+  t.equal(replaced.status, 200, 'the CRD now has the rules')
+  const err = await bed.client.create({ ...MC, metadata: { name: 'sts2', namespace: 'default' }, spec: { size: 2, workload: { kind: 'StatefulSet' }, service: { headless: false } } }).then(() => undefined, (e: unknown) => e as { status: number; message: string })
+  t.equal(err?.status, 422)
+  t.equal(err?.message, `Memcached.cache.example.com "sts2" is invalid: spec.service.headless: Invalid value: ${message.slice('spec.service.headless: '.length)}`)
+  // The stored one may still be touched where it breaks nothing new (ratcheting), and the operator still writes its status.
+  const labelled = await bed.client.patch({ ...MC, namespace: 'default', name: 'sts' }, { metadata: { labels: { team: 'a' } } }, { type: 'merge' })
+  t.equal(labelled.metadata.labels?.team, 'a')
+})
+
+const rulesOn = (values: unknown) => validateRules(chart.schema as RuleSchema, values, undefined, 'spec').errors.map((f) => `${f.field}: ${f.detail}`)
+
+t.test("the rules' defaults are the chart's: a spec and the same spec merged over values.yaml get the same verdicts", async (t) => {
+  const root = join(import.meta.dirname, '..')
+  const specs: { label: string; spec: Values }[] = [
+    { label: 'values.yaml itself', spec: {} },
+    ...readdirSync(join(root, 'charts/memcached/ci')).filter((f) => f.endsWith('.yaml')).map((f) => ({ label: `ci/${f}`, spec: parseYaml(readFileSync(join(root, 'charts/memcached/ci', f), 'utf8')) as Values })),
+    // Each rule broken by the spec alone, so that its default-reading half is exercised too.
+    { label: 'StatefulSet', spec: { workload: { kind: 'StatefulSet' }, service: { headless: false } } },
+    { label: 'memory', spec: { resources: { limits: { memory: '64Mi' } } } },
+    { label: 'grace', spec: { lifecycle: { preStopSleepSeconds: 30 } } },
+    { label: 'item size', spec: { maxItemSize: '64m' } },
+    { label: 'threads', spec: { threads: 300 } },
+    { label: 'tls', spec: { tls: { enabled: true } } },
+    { label: 'cert-manager', spec: { tls: { certManager: { enabled: true } } } },
+    { label: 'auth', spec: { auth: { enabled: true }, metrics: { enabled: true } } },
+    { label: 'exporter users', spec: { metrics: { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true }, dashboard: { enabled: true } } } },
+    { label: 'strategies', spec: { workload: { strategy: { type: 'Recreate', rollingUpdate: {} }, updateStrategy: { type: 'OnDelete', rollingUpdate: {} } } } },
+  ]
+  for (const { label, spec } of specs) t.same(rulesOn(spec), rulesOn(mergeAll([chart.defaults, spec])), label)
+})
+
+t.test('the memory rule asks for exactly the memory the templates give when no limit is set (templates/_memory.ejs)', async (t) => {
+  // Around the hash table's growth points (memoryMB = 9·2^k), the smallest and the largest sizes.
+  const sizes = [1, 8, 9, 10, 64, 72, 73, 1152, 1153, 4096, 589824, 589825, 1048576]
+  for (const memoryMB of sizes) {
+    for (const [maxConnections, tls, extstore] of [[1024, false, false], [4096, true, false], [1000000, false, true], [37, true, true]] as const) {
+      const spec: Values = { size: 1, memoryMB, maxConnections, threads: 1, maxItemSize: '512k', tls: { enabled: tls, secretName: 'mc-tls' }, extstore: { enabled: extstore } }
+      const out = renders(spec)
+      const workload = out.objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: { name: string; resources: { limits: { memory: string } } }[] } } } }
+      const limit = workload.spec.template.spec.containers.find((c) => c.name === 'memcached')!.resources.limits.memory
+      const need = Number(/^(\d+)Mi$/.exec(limit)![1])
+      const label = JSON.stringify({ memoryMB, maxConnections, tls, extstore })
+      t.same(rulesOn({ ...spec, resources: { limits: { memory: limit } } }).filter((p) => p.startsWith('spec.resources')), [], `${label}: ${limit} is enough`)
+      t.match(rulesOn({ ...spec, resources: { limits: { memory: `${need - 1}Mi` } } }), [new RegExp(`^spec\\.resources\\.limits\\.memory: must be at least ${need}Mi: `)], `${label}: ${need - 1}Mi is not`)
+    }
+  }
 })

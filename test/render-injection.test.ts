@@ -67,7 +67,6 @@ function specWith(s: string): Record<string, unknown> {
     topologySpreadConstraints: [{ maxSkew: 1, topologyKey: `zone${s}`, whenUnsatisfiable: 'ScheduleAnyway' }],
     serviceAccount: { create: true, annotations: { 'example.com/role': s } },
     service: { annotations: { 'example.com/svc': s } },
-    resources: { limits: { 'example.com/device': s === '' ? '1' : '1' } },
   }
 }
 

@@ -22,11 +22,11 @@ t.test('precedence: chart defaults < CR spec < values files < --set', async (t) 
   const values = resolveValues(chart, {
     name: 'p',
     namespace: 'default',
-    spec: { size: 1, port: 1000, memoryMB: 100, maxConnections: 10 },
+    spec: { size: 1, port: 1000, memoryMB: 100, maxConnections: 100 },
     overrides: [{ port: 2000, memoryMB: 200 } as Values, parseSet('port=3000')],
   })
   t.equal(values.size, 1, 'from the spec')
-  t.equal(values.maxConnections, 10, 'spec over defaults')
+  t.equal(values.maxConnections, 100, 'spec over defaults')
   t.equal(values.memoryMB, 200, 'values file over spec')
   t.equal(values.port, 3000, '--set over values file')
   t.same(plain(values.resources), { requests: { cpu: '50m' }, limits: {} }, 'untouched defaults stay')

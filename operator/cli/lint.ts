@@ -8,6 +8,7 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { structuralProblems } from '../api/crd.ts'
+import { declarationLine, ruleDeclarationProblems } from '../kube/cel/declarations.ts'
 import { parseMemcacheds } from '../api/memcached.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
@@ -16,6 +17,7 @@ import { RenderError } from '../render/errors.ts'
 import { OPERATOR_SPEC_FIELDS } from '../api/spec-fields.ts'
 import { renderedProblems } from './check-objects.ts'
 import { patchableProblems } from './lint-patchable.ts'
+import { ruleDefaultProblems } from './lint-rule-defaults.ts'
 import type { CliIO } from './io.ts'
 import { kindScopes } from './kind-scopes.ts'
 import { readInputs, readOverrides } from './render.ts'
@@ -62,6 +64,8 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   problems.push(...structuralProblems(chart.schema).map((p) => `values.schema.json: ${p}`))
   problems.push(...operatorFieldProblems(chart.schema))
   problems.push(...patchableProblems(chart.kinds))
+  // The CRD's x-kubernetes-validations are the schema's: a rule the API server would not compile is refused here.
+  problems.push(...ruleDeclarationProblems(chart.schema, 'spec').map((p) => `values.schema.json: ${declarationLine(p)}`))
   const scopes = kindScopes(chart.kinds)
   problems.push(...scopes.problems)
   const minimal = (size: number) => ({ name: 'lint', namespace: 'default', spec: { size } })
@@ -101,6 +105,7 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
     withDeadline(LINT_DEADLINE_MS, () => {
       for (const { label, input } of inputs) {
         current = label
+        for (const p of ruleDefaultProblems(chart, input)) found.set(p, [...(found.get(p) ?? []), label])
         try {
           const result = renderInstance(chart, input)
           objects += result.objects.length

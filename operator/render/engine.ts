@@ -76,7 +76,9 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   const spec = chartValuesOf(given)
   const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
   const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
-  const problems = chart.validate(values)
+  // The schema's rules judge what the CR and overrides say, without the chart's defaults, as the
+  // API server judges a CR's spec (a null there is an unset field, as the server drops it).
+  const problems = chart.validate(values, mergeAll([cloneData(spec) as Values, ...(input.overrides ?? [])]))
   if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, platform && { file: `platforms/${input.platform}.yaml`, values: platform }, [spec, ...(input.overrides ?? [])])))
   return values
 }

@@ -9,14 +9,19 @@ import { mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileS
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
+import { hasRules, validateRules, type RuleSchema } from '../kube/cel/rules.ts'
 import { lazyRequire as require } from './lazy-require.ts'
 import { isPlainMap, type Values } from './values.ts'
 
 /** A JSON Schema node as written in values.schema.json. */
 export type SchemaNode = { [keyword: string]: unknown }
 
-/** Validates values and returns every problem as `spec.path: message`, or an empty list. */
-export type ValuesValidator = (values: Values) => string[]
+/**
+ * Validates values and returns every problem as `spec.path: message`, or an empty list. `given`
+ * is what the spec and overrides set, without the chart's defaults: the schema's
+ * `x-kubernetes-validations` rules judge it, as the API server judges the spec of a CR.
+ */
+export type ValuesValidator = (values: Values, given?: Values) => string[]
 
 /**
  * Where compiled validators are kept between runs (override with MEMCACHED_OPERATOR_CACHE_DIR), or
@@ -87,9 +92,20 @@ export function compileValuesSchema(schema: SchemaNode): ValuesValidator {
   const mod: { exports: unknown } = { exports: {} }
   new Function('require', 'module', 'exports', validatorSource(schema))(require, mod, mod.exports)
   const validate = mod.exports as ValidateFunction
-  return (values) => {
-    const problems = validate(values) ? [] : formatErrors(validate.errors ?? [], values)
-    return [...problems, ...duplicateKeys(schema, values, '')]
+  const rules = hasRules(schema)
+  return (values, given) => {
+    const errors = validate(values) ? [] : (validate.errors ?? [])
+    const problems = formatErrors(errors, values)
+    const duplicates = duplicateKeys(schema, values, '')
+    problems.push(...duplicates)
+    if (!rules || given === undefined) return problems
+    // Rules run where the schema found nothing: a node holding a schema error, or above one, is
+    // not judged by its rules (the API server runs none once a value has the wrong type), so a
+    // rule never reads a value of a type it does not expect.
+    const bad = errors.map((e) => e.instancePath)
+    const blocked = (pointer: string) => duplicates.length > 0 || bad.some((b) => b === pointer || b.startsWith(`${pointer}/`))
+    const failed = validateRules(schema as RuleSchema, given, undefined, 'spec', blocked).errors.map((f) => `${f.field}: ${f.detail}`)
+    return [...problems, ...failed]
   }
 }
 

@@ -745,7 +745,7 @@ export class Cluster implements ClusterAccess {
     if (this.openshift && !type.custom && req.subresource === undefined) admitRestrictedV2(type, obj, old, this.#namespace(obj.metadata.namespace ?? '')?.metadata.annotations)
     if (req.user && req.subresource === undefined) for (const hook of this.mutatingWebhooks) hook(obj, { group: type.group, resource: type.resource, operation: old ? 'UPDATE' : 'CREATE' })
     const causes = type.custom ? validateMetadata(obj) : validateBuiltin(obj, old)
-    causes.push(...(type.validate?.(obj) ?? []))
+    causes.push(...(type.validate?.(obj, old) ?? []))
     if (causes.length > 0) throw invalidObject(type, obj.metadata.name ?? '', causes)
     // A patch that creates (an apply to a missing object) needs `create` as well as `patch`: its
     // create validation is wrapped in an authorization check (apiserver endpoints/handlers/patch.go,

@@ -1,7 +1,7 @@
 /**
  * CustomResourceDefinitions: what apiextensions-apiserver does with one — validation of the CRD
  * itself, its defaults, its status conditions once its names are accepted, and the resource types
- * it serves (schema validation, defaulting and pruning of its custom resources, printer columns,
+ * it serves (schema validation and x-kubernetes-validations rules, defaulting and pruning of its custom resources, printer columns,
  * status and scale subresources).
  */
 import type { FieldCause, Json, JsonObject, KubeObject, PrinterColumn, ResourceType, ScaleSubresource } from './types.ts'
@@ -10,6 +10,7 @@ import {
   applyDefaults, dropNulls, forbidden, invalid, notSupported, pruneObject, required, validateObject, duplicate, validateDNSSubdomain,
   type Schema,
 } from './crd/schema.ts'
+import { ruleCauses, ruleDeclarationCauses } from './crd/cel.ts'
 
 interface CRDNames {
   plural?: string
@@ -79,7 +80,10 @@ export function resourceTypesFromCRD(crd: KubeObject): ResourceType[] {
         dropNulls(obj, schema)
         applyDefaults(obj, schema)
       },
-      validate: (obj) => validateObject(obj as unknown as JsonObject, schema),
+      validate: (obj, old) => {
+        const causes = validateObject(obj as unknown as JsonObject, schema)
+        return [...causes, ...ruleCauses(schema, obj as unknown as JsonObject, old as unknown as JsonObject | undefined, causes)]
+      },
       printerColumns: printerColumnsOf(v),
     }
     if (v.schema?.openAPIV3Schema) type.openAPIV3Schema = v.schema.openAPIV3Schema as Record<string, unknown>
@@ -213,7 +217,7 @@ export function validateCRD(crd: KubeObject): FieldCause[] {
     else seen.add(v.name)
     const schema = v.schema?.openAPIV3Schema
     if (!schema) out.push(required(`${p}.schema.openAPIV3Schema`, 'schemas are required'))
-    else out.push(...structuralErrors(schema, `${p}.schema.openAPIV3Schema`, true))
+    else out.push(...structuralErrors(schema, `${p}.schema.openAPIV3Schema`, true), ...ruleDeclarationCauses(schema, `${p}.schema.openAPIV3Schema`))
     ;(v.additionalPrinterColumns ?? []).forEach((c, j) => {
       const cp = `${p}.additionalPrinterColumns[${j}]`
       if (!c.name) out.push(required(`${cp}.name`))

@@ -124,8 +124,8 @@ export interface ResourceType {
   decodeError?(obj: KubeObject): string | undefined
   /** What converting an apply configuration to the kind's typed value reports: wrong types, undeclared fields (built-in kinds). */
   applyErrors?(obj: KubeObject): string[]
-  /** Validation; an empty list means valid. */
-  validate?(obj: KubeObject): FieldCause[]
+  /** Validation (of an update when `old` is given); an empty list means valid. */
+  validate?(obj: KubeObject, old?: KubeObject): FieldCause[]
   /** Extra printer columns for `Table` responses (CRDs' additionalPrinterColumns). */
   printerColumns?: PrinterColumn[]
   /** A custom resource version's `openAPIV3Schema` as the CRD gives it (absent: none given), for /openapi. */

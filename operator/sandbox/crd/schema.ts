@@ -45,6 +45,7 @@ export interface Schema {
   'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map'
   'x-kubernetes-list-map-keys'?: string[]
   'x-kubernetes-map-type'?: 'atomic' | 'granular'
+  'x-kubernetes-validations'?: { rule?: string; message?: string; messageExpression?: string; reason?: string; fieldPath?: string; optionalOldSelf?: boolean }[]
 }
 
 /** The fields of ObjectMeta; anything else under `metadata` is dropped like the real decoder does. */
