@@ -28,6 +28,8 @@ import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange }
 import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer } from './pacing.ts'
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { TransientFailures } from './transient.ts'
+import { budgetMessage, deleteCharge, massPruneRefusal, planDamage, DEFAULT_MAX_PRUNE_FRACTION, type DamageBudget } from './budget.ts'
+import { isPaused, pausedStatus, PAUSED_MESSAGE, resumedCondition } from './pause.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -56,6 +58,10 @@ export interface ReconcileMetrics {
   skipped(kind: string): void
   pruned(kind: string): void
   failed(reason: string): void
+  /** A reconcile made to wait by the damage budget (budget.ts), by what was spent: `delete` or `restart`. */
+  budgetExhausted?(kind: string): void
+  /** An object found changed by another manager and left as it is (drift mode `warn`, drift.ts), by kind. */
+  drifted?(kind: string): void
 }
 
 /** What a reconcile needs. */
@@ -89,6 +95,10 @@ export interface ReconcilerDeps {
   platform?: () => string | undefined
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
+  /** The fleet-wide budget of deletes and pod restarts (budget.ts); none: no limit. */
+  budget?: DamageBudget
+  /** A render may prune at most this fraction of a CR's live objects (budget.ts massPruneRefusal); default 0.5, 1: no limit. */
+  maxPruneFraction?: number
   now?: () => Date
   /** See {@link TransientFailures}; default SUSTAINED_FAILURE_MS. */
   sustainedFailureMs?: number
@@ -163,6 +173,17 @@ const CACHE_SYNC_RETRY_MS = 1_000
  */
 const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
+/** Thrown inside a reconcile whose delete the damage budget refuses: nothing more of the CR is applied. */
+class BudgetWait extends Error {
+  readonly retryAfterMs: number
+  readonly kind: string
+  constructor(message: string, retryAfterMs: number, kind: string) {
+    super(message)
+    this.retryAfterMs = retryAfterMs
+    this.kind = kind
+  }
+}
+
 /** How soon a CR waiting for a re-creation slot asks again, if the budget has not queued it before (it does when a slot frees). */
 const RECREATION_QUEUED_RETRY_MS = 30_000
 
@@ -217,6 +238,7 @@ export class Reconciler {
   async #reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
+    if (isPaused(cr)) return this.#paused(cr, log)
     this.#releaseReplaced(cr)
     const chart = this.#d.chart()
     const inputs = this.#inputsOf(cr)
@@ -252,6 +274,17 @@ export class Reconciler {
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) return this.#conflict(cr, conflicts, desired, log)
 
+    // Asked before anything is applied, as the re-creation slots below: a change over the fleet's
+    // damage budget, or one that drops most of the CR's objects, applies nothing.
+    const damage = this.#d.budget || this.#d.maxPruneFraction !== 1 ? planDamage(desired, live, this.#controlled(cr, chart), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : undefined
+    const refusal = damage && massPruneRefusal(damage, cr, this.#d.maxPruneFraction ?? DEFAULT_MAX_PRUNE_FRACTION)
+    if (refusal !== undefined) {
+      await this.#fail(cr, { kind: 'prune-refused', message: refusal }, desired, log)
+      return {}
+    }
+    const admission = damage && this.#d.budget?.admit(damage.damage)
+    if (admission?.admitted === false) return this.#overBudget(cr, new BudgetWait(budgetMessage(damage!.damage, admission), admission.retryAfterMs, admission.kind), optional, log)
+
     // Asked before anything is applied: a CR whose workload waits for its turn applies nothing, so
     // that no Service, PDB or NetworkPolicy moves to the new selector while the old pods serve.
     const plan = this.#d.pacer ? planRecreations(this.#d.pacer, cr, desired, live, (d, current) => this.#mayRecreate(cr, d, current), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : { granted: [] }
@@ -270,6 +303,7 @@ export class Reconciler {
     } catch (err) {
       // The server forced a re-creation the plan did not foresee, and there is no slot for it.
       if (err instanceof RecreationQueued) return await this.#queued(cr, err.message, optional, log)
+      if (err instanceof BudgetWait) return await this.#overBudget(cr, err, optional, log)
       if (!(err instanceof FoundForeign)) throw err
       return this.#conflict(cr, [err.conflict], desired, log)
     } finally {
@@ -574,6 +608,10 @@ export class Reconciler {
       throw new ReconcileError(`apply ${message}`, change)
     }
     const uid = current.metadata.uid as string
+    // A re-creation is a delete: charged to the damage budget (free when the plan admitted it), then paced.
+    const charge = deleteCharge(current, what)
+    const admitted = this.#d.budget?.admit([charge])
+    if (admitted?.admitted === false) throw new BudgetWait(budgetMessage([charge], admitted), admitted.retryAfterMs, admitted.kind)
     const slot = { key: objectKey(d), owner: ownerUid, crKey: `${cr.metadata.namespace ?? ''}/${cr.metadata.name}`, what, field: change.field, replaces: uid, ref: d }
     const grant = isWorkload(d) ? this.#d.pacer?.request(slot) : undefined
     if (grant?.granted === false) throw new RecreationQueued(queuedMessage(slot, grant))
@@ -628,6 +666,49 @@ export class Reconciler {
     if (before?.reason !== REASONS.RecreationQueued) await this.#d.events.record(cr, 'Normal', REASONS.RecreationQueued, message, 'Apply')
     await this.#writeStatus(cr, undefined, undefined, { kind: 'ok', queued: message }, log, optional ? [optional] : [])
     return { requeueAfterMs: RECREATION_QUEUED_RETRY_MS }
+  }
+
+  /**
+   * A CR whose change would go over the fleet's damage budget (budget.ts): nothing of it was
+   * applied; its status says so (Progressing BudgetExhausted) from the live objects, a Warning
+   * event marks its arrival, and it asks again when the window has room.
+   */
+  async #overBudget(cr: MemcachedObject, wait: BudgetWait, optional: ConditionInput | undefined, log: Logger): Promise<ReconcileResult> {
+    log.warn({ budget: wait.kind, waiting: wait.message }, 'change waits for the damage budget')
+    this.#d.metrics.budgetExhausted?.(wait.kind)
+    this.#d.pacer?.withdraw(cr.metadata.uid ?? '')
+    const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Progressing)
+    if (before?.reason !== REASONS.BudgetExhausted) await this.#d.events.record(cr, 'Warning', REASONS.BudgetExhausted, wait.message, 'Apply')
+    await this.#writeStatus(cr, undefined, undefined, { kind: 'ok', budget: wait.message }, log, optional ? [optional] : [])
+    return { requeueAfterMs: wait.retryAfterMs }
+  }
+
+  /**
+   * A paused CR (pause.ts): nothing is applied, re-created or pruned; its status says so once
+   * (Paused True, Ready False Paused) with a Normal event, and nothing more is written while it stays paused.
+   */
+  async #paused(cr: MemcachedObject, log: Logger): Promise<ReconcileResult> {
+    if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
+    this.#d.pacer?.withdraw(cr.metadata.uid ?? '')
+    const status = pausedStatus(cr, this.#now())
+    if (statusEqual(status, cr.status)) return {}
+    log.info('paused: nothing is applied')
+    await this.#d.events.record(cr, 'Normal', REASONS.Paused, PAUSED_MESSAGE, 'Reconcile')
+    await this.#putStatus(cr, status, log)
+    return {}
+  }
+
+  /** Every live object of the chart's kinds this CR controls (from the caches), with its identity. */
+  #controlled(cr: MemcachedObject, chart: Chart): { identity: RenderedObject; object: KubeObject }[] {
+    const uid = cr.metadata.uid
+    if (!uid) return []
+    const out: { identity: RenderedObject; object: KubeObject }[] = []
+    for (const kind of chart.kinds) {
+      for (const object of this.#d.children.get(kindKey(kind))?.byIndex(CONTROLLER_INDEX, uid) ?? []) {
+        out.push({ identity: { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: object.metadata.name ?? '', namespace: object.metadata.namespace ?? '' } }, object })
+      }
+    }
+    return out
   }
 
   /** Gives back the slots of this CR's re-creations whose replacement has every replica ready (read from the cache). */
@@ -690,6 +771,11 @@ export class Reconciler {
             kept.push(what)
             continue
           }
+          // Free when the reconcile's plan admitted it; a prune it did not foresee waits for room.
+          if (this.#d.budget?.admit([deleteCharge(obj, what)]).admitted === false) {
+            log.info({ object: what }, 'prune waits for the damage budget')
+            continue
+          }
           try {
             await this.#d.client.delete(
               { apiVersion: kind.apiVersion, kind: kind.kind, namespace: identity.metadata.namespace, name: identity.metadata.name },
@@ -739,7 +825,7 @@ export class Reconciler {
     // CR that stays broken), the condition tells it and a repeated event would be a write per resync.
     const degraded = findCondition(cr.status?.conditions, 'Degraded')
     if (degraded?.status !== 'True' || degraded.reason !== reason || degraded.message !== outcome.message) {
-      await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' || outcome.kind === 'immutable' ? 'Apply' : outcome.kind === 'prune-failed' ? 'Prune' : 'Render')
+      await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' || outcome.kind === 'immutable' ? 'Apply' : outcome.kind === 'prune-failed' || outcome.kind === 'prune-refused' ? 'Prune' : 'Render')
     }
     await this.#writeStatus(cr, desired, undefined, outcome, log)
   }
@@ -770,8 +856,15 @@ export class Reconciler {
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
     const events = this.#d.workloadEvents
     const workloadFailure = events ? failedCreateCause(liveWorkload, (uid) => events.byIndex(INVOLVED_UID_INDEX, uid)) : undefined
-    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
+    const resumed = resumedCondition(cr)
+    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also: resumed ? [...also, resumed] : also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
     if (statusEqual(status, cr.status)) return
+    await this.#putStatus(cr, status, log)
+  }
+
+  /** Writes `/status` (server-side apply, forced). */
+  async #putStatus(cr: MemcachedObject, status: MemcachedStatus, log: Logger): Promise<void> {
+    const namespace = cr.metadata.namespace ?? 'default'
     try {
       await this.#d.client.apply(
         { apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace }, status },
