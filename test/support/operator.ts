@@ -80,7 +80,7 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
 }
 
 /** An operator (controller and its client) against a running sandbox. */
-export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number; budget?: BudgetLimits; maxPruneFraction?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number; budget?: BudgetLimits; maxPruneFraction?: number; namespaces?: string[] } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
   const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
@@ -90,7 +90,7 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
     ...(opts.eventSuppressMs !== undefined ? { recorder: new ApiEventRecorder(client, new EventAggregator({ suppressForMs: opts.eventSuppressMs }), log) } : {}),
     client,
     chart: () => chart,
-    namespaces: [],
+    namespaces: opts.namespaces ?? [],
     concurrency: opts.concurrency ?? 2,
     resyncPeriodMs: opts.resyncPeriodMs ?? 600_000,
     ...(opts.discoveryPeriodMs !== undefined ? { discoveryPeriodMs: opts.discoveryPeriodMs } : {}),
