@@ -4,6 +4,7 @@
  */
 import type { Chart } from '../render/chart.ts'
 import { isPlainMap } from '../render/values.ts'
+import { OPERATOR_SPEC_FIELDS } from './spec-fields.ts'
 import { API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from './memcached.ts'
 
 const STATUS_SCHEMA = {
@@ -60,6 +61,14 @@ export function crdSchema(node: unknown): unknown {
   return out
 }
 
+/** The spec's schema: the chart's values, and beside them the operator's own fields (spec-fields.ts). */
+export function specSchema(chartSchema: unknown): unknown {
+  const schema = crdSchema(chartSchema)
+  if (!isPlainMap(schema)) return schema
+  const properties = isPlainMap(schema.properties) ? schema.properties : {}
+  return { ...schema, properties: { ...properties, ...OPERATOR_SPEC_FIELDS } }
+}
+
 /** The CRD object `memcached-operator crd` prints. */
 export function memcachedCRD(chart: Chart): Record<string, unknown> {
   return {
@@ -97,7 +106,7 @@ export function memcachedCRD(chart: Chart): Record<string, unknown> {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 metadata: { type: 'object' },
-                spec: crdSchema(chart.schema),
+                spec: specSchema(chart.schema),
                 status: STATUS_SCHEMA,
               },
               required: ['spec'],

@@ -17,6 +17,7 @@ import { renderedProblems } from './check-objects.ts'
 import type { CliIO } from './io.ts'
 import { kindScopes } from './kind-scopes.ts'
 import { readInputs, readOverrides } from './render.ts'
+import { OPERATOR_SPEC_FIELDS } from '../api/spec-fields.ts'
 
 /** The sample CRs shipped beside the bundled chart: kustomize/samples of the checkout. */
 export const SAMPLES_DIR = resolve(DEFAULT_CHART_DIR, '..', '..', 'kustomize', 'samples')
@@ -58,6 +59,8 @@ export async function runLint(opts: LintOptions, io: CliIO): Promise<number> {
   }
   if (!chart.description) problems.push('Chart.yaml: description is empty')
   problems.push(...structuralProblems(chart.schema).map((p) => `values.schema.json: ${p}`))
+  const declared = (chart.schema as { properties?: Record<string, unknown> }).properties ?? {}
+  for (const field of Object.keys(OPERATOR_SPEC_FIELDS)) if (Object.hasOwn(declared, field)) problems.push(`values.schema.json: properties.${field}: the operator reads spec.${field} itself (an operator-owned field); a chart may not declare a value of that name`)
   const scopes = kindScopes(chart.kinds)
   problems.push(...scopes.problems)
   const minimal = (size: number) => ({ name: 'lint', namespace: 'default', spec: { size } })

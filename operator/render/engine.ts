@@ -10,6 +10,7 @@ import { dnsLabel, labelValue, sha256 } from './names.ts'
 import { Raw, quoteString, yamlScalar } from './scalar.ts'
 import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, SecretsNotFound, type SecretSource } from './secrets.ts'
 import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
+import { chartValuesOf } from '../api/spec-fields.ts'
 import { compareQuantities, quantityOf, QuantityError } from '../kube/quantity.ts'
 
 /** What is rendered: the instance's identity, its spec, and optional overrides (values files, --set). */
@@ -65,7 +66,7 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   const spec = input.spec ?? {}
   if (!isPlainMap(spec)) throw new RenderError('values', [`spec: must be a map${Array.isArray(spec) ? ', not a list' : ''}`])
   const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
-  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
+  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(chartValuesOf(spec)) as Values, ...(input.overrides ?? [])])
   const problems = chart.validate(values)
   if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, platform && { file: `platforms/${input.platform}.yaml`, values: platform }, [spec, ...(input.overrides ?? [])])))
   return values
