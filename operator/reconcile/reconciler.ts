@@ -30,6 +30,7 @@ import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from '.
 import { TransientFailures } from './transient.ts'
 import { budgetMessage, deleteCharge, massPruneRefusal, planDamage, DEFAULT_MAX_PRUNE_FRACTION, type DamageBudget } from './budget.ts'
 import { isPaused, pausedStatus, PAUSED_MESSAGE, resumedCondition } from './pause.ts'
+import { applyDriftSpec, driftMessage, driftSpecOf, type Drift, type DriftSpec } from './drift.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -274,6 +275,12 @@ export class Reconciler {
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) return this.#conflict(cr, conflicts, desired, log)
 
+    // Drift the CR's spec.drift leaves as it is (drift.ts): the rendered objects take the live values there.
+    const drift = driftSpecOf(cr.spec)
+    let drifts: Drift[] = []
+    if (drift) ({ desired, drifts } = await applyDriftSpec(drift, desired, (d) => live.get(objectKey(d)), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current), (d) => this.#fetch(d)))
+    const drifted = await this.#reportDrift(cr, drift, drifts, log)
+
     // Asked before anything is applied, as the re-creation slots below: a change over the fleet's
     // damage budget, or one that drops most of the CR's objects, applies nothing.
     const damage = this.#d.budget || this.#d.maxPruneFraction !== 1 ? planDamage(desired, live, this.#controlled(cr, chart), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : undefined
@@ -315,7 +322,7 @@ export class Reconciler {
     const switching = await this.#prune(cr, chart, desired, log)
     const notServed = left.length > 0 ? describeNotServed(left) : undefined
     if (optional) await this.#announceOptional(cr, optional, notServed)
-    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, optional ? [optional] : [])
+    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, [...(optional ? [optional] : []), ...(drifted ? [drifted] : [])])
     this.#settle(cr, chart, inputs, secrets, desired, results, optional, notServed)
     return {}
   }
@@ -696,6 +703,36 @@ export class Reconciler {
     await this.#d.events.record(cr, 'Normal', REASONS.Paused, PAUSED_MESSAGE, 'Reconcile')
     await this.#putStatus(cr, status, log)
     return {}
+  }
+
+  /**
+   * The Drifted condition of a CR in drift mode `warn` (drift.ts) — True naming what another manager
+   * changed and the operator left as it is, False once nothing is — with a Warning event, a log line
+   * and a metric when what drifted changes. None for a CR never in warn mode.
+   */
+  async #reportDrift(cr: MemcachedObject, drift: DriftSpec | undefined, drifts: readonly Drift[], log: Logger): Promise<ConditionInput | undefined> {
+    const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Drifted)
+    if (drifts.length === 0) {
+      if (before === undefined) return undefined
+      const message = drift?.mode === 'warn' ? 'no field the operator applies was changed by another manager' : 'drift mode is not warn: drift is corrected'
+      return { type: CONDITION_TYPES.Drifted, status: 'False', reason: REASONS.NoDrift, message }
+    }
+    const message = driftMessage(drifts)
+    if (before?.status !== 'True' || before.message !== message) {
+      log.warn({ drift: drifts.map((d) => ({ object: d.what, field: d.field, managers: d.managers })) }, 'drift left as it is (drift mode warn)')
+      for (const d of drifts) this.#d.metrics.drifted?.(d.kind)
+      await this.#d.events.record(cr, 'Warning', REASONS.DriftDetected, message, 'Apply')
+    }
+    return { type: CONDITION_TYPES.Drifted, status: 'True', reason: REASONS.DriftDetected, message }
+  }
+
+  /** An object read whole from the server (its managedFields), or undefined when it cannot be read. */
+  async #fetch(d: RenderedObject): Promise<KubeObject | undefined> {
+    try {
+      return await this.#d.client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name })
+    } catch {
+      return undefined
+    }
   }
 
   /** Every live object of the chart's kinds this CR controls (from the caches), with its identity. */
