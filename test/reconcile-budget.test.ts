@@ -8,6 +8,9 @@ import type { KubeObject } from '../operator/controller/client.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { ALLOW_MASS_PRUNE_ANNOTATION, budgetMessage, DamageBudget, deleteCharge, massPruneRefusal, planDamage, type Damage } from '../operator/reconcile/budget.ts'
 import { objectKey } from '../operator/reconcile/owner.ts'
+import { runCli } from '../operator/cli/program.ts'
+import { budgetLimits } from '../operator/cli/run.ts'
+import { captureIO } from './support/io.ts'
 
 const del = (uid: string): Damage => ({ kind: 'delete', key: `delete:${uid}`, what: `Deployment default/${uid}` })
 const restart = (uid: string): Damage => ({ kind: 'restart', key: `restart:${uid}:h`, what: `Deployment default/${uid}` })
@@ -84,4 +87,20 @@ t.test('a render that prunes more than the fraction is refused, unless the annot
   t.equal(massPruneRefusal(plan, cr(), 1), undefined, 'a fraction of 1 never refuses')
   t.equal(massPruneRefusal({ damage: [], pruned: ['PodDisruptionBudget default/a'], controlled: 3 }, cr(), 0.5), undefined, 'one of three is not most')
   t.type(massPruneRefusal({ damage: [], pruned: ['Deployment default/a'], controlled: 1 }, cr(), 0.5), 'string', 'an empty render of a CR with one object is refused')
+})
+
+t.test('run: the budget flags are checked, each error names its flag (exit 2); their defaults', async (t) => {
+  for (const [args, message] of [
+    [['--max-deletes', '-1'], /--max-deletes must be a non-negative integer \(0: no limit\), not "-1"/],
+    [['--max-restarts', 'many'], /--max-restarts must be a non-negative integer/],
+    [['--budget-window', '0s'], /--budget-window must be a positive duration/],
+    [['--budget-window', 'ten'], /invalid duration "ten"/],
+    [['--max-prune-fraction', '1.5'], /--max-prune-fraction must be a number from 0 to 1 \(1: no limit\), not "1\.5"/],
+  ] as const) {
+    const io = captureIO()
+    t.equal(await runCli(['run', ...args, '--kubeconfig', '/dev/null'], io), 2, args.join(' '))
+    t.match(io.err(), message)
+  }
+  t.same(budgetLimits({}), { deletes: 20, restarts: 50, windowMs: 600_000 })
+  t.same(budgetLimits({ maxDeletes: '0', maxRestarts: '7', budgetWindow: '1h' }), { deletes: 0, restarts: 7, windowMs: 3_600_000 })
 })
