@@ -175,7 +175,7 @@ export function managersOf(live: KubeObject, segments: readonly string[]): strin
   const entries = (live.metadata.managedFields ?? []) as { manager?: string; fieldsV1?: unknown; subresource?: string }[]
   const out = new Set<string>()
   for (const e of entries) {
-    if (e.manager === undefined || e.manager === FIELD_MANAGER || (e.subresource ?? '') !== '' || !isMap(e.fieldsV1)) continue
+    if (e.manager === undefined || e.manager === FIELD_MANAGER || e.subresource === 'status' || !isMap(e.fieldsV1)) continue
     if (owns(e.fieldsV1, segments)) out.add(e.manager)
   }
   return [...out].sort()
