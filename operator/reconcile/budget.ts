@@ -198,13 +198,16 @@ export function planDamage(
   return { damage, pruned, controlled: controlled.filter((c) => !c.object.metadata.deletionTimestamp).length }
 }
 
-/** The Progressing message of a CR whose change waits for the budget: what it would cost, and the budget's state. */
+/**
+ * The Progressing message of a CR whose change waits for the budget: what it would cost, and the
+ * budget's state — no time, so that a CR asking again while it waits writes no new status.
+ */
 export function budgetMessage(plan: readonly Damage[], refusal: Extract<Admission, { admitted: false }>): string {
   const of = plan.filter((d) => d.kind === refusal.kind).map((d) => d.what)
   const noun = refusal.kind === 'delete' ? 'deletes' : 'pod restarts'
   const flag = refusal.kind === 'delete' ? '--max-deletes' : '--max-restarts'
   const verb = refusal.kind === 'delete' ? 'delete' : 'restart the pods of'
-  return `the change would ${verb} ${of.join(', ')} and the fleet's budget of ${noun} is spent (${refusal.used} of ${refusal.limit} in the window, ${flag}); nothing of this Memcached is applied until the window has room, in about ${Math.ceil(refusal.retryAfterMs / 1000)} s`
+  return `the change would ${verb} ${of.join(', ')} and the fleet's budget of ${noun} is spent (${refusal.used} of ${refusal.limit} in the window, ${flag}); nothing of this Memcached is applied until the window has room`
 }
 
 /**

@@ -681,7 +681,7 @@ export class Reconciler {
    * event marks its arrival, and it asks again when the window has room.
    */
   async #overBudget(cr: MemcachedObject, wait: BudgetWait, optional: ConditionInput | undefined, log: Logger): Promise<ReconcileResult> {
-    log.warn({ budget: wait.kind, waiting: wait.message }, 'change waits for the damage budget')
+    log.warn({ budget: wait.kind, waiting: wait.message, retryAfterMs: wait.retryAfterMs }, 'change waits for the damage budget')
     this.#d.metrics.budgetExhausted?.(wait.kind)
     this.#d.pacer?.withdraw(cr.metadata.uid ?? '')
     const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Progressing)
@@ -691,8 +691,9 @@ export class Reconciler {
   }
 
   /**
-   * A paused CR (pause.ts): nothing is applied, re-created or pruned; its status says so once
-   * (Paused True, Ready False Paused) with a Normal event, and nothing more is written while it stays paused.
+   * A paused CR (pause.ts): nothing is applied, re-created or pruned; its status says so (Paused
+   * True, Ready False Paused: written when it pauses, and when its generation moves meanwhile),
+   * with a Normal event when it pauses.
    */
   async #paused(cr: MemcachedObject, log: Logger): Promise<ReconcileResult> {
     if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
@@ -700,7 +701,7 @@ export class Reconciler {
     const status = pausedStatus(cr, this.#now())
     if (statusEqual(status, cr.status)) return {}
     log.info('paused: nothing is applied')
-    await this.#d.events.record(cr, 'Normal', REASONS.Paused, PAUSED_MESSAGE, 'Reconcile')
+    if (findCondition(cr.status?.conditions, CONDITION_TYPES.Paused)?.status !== 'True') await this.#d.events.record(cr, 'Normal', REASONS.Paused, PAUSED_MESSAGE, 'Reconcile')
     await this.#putStatus(cr, status, log)
     return {}
   }
