@@ -8,6 +8,7 @@ import type { RenderedObject } from '../operator/render/manifest.ts'
 import { chartValuesOf, OPERATOR_SPEC_FIELDS } from '../operator/api/spec-fields.ts'
 import { driftedPaths, driftMessage, driftSpecOf, ignoredPaths, keepLive, managersOf, owns, pointerSegments } from '../operator/reconcile/drift.ts'
 import { isPaused, pausedStatus, resumedCondition } from '../operator/reconcile/pause.ts'
+import { PRIORITY, updatePriority } from '../operator/reconcile/controller.ts'
 
 const desired: RenderedObject = {
   apiVersion: 'apps/v1',
@@ -81,4 +82,12 @@ t.test('a paused CR: Paused True and Ready False Paused over what it said; resum
   t.match(status.conditions, [{ type: 'Ready', status: 'False', reason: 'Paused', observedGeneration: 3, lastTransitionTime: '2026-11-28T10:00:00Z' }, { type: 'Paused', status: 'True', reason: 'Paused' }])
   t.equal(resumedCondition({ metadata: {}, status: { conditions: [] } }), undefined)
   t.match(resumedCondition({ metadata: {}, status }), { type: 'Paused', status: 'False', reason: 'Resumed' })
+})
+
+t.test('pausing, resuming and allowing a mass prune are reconciled at once, though they move no generation', async (t) => {
+  const cr = (annotations: Record<string, string>) => ({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'x', generation: 1, annotations } }) as KubeObject
+  t.equal(updatePriority(cr({}), cr({ 'memcached.cache.example.com/paused': 'true' })), PRIORITY.changed)
+  t.equal(updatePriority(cr({ 'memcached.cache.example.com/paused': 'true' }), cr({})), PRIORITY.changed)
+  t.equal(updatePriority(cr({}), cr({ 'memcached.cache.example.com/allow-mass-prune': '1' })), PRIORITY.changed)
+  t.equal(updatePriority(cr({}), cr({ 'example.com/other': 'x' })), undefined, 'another annotation reconciles nothing')
 })

@@ -4,7 +4,11 @@
  * (pkg/controller/deployment/progress.go: ProgressDeadlineExceeded) — what a health gate watches,
  * seen with real kubectl, and through the operator on a Memcached.
  */
+import { join } from 'node:path'
 import t from 'tap'
+import { podFailureRules, startSandboxCommand } from '../operator/cli/sandbox.ts'
+import { captureIO } from './support/io.ts'
+import { tempDir } from './support/tmp.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
@@ -102,4 +106,14 @@ t.test('rules are checked: a bad pattern or mode names the rule and the field; t
   t.throws(() => parsePodFailures([{ image: 'x', failure: 'Sometimes' }]), /pod failures\[0\]\.failure: must be one of ImagePull, CrashLoop, NeverReady, not "Sometimes"/)
   t.throws(() => parsePodFailures({}), /must be a list/)
   t.same([1, 2, 3, 20].map((n) => crashBackOffMs(n, 10_000)), [10_000, 20_000, 40_000, 300_000], 'the kubelet\'s 10 s doubling to 5 min')
+})
+
+t.test('sandbox --pod-failure FAILURE=PATTERN sets the rules; a malformed one is a usage error naming the flag', async (t) => {
+  t.same(podFailureRules(['CrashLoop=:crash$', 'ImagePull=^registry\\.invalid/']), [{ image: ':crash$', failure: 'CrashLoop' }, { image: '^registry\\.invalid/', failure: 'ImagePull' }])
+  t.throws(() => podFailureRules(['crash']), { name: 'UsageError', message: '--pod-failure: "crash": must be FAILURE=PATTERN, e.g. CrashLoop=:crash$' })
+  t.throws(() => podFailureRules(['Flaky=x']), { name: 'UsageError', message: /^--pod-failure: pod failures\[0\]\.failure: must be one of ImagePull, CrashLoop, NeverReady/ })
+  const io = captureIO()
+  const running = await startSandboxCommand({ podFailure: ['NeverReady=:unready$'], operator: false, sample: false, kubeconfigOut: join(tempDir('mc-pf-'), 'kubeconfig') }, io)
+  t.teardown(() => running.close())
+  t.same(running.sandbox.podFailures.get(), [{ image: ':unready$', failure: 'NeverReady' }])
 })
