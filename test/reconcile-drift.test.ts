@@ -2,7 +2,14 @@
  * Drift modes and pause, without a server: which fields are drift (server-side apply ownership),
  * how live values are kept at a path (keyed list items, atomic lists), and the status of a paused CR.
  */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import { runCli } from '../operator/cli/program.ts'
+import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
+import { chartWith } from './support/chart.ts'
+import { captureIO } from './support/io.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { chartValuesOf, OPERATOR_SPEC_FIELDS } from '../operator/api/spec-fields.ts'
@@ -90,4 +97,16 @@ t.test('pausing, resuming and allowing a mass prune are reconciled at once, thou
   t.equal(updatePriority(cr({ 'memcached.cache.example.com/paused': 'true' }), cr({})), PRIORITY.changed)
   t.equal(updatePriority(cr({}), cr({ 'memcached.cache.example.com/allow-mass-prune': '1' })), PRIORITY.changed)
   t.equal(updatePriority(cr({}), cr({ 'example.com/other': 'x' })), undefined, 'another annotation reconciles nothing')
+})
+
+t.test('the CRD declares spec.drift beside the chart\'s values; lint refuses a chart value of an operator field\'s name', async (t) => {
+  const crd = memcachedCRD(loadChart()) as { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, { properties?: Record<string, unknown> }> } } } } }[] } }
+  const spec = crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties
+  t.ok(spec.size, 'the chart\'s values')
+  t.same(Object.keys(spec.drift?.properties ?? {}), ['mode', 'ignore'])
+  const schema = JSON.parse(readFileSync(join(DEFAULT_CHART_DIR, 'values.schema.json'), 'utf8')) as { properties: Record<string, unknown> }
+  schema.properties.drift = { type: 'object', description: 'a value of the chart' }
+  const io = captureIO()
+  t.equal(await runCli(['lint', '--chart', chartWith({ 'values.schema.json': JSON.stringify(schema) })], io), 1)
+  t.match(io.err(), /values\.schema\.json: properties\.drift: the operator reads spec\.drift itself \(an operator-owned field\); a chart may not declare a value of that name/)
 })
