@@ -4,6 +4,7 @@
  * (pkg/controller/deployment/progress.go: ProgressDeadlineExceeded) — what a health gate watches,
  * seen with real kubectl, and through the operator on a Memcached.
  */
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { podFailureRules, startSandboxCommand } from '../operator/cli/sandbox.ts'
@@ -11,7 +12,8 @@ import { captureIO } from './support/io.ts'
 import { tempDir } from './support/tmp.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
-import { loadChart } from '../operator/render/chart.ts'
+import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
+import { chartWith } from './support/chart.ts'
 import { parsePodFailures, crashBackOffMs } from '../operator/sandbox/controllers/pod-failures.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { kubectlFor } from './support/kubectl.ts'
@@ -99,6 +101,28 @@ t.test('a Memcached whose image crash-loops never becomes Available through the 
     throw new Error(JSON.stringify({ status: o.status, pods: pods.map((p) => p.status) }))
   })
   t.match(((cr.status ?? {}) as DeploymentStatus).conditions?.find((c) => c.type === 'Ready'), { status: 'False' })
+})
+
+t.test('end to end: a Memcached whose rollout to a crash-looping image passes its progress deadline is Degraded ProgressDeadlineExceeded', async (t) => {
+  // The bundled chart leaves the deadline at the API server's default (600 s); this one sets 1 s.
+  const template = readFileSync(join(DEFAULT_CHART_DIR, 'templates', 'deployment.ejs'), 'utf8').replace('  replicas: <%= values.size %>\n', '  replicas: <%= values.size %>\n  progressDeadlineSeconds: 1\n')
+  const op = await startOperatorOn(sandbox, { namespaces: ['default'], chart: loadChart(chartWith({ 'templates/deployment.ejs': template })) })
+  t.teardown(() => op.stop())
+  await client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'gated', namespace: 'default' }, spec: { size: 1 } })
+  await eventually('gated ready', async () => {
+    const o = await client.get({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', namespace: 'default', name: 'gated' })
+    return ((o.status ?? {}) as DeploymentStatus).conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined
+  })
+  await kubectl(['patch', 'mc', 'gated', '--type', 'merge', '-p', '{"spec":{"image":{"tag":"crash"}}}'])
+  const cr = await eventually('Degraded ProgressDeadlineExceeded', async () => {
+    const o = await client.get({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', namespace: 'default', name: 'gated' })
+    return ((o.status ?? {}) as DeploymentStatus).conditions?.find((c) => c.type === 'Degraded')?.reason === 'ProgressDeadlineExceeded' ? o : undefined
+  })
+  const conditions = ((cr.status ?? {}) as DeploymentStatus).conditions ?? []
+  t.match(conditions.find((c) => c.type === 'Degraded'), { status: 'True', message: /^ReplicaSet "gated-[a-z0-9]+" has timed out progressing\.$/ })
+  t.match(conditions.find((c) => c.type === 'Progressing'), { status: 'False', reason: 'ProgressDeadlineExceeded' })
+  t.match(conditions.find((c) => c.type === 'Available'), { status: 'True' }, 'the old pod still serves: a rolling update keeps it until the new one is available')
+  t.match(await kubectl(['get', 'mc', 'gated']), /gated\s+1\s+1\s+1\s+ProgressDeadlineExceeded\s/, 'kubectl get mc shows why')
 })
 
 t.test('rules are checked: a bad pattern or mode names the rule and the field; the back-off doubles up to its cap', async (t) => {
