@@ -8,6 +8,7 @@ import type { KubeObject } from '../operator/controller/client.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { ALLOW_MASS_PRUNE_ANNOTATION, budgetMessage, DamageBudget, deleteCharge, massPruneRefusal, planDamage, type Damage } from '../operator/reconcile/budget.ts'
 import { objectKey } from '../operator/reconcile/owner.ts'
+import { RecreationPacer } from '../operator/reconcile/pacing.ts'
 import { runCli } from '../operator/cli/program.ts'
 import { budgetLimits } from '../operator/cli/run.ts'
 import { captureIO } from './support/io.ts'
@@ -103,4 +104,23 @@ t.test('run: the budget flags are checked, each error names its flag (exit 2); t
   }
   t.same(budgetLimits({}), { deletes: 20, restarts: 50, windowMs: 600_000 })
   t.same(budgetLimits({ maxDeletes: '0', maxRestarts: '7', budgetWindow: '1h' }), { deletes: 0, restarts: 7, windowMs: 3_600_000 })
+})
+
+t.test('a workload re-creation is paced by the same budget: its slot is granted only with a delete of room, and it keeps its place in the queue meanwhile', async (t) => {
+  let now = 0
+  const budget = new DamageBudget({ deletes: 1, restarts: 0, windowMs: 60_000, now: () => now })
+  const pacer = new RecreationPacer({ max: 0, timeoutMs: 3_600_000, now: () => now, budget })
+  const req = (name: string) => ({ key: `Deployment.apps/default/${name}`, owner: name, crKey: `default/${name}`, what: `Deployment default/${name}`, field: 'spec.selector', replaces: `uid-${name}`, ref: deployment(name, 'x') })
+  t.same(pacer.request(req('a')), { granted: true })
+  const refused = pacer.request(req('b'))
+  t.match(refused, { granted: false, position: 1, queued: 1, inFlight: ['Deployment default/a'], budget: { kind: 'delete', used: 1, limit: 1, retryAfterMs: 60_000 } })
+  t.match(pacer.request(req('c')), { granted: false, position: 2, budget: { kind: 'delete' } }, 'behind b in the queue, and no room for it either')
+  t.equal(budget.used('delete'), 1, 'nothing charged for b or c')
+  t.same(pacer.request(req('a')), { granted: true }, 'a workload already in flight is not charged again')
+  now = 60_000
+  const behind = pacer.request(req('c'))
+  t.match(behind, { granted: false, position: 2 }, 'c may not pass b once the window has room')
+  t.notOk('budget' in behind, 'it waits for its turn, not for the budget')
+  t.same(pacer.request(req('b')), { granted: true }, 'b, first in line, gets the delete')
+  t.equal(budget.used('delete'), 1)
 })

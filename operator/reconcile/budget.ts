@@ -36,6 +36,8 @@ export interface Damage {
   key: string
   /** `Deployment default/cache`, for messages. */
   what: string
+  /** A workload deleted to be re-created: charged by the re-creation pacing when its slot is granted (pacing.ts), in the queue's order. */
+  paced?: boolean
 }
 
 /** Limits of {@link DamageBudget}; 0 means no limit. */
@@ -91,6 +93,18 @@ export class DamageBudget {
    * limit: then says which, and how long until the window has room for it.
    */
   admit(damage: readonly Damage[]): Admission {
+    const answer = this.check(damage)
+    if (!answer.admitted) return answer
+    const fresh = new Map<string, Damage>()
+    for (const d of damage) if (!this.#charged.has(d.key)) fresh.set(d.key, d)
+    const at = this.#now()
+    for (const d of fresh.values()) this.#charged.set(d.key, { kind: d.kind, at })
+    if (fresh.size > 0) this.#changed()
+    return { admitted: true }
+  }
+
+  /** What {@link admit} would answer, without charging anything. */
+  check(damage: readonly Damage[]): Admission {
     this.#expire()
     const fresh = new Map<string, Damage>()
     for (const d of damage) if (!this.#charged.has(d.key)) fresh.set(d.key, d)
@@ -102,9 +116,6 @@ export class DamageBudget {
       if (used + need <= limit) continue
       return { admitted: false, kind, need, used, limit, retryAfterMs: this.#roomAfter(kind, used + need - limit) }
     }
-    const at = this.#now()
-    for (const d of fresh.values()) this.#charged.set(d.key, { kind: d.kind, at })
-    if (fresh.size > 0) this.#changed()
     return { admitted: true }
   }
 
@@ -189,7 +200,7 @@ export function planDamage(
     }
     if (!isWorkload(d)) continue
     const fields = diffObject(d, current).fields
-    if (immutableWorkloadField(d.kind, fields) !== undefined) damage.push(deleteCharge(current, what))
+    if (immutableWorkloadField(d.kind, fields) !== undefined) damage.push({ ...deleteCharge(current, what), paced: true })
     else if (fields.some((f) => f === '.spec.template' || f.startsWith('.spec.template.'))) {
       const template = (d as { spec?: { template?: unknown } }).spec?.template
       damage.push({ kind: 'restart', key: `restart:${current.metadata.uid}:${hashDesired(template)}`, what })

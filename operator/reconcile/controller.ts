@@ -360,7 +360,11 @@ export class MemcachedController {
     )
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
+    const limits = opts.budget ?? DEFAULT_BUDGET
+    const budget = new DamageBudget({ ...limits, onChange: (used) => opts.metrics.budget?.(used) })
+    opts.metrics.budget?.({ delete: 0, restart: 0 }, limits)
     const pacer = new RecreationPacer({
+      budget,
       max: opts.maxConcurrentRecreations ?? MAX_CONCURRENT_RECREATIONS,
       timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS,
       onFree: (key) => {
@@ -370,9 +374,6 @@ export class MemcachedController {
       onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
     })
     opts.metrics.recreations?.(0, 0)
-    const limits = opts.budget ?? DEFAULT_BUDGET
-    const budget = new DamageBudget({ ...limits, onChange: (used) => opts.metrics.budget?.(used) })
-    opts.metrics.budget?.({ delete: 0, restart: 0 }, limits)
     this.#reconciler = new Reconciler({
       client: opts.client,
       chart: opts.chart,

@@ -289,12 +289,15 @@ export class Reconciler {
       await this.#fail(cr, { kind: 'prune-refused', message: refusal }, desired, log)
       return {}
     }
-    const admission = damage && this.#d.budget?.admit(damage.damage)
-    if (admission?.admitted === false) return this.#overBudget(cr, new BudgetWait(budgetMessage(damage!.damage, admission), admission.retryAfterMs, admission.kind), optional, log)
+    // Workload re-creations are charged by the pacing below, in its queue's order.
+    const charges = damage?.damage.filter((c) => !(c.paced && this.#d.pacer)) ?? []
+    const admission = this.#d.budget?.admit(charges)
+    if (admission?.admitted === false) return this.#overBudget(cr, new BudgetWait(budgetMessage(charges, admission), admission.retryAfterMs, admission.kind), optional, log)
 
     // Asked before anything is applied: a CR whose workload waits for its turn applies nothing, so
     // that no Service, PDB or NetworkPolicy moves to the new selector while the old pods serve.
     const plan = this.#d.pacer ? planRecreations(this.#d.pacer, cr, desired, live, (d, current) => this.#mayRecreate(cr, d, current), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : { granted: [] }
+    if (plan.budget) return this.#overBudget(cr, new BudgetWait(budgetMessage([deleteCharge({ metadata: { uid: plan.budget.request.replaces } }, plan.budget.request.what)], plan.budget.refusal), plan.budget.refusal.retryAfterMs, plan.budget.refusal.kind), optional, log)
     if (plan.queued !== undefined) return this.#queued(cr, plan.queued, optional, log)
 
     let liveWorkload: KubeObject | undefined
@@ -615,12 +618,15 @@ export class Reconciler {
       throw new ReconcileError(`apply ${message}`, change)
     }
     const uid = current.metadata.uid as string
-    // A re-creation is a delete: charged to the damage budget (free when the plan admitted it), then paced.
+    // A re-creation is a delete: a workload's is charged to the damage budget by the pacing, with
+    // its slot; any other's here (both free when the reconcile's plan charged it).
     const charge = deleteCharge(current, what)
-    const admitted = this.#d.budget?.admit([charge])
+    const paced = isWorkload(d) ? this.#d.pacer : undefined
+    const admitted = paced ? undefined : this.#d.budget?.admit([charge])
     if (admitted?.admitted === false) throw new BudgetWait(budgetMessage([charge], admitted), admitted.retryAfterMs, admitted.kind)
     const slot = { key: objectKey(d), owner: ownerUid, crKey: `${cr.metadata.namespace ?? ''}/${cr.metadata.name}`, what, field: change.field, replaces: uid, ref: d }
-    const grant = isWorkload(d) ? this.#d.pacer?.request(slot) : undefined
+    const grant = paced?.request(slot)
+    if (grant?.granted === false && grant.budget) throw new BudgetWait(budgetMessage([charge], grant.budget), grant.budget.retryAfterMs, grant.budget.kind)
     if (grant?.granted === false) throw new RecreationQueued(queuedMessage(slot, grant))
     byObject.set(objectKey(d), { desiredHash, deletedUid: uid })
     this.#recreations.set(ownerUid, byObject)
@@ -683,7 +689,6 @@ export class Reconciler {
   async #overBudget(cr: MemcachedObject, wait: BudgetWait, optional: ConditionInput | undefined, log: Logger): Promise<ReconcileResult> {
     log.warn({ budget: wait.kind, waiting: wait.message, retryAfterMs: wait.retryAfterMs }, 'change waits for the damage budget')
     this.#d.metrics.budgetExhausted?.(wait.kind)
-    this.#d.pacer?.withdraw(cr.metadata.uid ?? '')
     const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Progressing)
     if (before?.reason !== REASONS.BudgetExhausted) await this.#d.events.record(cr, 'Warning', REASONS.BudgetExhausted, wait.message, 'Apply')
     await this.#writeStatus(cr, undefined, undefined, { kind: 'ok', budget: wait.message }, log, optional ? [optional] : [])
