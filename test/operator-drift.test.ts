@@ -6,6 +6,8 @@
  */
 import t from 'tap'
 import type { KubeObject } from '../operator/controller/client.ts'
+import { appliedFields } from '../operator/reconcile/diff.ts'
+import { managersOf, owns } from '../operator/reconcile/drift.ts'
 import { kubectlFor } from './support/kubectl.ts'
 import { eventually, startBed } from './support/operator.ts'
 
@@ -56,6 +58,16 @@ t.test('warn: the change stays, the CR names the field and the manager that chan
   await kubectl(['patch', 'mc', 'warned', '--type', 'merge', '-p', '{"spec":{"size":2}}'])
   await eventually('scaled', async () => ((await spec('warned')).replicas === 2 ? true : undefined))
   t.equal((await spec('warned')).template.spec.containers[0]!.image, 'memcached:drifted')
+  // The apply that scaled it did not take the image back: later reconciles leave it too.
+  const after = bed.metrics.counts['reconciled:success'] ?? 0
+  await eventually('resyncs after the scale', () => ((bed.metrics.counts['reconciled:success'] ?? 0) > after + 2 ? true : undefined))
+  t.equal((await spec('warned')).template.spec.containers[0]!.image, 'memcached:drifted', 'still left after the apply and resyncs')
+  t.match(condition(await client.get({ ...MC, name: 'warned' }), 'Drifted'), { status: 'True', message: /\(changed by kubectl-set\)$/ })
+  // Nor did it take the field over: a reconcile after a restart (no memory) still sees it as somebody else's.
+  const live = await client.get({ ...DEPLOY, name: 'warned' })
+  const image = ['spec', 'template', 'spec', 'containers', '[name="memcached"]', 'image']
+  t.notOk(owns(appliedFields(live as never, 'memcached-operator'), image), 'the operator does not own the drifted image')
+  t.same(managersOf(live, image), ['kubectl-set'])
   // Back to correct: the render wins again, and Drifted turns False.
   await kubectl(['patch', 'mc', 'warned', '--type', 'merge', '-p', '{"spec":{"drift":{"mode":"correct"}}}'])
   await eventually('corrected', async () => ((await spec('warned')).template.spec.containers[0]!.image === 'memcached:1.6.38-alpine' ? true : undefined))

@@ -65,6 +65,8 @@ t.test('keeping live values: a field, a keyed item\'s field, an atomic list, and
   const noReplicas = keepLive(desired, live({ template: {} }), [['spec', 'replicas']])
   t.notOk(Object.hasOwn(noReplicas.spec as object, 'replicas'), 'a value the live object does not have is left out')
   t.equal(keepLive(desired, current, []), desired)
+  const notOurs = keepLive(desired, current, [['spec', 'replicas']], () => false)
+  t.notOk(Object.hasOwn(notOurs.spec as object, 'replicas'), 'a path somebody else owns is left out of the apply, not taken back')
 })
 
 t.test('spec.drift: mode, ignore rules by target; the chart never sees it', async (t) => {

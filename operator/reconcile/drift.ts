@@ -9,9 +9,11 @@
  *   line name the object, the field and the field manager that owns it now;
  * - `ignore`: the listed paths are never corrected, in either mode.
  *
- * Both work by applying the live value where the render is not to win: the path's value in the
- * rendered object is replaced by the live one (or left out when the live object has none), so the
- * diff finds nothing there and an apply made for another field leaves it as it is. Which changed
+ * Both work on the rendered object before it is diffed and applied, where the render is not to
+ * win: a path the operator's managedFields entry still owns takes the live value (the apply keeps
+ * it, and owns it still); a path somebody else took over is left out of the apply (server-side
+ * apply leaves another manager's field alone, and the operator does not take it back — it would
+ * then count as its own, and a later reconcile would correct it). Which changed
  * field is drift is told by server-side apply's ownership (the API server's managedFields): a
  * manager that changes a field the operator applied takes it over (an update), so a differing value
  * the operator's entry no longer owns was set by somebody else; one it still owns is a new render
@@ -81,11 +83,12 @@ function valueAt(root: unknown, segments: readonly string[]): unknown {
 }
 
 /**
- * `desired` with the live value at each path (removed where the live object has none) — only where
- * the rendered object has the path: a path it does not render is not the operator's to keep. A
- * path into an atomic list's item (`…/args/2`) keeps the whole list.
+ * `desired` with the live value at each path where `owned` says the operator's apply owns it, and
+ * without the path where it does not (or the live object has no value there) — only where the
+ * rendered object has the path: a path it does not render is not the operator's to keep. A path
+ * into an atomic list's item (`…/args/2`) keeps the whole list.
  */
-export function keepLive(desired: RenderedObject, live: KubeObject, paths: readonly (readonly string[])[]): RenderedObject {
+export function keepLive(desired: RenderedObject, live: KubeObject, paths: readonly (readonly string[])[], owned: (segments: readonly string[]) => boolean = () => true): RenderedObject {
   if (paths.length === 0) return desired
   const out = structuredClone(desired) as JsonMap
   for (const full of paths) {
@@ -99,7 +102,7 @@ export function keepLive(desired: RenderedObject, live: KubeObject, paths: reado
       if (!s.startsWith('[')) path.push(s)
     }
     const last = segments.at(-1)!
-    const have = valueAt(live, segments)
+    const have = owned(segments) ? valueAt(live, segments) : undefined
     if (Array.isArray(node)) {
       const i = itemIndex(node, last, path)
       if (i < 0) continue
@@ -216,13 +219,15 @@ export async function applyDriftSpec(
       out.push(d)
       continue
     }
-    let adjusted = keepLive(d, current, ignoredPaths(drift, d))
+    const fields = appliedFields(current as JsonMap, FIELD_MANAGER)
+    const ours = (segments: readonly string[]) => owns(fields, segments)
+    let adjusted = keepLive(d, current, ignoredPaths(drift, d), ours)
     if (drift.mode === 'warn' && !unchanged(adjusted, current)) {
       const paths = driftedPaths(adjusted, current)
       if (paths.length > 0) {
         const full = await fetch(d)
         for (const p of paths) drifts.push({ what: describeObject(d), kind: d.kind, field: fieldPath(p), managers: full ? managersOf(full, p) : [] })
-        adjusted = keepLive(adjusted, current, paths)
+        adjusted = keepLive(adjusted, current, paths, ours)
       }
     }
     out.push(adjusted)
