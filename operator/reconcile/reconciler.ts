@@ -702,7 +702,8 @@ export class Reconciler {
    */
   async #paused(cr: MemcachedObject, log: Logger): Promise<ReconcileResult> {
     if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
-    this.#d.pacer?.withdraw(cr.metadata.uid ?? '')
+    // Its place in the re-creation queue and its slots go to the rest of the fleet.
+    this.#d.pacer?.forget(cr.metadata.uid ?? '')
     const status = pausedStatus(cr, this.#now())
     if (statusEqual(status, cr.status)) return {}
     log.info('paused: nothing is applied')
