@@ -86,7 +86,9 @@ t.test('a paused CR: Paused True and Ready False Paused over what it said; resum
   const cr = { metadata: { generation: 3, annotations: { 'memcached.cache.example.com/paused': 'true' } }, status: { observedGeneration: 2, readyReplicas: 1, conditions: [{ type: 'Ready', status: 'True' as const, reason: 'Reconciled', message: 'ok', lastTransitionTime: '2026-11-28T09:00:00Z' }] } }
   t.ok(isPaused(cr))
   t.notOk(isPaused({ metadata: { annotations: { 'memcached.cache.example.com/paused': 'yes' } } }), 'only "true" pauses')
-  const status = pausedStatus(cr, now)
+  const { status, announce } = pausedStatus(cr, now)
+  t.ok(announce, 'it was not paused before: announced')
+  t.notOk(pausedStatus({ ...cr, status }, now).announce, 'already paused: not again')
   t.equal(status.observedGeneration, 2, 'the generation last reconciled stays')
   t.match(status.conditions, [{ type: 'Ready', status: 'False', reason: 'Paused', observedGeneration: 3, lastTransitionTime: '2026-11-28T10:00:00Z' }, { type: 'Paused', status: 'True', reason: 'Paused' }])
   t.equal(resumedCondition({ metadata: {}, status: { conditions: [] } }), undefined)

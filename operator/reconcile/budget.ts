@@ -159,6 +159,15 @@ export function deleteCharge(live: { metadata: { uid?: string } }, what: string)
   return { kind: 'delete', key: `delete:${live.metadata.uid ?? what}`, what }
 }
 
+/** Every live object of the chart's kinds a CR controls (`byKind`: the caches' objects of a kind controlled by the CR), with its identity. */
+export function controlledObjects(kinds: readonly { apiVersion: string; kind: string }[], byKind: (kind: { apiVersion: string; kind: string }) => readonly KubeObject[]): { identity: RenderedObject; object: KubeObject }[] {
+  const out: { identity: RenderedObject; object: KubeObject }[] = []
+  for (const kind of kinds) {
+    for (const object of byKind(kind)) out.push({ identity: { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: object.metadata.name ?? '', namespace: object.metadata.namespace ?? '' } }, object })
+  }
+  return out
+}
+
 /** What a reconcile's change would delete and restart, as {@link planDamage} finds it. */
 export interface DamagePlan {
   damage: Damage[]
@@ -219,6 +228,18 @@ export function budgetMessage(plan: readonly Damage[], refusal: Extract<Admissio
   const flag = refusal.kind === 'delete' ? '--max-deletes' : '--max-restarts'
   const verb = refusal.kind === 'delete' ? 'delete' : 'restart the pods of'
   return `the change would ${verb} ${of.join(', ')} and the fleet's budget of ${noun} is spent (${refusal.used} of ${refusal.limit} in the window, ${flag}); nothing of this Memcached is applied until the window has room`
+}
+
+/** A change that waits for the budget (thrown inside a reconcile): nothing more of its CR is applied. */
+export class BudgetWait extends Error {
+  override name = 'BudgetWait'
+  readonly retryAfterMs: number
+  readonly kind: DamageKind
+  constructor(charges: readonly Damage[], refusal: Extract<Admission, { admitted: false }>) {
+    super(budgetMessage(charges, refusal))
+    this.retryAfterMs = refusal.retryAfterMs
+    this.kind = refusal.kind
+  }
 }
 
 /**

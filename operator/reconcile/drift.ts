@@ -25,6 +25,9 @@ import type { RenderedObject } from '../render/manifest.ts'
 import { appliedFields, diffObject, FIELD_MANAGER } from './diff.ts'
 import { isMap, keySegment, listMapKeys, type JsonMap } from './normalize.ts'
 import { describeObject } from './owner.ts'
+import type { Logger } from 'pino'
+import type { Memcached } from '../api/memcached.ts'
+import { CONDITION_TYPES, findCondition, REASONS, type ConditionInput } from './conditions.ts'
 
 /** A CR's drift settings (`spec.drift`). */
 export interface DriftSpec {
@@ -239,4 +242,32 @@ export async function applyDriftSpec(
 export function driftMessage(drifts: readonly Drift[]): string {
   const each = drifts.map((d) => `${d.what} ${d.field} (changed by ${d.managers.length > 0 ? d.managers.join(', ') : 'another manager'})`)
   return `left as they are (spec.drift.mode warn): ${each.join('; ')}`
+}
+
+/** Where {@link reportDrift} reports. */
+export interface DriftReporter {
+  events: { record(cr: Memcached, type: 'Normal' | 'Warning', reason: string, message: string, action?: string): Promise<void> }
+  metrics: { drifted?(kind: string): void }
+  log: Logger
+}
+
+/**
+ * The Drifted condition of a CR in drift mode `warn` — True naming what another manager changed and
+ * the operator left as it is, False once nothing is — with a Warning event, a log line and a metric
+ * when what drifted changes. None for a CR that never had one.
+ */
+export async function reportDrift(cr: Memcached, drift: DriftSpec | undefined, drifts: readonly Drift[], to: DriftReporter): Promise<ConditionInput | undefined> {
+  const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Drifted)
+  if (drifts.length === 0) {
+    if (before === undefined) return undefined
+    const message = drift?.mode === 'warn' ? 'no field the operator applies was changed by another manager' : 'drift mode is not warn: drift is corrected'
+    return { type: CONDITION_TYPES.Drifted, status: 'False', reason: REASONS.NoDrift, message }
+  }
+  const message = driftMessage(drifts)
+  if (before?.status !== 'True' || before.message !== message) {
+    to.log.warn({ drift: drifts.map((d) => ({ object: d.what, field: d.field, managers: d.managers })) }, 'drift left as it is (drift mode warn)')
+    for (const d of drifts) to.metrics.drifted?.(d.kind)
+    await to.events.record(cr, 'Warning', REASONS.DriftDetected, message, 'Apply')
+  }
+  return { type: CONDITION_TYPES.Drifted, status: 'True', reason: REASONS.DriftDetected, message }
 }

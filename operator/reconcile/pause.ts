@@ -29,16 +29,17 @@ export const PAUSED_MESSAGE = `reconcile paused by the annotation ${PAUSED_ANNOT
 
 /**
  * The status of a paused CR: what it said before, with `Paused` True and Ready False `Paused`
- * (observedGeneration stays the last one reconciled: a paused CR has not acted on a newer spec).
+ * (observedGeneration stays the last one reconciled: a paused CR has not acted on a newer spec);
+ * `announce` when it was not paused before (a Normal event says so).
  */
-export function pausedStatus(cr: Annotated, now: Date): MemcachedStatus {
+export function pausedStatus(cr: Annotated, now: Date): { status: MemcachedStatus; announce: boolean } {
   const status: MemcachedStatus = { ...(cr.status ?? {}) }
   const generation = cr.metadata.generation
   const with_ = (c: ConditionInput): ConditionInput => (generation === undefined ? c : { ...c, observedGeneration: generation })
   let list = setCondition(status.conditions, with_({ type: CONDITION_TYPES.Paused, status: 'True', reason: REASONS.Paused, message: PAUSED_MESSAGE }), now)
   list = setCondition(list, with_({ type: CONDITION_TYPES.Ready, status: 'False', reason: REASONS.Paused, message: PAUSED_MESSAGE }), now)
   status.conditions = list
-  return status
+  return { status, announce: findCondition(cr.status?.conditions, CONDITION_TYPES.Paused)?.status !== 'True' }
 }
 
 /** The condition a resumed CR writes: `Paused` False, only when it had one (a CR never paused gets none, and no status write). */

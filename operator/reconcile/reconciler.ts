@@ -28,9 +28,9 @@ import { immutableRefusal, keptImmutable, whyNotRecreate, type ImmutableChange }
 import { RecreationQueued, planRecreations, queuedMessage, type RecreationPacer } from './pacing.ts'
 import { failedCreateCause, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import { TransientFailures } from './transient.ts'
-import { budgetMessage, deleteCharge, massPruneRefusal, planDamage, DEFAULT_MAX_PRUNE_FRACTION, type DamageBudget } from './budget.ts'
+import { BudgetWait, controlledObjects, deleteCharge, massPruneRefusal, planDamage, DEFAULT_MAX_PRUNE_FRACTION, type DamageBudget } from './budget.ts'
 import { isPaused, pausedStatus, PAUSED_MESSAGE, resumedCondition } from './pause.ts'
-import { applyDriftSpec, driftMessage, driftSpecOf, type Drift, type DriftSpec } from './drift.ts'
+import { applyDriftSpec, driftSpecOf, reportDrift, type Drift } from './drift.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -174,17 +174,6 @@ const CACHE_SYNC_RETRY_MS = 1_000
  */
 const CACHE_SYNC_WAIT_MS = 30_000
 const SECRET_RETRY_MS = 60_000
-/** Thrown inside a reconcile whose delete the damage budget refuses: nothing more of the CR is applied. */
-class BudgetWait extends Error {
-  readonly retryAfterMs: number
-  readonly kind: string
-  constructor(message: string, retryAfterMs: number, kind: string) {
-    super(message)
-    this.retryAfterMs = retryAfterMs
-    this.kind = kind
-  }
-}
-
 /** How soon a CR waiting for a re-creation slot asks again, if the budget has not queued it before (it does when a slot frees). */
 const RECREATION_QUEUED_RETRY_MS = 30_000
 
@@ -278,12 +267,12 @@ export class Reconciler {
     // Drift the CR's spec.drift leaves as it is (drift.ts): the rendered objects take the live values there.
     const drift = driftSpecOf(cr.spec)
     let drifts: Drift[] = []
-    if (drift) ({ desired, drifts } = await applyDriftSpec(drift, desired, (d) => live.get(objectKey(d)), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current), (d) => this.#fetch(d)))
-    const drifted = await this.#reportDrift(cr, drift, drifts, log)
+    if (drift) ({ desired, drifts } = await applyDriftSpec(drift, desired, (d) => live.get(objectKey(d)), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current), (d) => this.#d.client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name }).catch(() => undefined)))
+    const drifted = await reportDrift(cr, drift, drifts, { events: this.#d.events, metrics: this.#d.metrics, log })
 
     // Asked before anything is applied, as the re-creation slots below: a change over the fleet's
     // damage budget, or one that drops most of the CR's objects, applies nothing.
-    const damage = this.#d.budget || this.#d.maxPruneFraction !== 1 ? planDamage(desired, live, this.#controlled(cr, chart), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : undefined
+    const damage = this.#d.budget || this.#d.maxPruneFraction !== 1 ? planDamage(desired, live, controlledObjects(chart.kinds, (k) => this.#d.children.get(kindKey(k))?.byIndex(CONTROLLER_INDEX, cr.metadata.uid ?? '') ?? []), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : undefined
     const refusal = damage && massPruneRefusal(damage, cr, this.#d.maxPruneFraction ?? DEFAULT_MAX_PRUNE_FRACTION)
     if (refusal !== undefined) {
       await this.#fail(cr, { kind: 'prune-refused', message: refusal }, desired, log)
@@ -292,12 +281,12 @@ export class Reconciler {
     // Workload re-creations are charged by the pacing below, in its queue's order.
     const charges = damage?.damage.filter((c) => !(c.paced && this.#d.pacer)) ?? []
     const admission = this.#d.budget?.admit(charges)
-    if (admission?.admitted === false) return this.#overBudget(cr, new BudgetWait(budgetMessage(charges, admission), admission.retryAfterMs, admission.kind), optional, log)
+    if (admission?.admitted === false) return this.#overBudget(cr, new BudgetWait(charges, admission), optional, log)
 
     // Asked before anything is applied: a CR whose workload waits for its turn applies nothing, so
     // that no Service, PDB or NetworkPolicy moves to the new selector while the old pods serve.
     const plan = this.#d.pacer ? planRecreations(this.#d.pacer, cr, desired, live, (d, current) => this.#mayRecreate(cr, d, current), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : { granted: [] }
-    if (plan.budget) return this.#overBudget(cr, new BudgetWait(budgetMessage([deleteCharge({ metadata: { uid: plan.budget.request.replaces } }, plan.budget.request.what)], plan.budget.refusal), plan.budget.refusal.retryAfterMs, plan.budget.refusal.kind), optional, log)
+    if (plan.budget) return this.#overBudget(cr, new BudgetWait([deleteCharge({ metadata: { uid: plan.budget.request.replaces } }, plan.budget.request.what)], plan.budget.refusal), optional, log)
     if (plan.queued !== undefined) return this.#queued(cr, plan.queued, optional, log)
 
     let liveWorkload: KubeObject | undefined
@@ -623,10 +612,10 @@ export class Reconciler {
     const charge = deleteCharge(current, what)
     const paced = isWorkload(d) ? this.#d.pacer : undefined
     const admitted = paced ? undefined : this.#d.budget?.admit([charge])
-    if (admitted?.admitted === false) throw new BudgetWait(budgetMessage([charge], admitted), admitted.retryAfterMs, admitted.kind)
+    if (admitted?.admitted === false) throw new BudgetWait([charge], admitted)
     const slot = { key: objectKey(d), owner: ownerUid, crKey: `${cr.metadata.namespace ?? ''}/${cr.metadata.name}`, what, field: change.field, replaces: uid, ref: d }
     const grant = paced?.request(slot)
-    if (grant?.granted === false && grant.budget) throw new BudgetWait(budgetMessage([charge], grant.budget), grant.budget.retryAfterMs, grant.budget.kind)
+    if (grant?.granted === false && grant.budget) throw new BudgetWait([charge], grant.budget)
     if (grant?.granted === false) throw new RecreationQueued(queuedMessage(slot, grant))
     byObject.set(objectKey(d), { desiredHash, deletedUid: uid })
     this.#recreations.set(ownerUid, byObject)
@@ -704,55 +693,12 @@ export class Reconciler {
     if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
     // Its place in the re-creation queue and its slots go to the rest of the fleet.
     this.#d.pacer?.forget(cr.metadata.uid ?? '')
-    const status = pausedStatus(cr, this.#now())
+    const { status, announce } = pausedStatus(cr, this.#now())
     if (statusEqual(status, cr.status)) return {}
     log.info('paused: nothing is applied')
-    if (findCondition(cr.status?.conditions, CONDITION_TYPES.Paused)?.status !== 'True') await this.#d.events.record(cr, 'Normal', REASONS.Paused, PAUSED_MESSAGE, 'Reconcile')
+    if (announce) await this.#d.events.record(cr, 'Normal', REASONS.Paused, PAUSED_MESSAGE, 'Reconcile')
     await this.#putStatus(cr, status, log)
     return {}
-  }
-
-  /**
-   * The Drifted condition of a CR in drift mode `warn` (drift.ts) — True naming what another manager
-   * changed and the operator left as it is, False once nothing is — with a Warning event, a log line
-   * and a metric when what drifted changes. None for a CR never in warn mode.
-   */
-  async #reportDrift(cr: MemcachedObject, drift: DriftSpec | undefined, drifts: readonly Drift[], log: Logger): Promise<ConditionInput | undefined> {
-    const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Drifted)
-    if (drifts.length === 0) {
-      if (before === undefined) return undefined
-      const message = drift?.mode === 'warn' ? 'no field the operator applies was changed by another manager' : 'drift mode is not warn: drift is corrected'
-      return { type: CONDITION_TYPES.Drifted, status: 'False', reason: REASONS.NoDrift, message }
-    }
-    const message = driftMessage(drifts)
-    if (before?.status !== 'True' || before.message !== message) {
-      log.warn({ drift: drifts.map((d) => ({ object: d.what, field: d.field, managers: d.managers })) }, 'drift left as it is (drift mode warn)')
-      for (const d of drifts) this.#d.metrics.drifted?.(d.kind)
-      await this.#d.events.record(cr, 'Warning', REASONS.DriftDetected, message, 'Apply')
-    }
-    return { type: CONDITION_TYPES.Drifted, status: 'True', reason: REASONS.DriftDetected, message }
-  }
-
-  /** An object read whole from the server (its managedFields), or undefined when it cannot be read. */
-  async #fetch(d: RenderedObject): Promise<KubeObject | undefined> {
-    try {
-      return await this.#d.client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name })
-    } catch {
-      return undefined
-    }
-  }
-
-  /** Every live object of the chart's kinds this CR controls (from the caches), with its identity. */
-  #controlled(cr: MemcachedObject, chart: Chart): { identity: RenderedObject; object: KubeObject }[] {
-    const uid = cr.metadata.uid
-    if (!uid) return []
-    const out: { identity: RenderedObject; object: KubeObject }[] = []
-    for (const kind of chart.kinds) {
-      for (const object of this.#d.children.get(kindKey(kind))?.byIndex(CONTROLLER_INDEX, uid) ?? []) {
-        out.push({ identity: { apiVersion: kind.apiVersion, kind: kind.kind, metadata: { name: object.metadata.name ?? '', namespace: object.metadata.namespace ?? '' } }, object })
-      }
-    }
-    return out
   }
 
   /** Gives back the slots of this CR's re-creations whose replacement has every replica ready (read from the cache). */
