@@ -14,7 +14,7 @@ import type { KubeObject } from '../operator/controller/client.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
 import { chartWith } from './support/chart.ts'
-import { parsePodFailures, crashBackOffMs } from '../operator/sandbox/controllers/pod-failures.ts'
+import { parsePodFailures, crashBackOffMs, reportsAgain } from '../operator/sandbox/controllers/pod-failures.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { kubectlFor } from './support/kubectl.ts'
 import { clientFor, eventually, startOperatorOn } from './support/operator.ts'
@@ -130,6 +130,8 @@ t.test('rules are checked: a bad pattern or mode names the rule and the field; t
   t.throws(() => parsePodFailures([{ image: 'x', failure: 'Sometimes' }]), /pod failures\[0\]\.failure: must be one of ImagePull, CrashLoop, NeverReady, not "Sometimes"/)
   t.throws(() => parsePodFailures({}), /must be a list/)
   t.same([1, 2, 3, 20].map((n) => crashBackOffMs(n, 10_000)), [10_000, 20_000, 40_000, 300_000], 'the kubelet\'s 10 s doubling to 5 min')
+  const modes = (...m: ('ImagePull' | 'CrashLoop' | 'NeverReady')[]) => new Map(m.map((x, i) => [`c${i}`, x]))
+  t.same([reportsAgain(modes('CrashLoop'), 9), reportsAgain(modes('ImagePull'), 1), reportsAgain(modes('ImagePull'), 2), reportsAgain(modes('NeverReady'), 1)], [true, true, false, false], 'a crash loop is reported again for ever, a pull until it backs off, a never-ready pod once')
 })
 
 t.test('sandbox --pod-failure FAILURE=PATTERN sets the rules; a malformed one is a usage error naming the flag', async (t) => {

@@ -14,7 +14,7 @@ import { Client, isConflict, isNotFound, pods } from './client.ts'
 import type { Informer } from './informer.ts'
 import { isPodReady } from './replicaset.ts'
 import { rfc3339 } from '../cluster.ts'
-import { crashBackOffMs, failingStatus, type PodFailures } from './pod-failures.ts'
+import { crashBackOffMs, failingStatus, reportsAgain, type PodFailures } from './pod-failures.ts'
 
 /** The one node pods are scheduled to. */
 export const nodeName = 'sandbox-node'
@@ -85,7 +85,7 @@ export class Kubelet {
   #stopped = false
   #failures: PodFailures | undefined
   /** uid → the failing pod's IP and its next attempt (its timer in #timers drives it, not pod events). */
-  #failing = new Map<string, { podIP: string; attempt: number }>()
+  #failing = new Map<string, { podIP: string; since: string; attempt: number; again: boolean }>()
 
   constructor(scheduler: Client, kubelet: Client, podInformer: Informer, delayMs: number, failures?: PodFailures) {
     this.#scheduler = scheduler
@@ -175,21 +175,22 @@ export class Kubelet {
     let state = this.#failing.get(uid)
     if (!state) {
       const n = this.#nextIP++
-      state = { podIP: `10.244.${(n >> 8) & 255}.${n & 255}`, attempt: 1 }
+      state = { podIP: `10.244.${(n >> 8) & 255}.${n & 255}`, since: rfc3339(), attempt: 1, again: true }
       this.#failing.set(uid, state)
     }
     const failures = this.#failures?.failuresOf(pod) ?? new Map()
     const backOff = crashBackOffMs(state.attempt, Math.max(this.#delayMs, 10))
     try {
       if (!obj(pod['spec'])['nodeName']) await this.#scheduler.mergePatch(pods, namespace, name, { spec: { nodeName } })
-      const status = { ...failingStatus(pod, failures, state.podIP, rfc3339(), state.attempt, backOff), hostIP, hostIPs: [{ ip: hostIP }] }
+      const status = { ...failingStatus(pod, failures, state.podIP, state.since, state.attempt, backOff, rfc3339()), hostIP, hostIPs: [{ ip: hostIP }] }
       await this.#kubelet.mergePatch(pods, namespace, name, { status }, { subresource: 'status' })
+      state.again = reportsAgain(failures, state.attempt)
       state.attempt++
     } catch (err) {
       if (isNotFound(err)) return void this.#failing.delete(uid)
       if (!isConflict(err)) throw err
     } finally {
-      if (!this.#stopped && this.#failing.has(uid) && !this.#timers.has(uid)) {
+      if (!this.#stopped && this.#failing.get(uid)?.again && !this.#timers.has(uid)) {
         const timer = setTimeout(() => {
           this.#timers.delete(uid)
           this.#track(this.#fail(namespace, name, uid))

@@ -92,6 +92,12 @@ function containersOf(pod: KubeObject): JsonObject[] {
   return (Array.isArray(spec['containers']) ? spec['containers'] : []).filter((c): c is JsonObject => typeof c === 'object' && c !== null && !Array.isArray(c))
 }
 
+/** Whether the kubelet reports a failing pod again after `attempt` reports: a crash loop restarts for ever, a failed pull turns ImagePullBackOff once. */
+export function reportsAgain(failures: ReadonlyMap<string, PodFailureMode>, attempt: number): boolean {
+  const modes = [...failures.values()]
+  return modes.includes('CrashLoop') || (modes.includes('ImagePull') && attempt < 2)
+}
+
 /** The kubelet's back-off before the `restarts`-th restart: `baseMs` doubled each time, at most `capMs`. */
 export function crashBackOffMs(restarts: number, baseMs: number, capMs = 300_000): number {
   return Math.min(capMs, baseMs * 2 ** Math.max(0, restarts - 1))
@@ -100,10 +106,11 @@ export function crashBackOffMs(restarts: number, baseMs: number, capMs = 300_000
 /**
  * The status the kubelet reports for a pod with failing containers (`failures` by container name;
  * the others run and are ready) at its `attempt`-th try (1 first): a crash-looping container has
- * restarted `attempt` times, a pull that failed once says ErrImagePull, then ImagePullBackOff.
+ * restarted `attempt` times (its last run ended `now`), a pull that failed once says ErrImagePull,
+ * then ImagePullBackOff. `time` is when the pod started (its conditions, startTime).
  * Without the node's addresses (the kubelet adds them).
  */
-export function failingStatus(pod: KubeObject, failures: ReadonlyMap<string, PodFailureMode>, podIP: string, time: string, attempt: number, backOffMs: number): JsonObject {
+export function failingStatus(pod: KubeObject, failures: ReadonlyMap<string, PodFailureMode>, podIP: string, time: string, attempt: number, backOffMs: number, now: string = time): JsonObject {
   const containers = containersOf(pod)
   const cond = (type: string, status: string, extra: JsonObject = {}) => ({ type, status, lastProbeTime: null, lastTransitionTime: time, ...extra })
   const pulling = [...failures.values()].includes('ImagePull')
@@ -126,7 +133,7 @@ export function failingStatus(pod: KubeObject, failures: ReadonlyMap<string, Pod
           containerID,
           restartCount: attempt,
           state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off ${Math.round(backOffMs / 1000)}s restarting failed container=${name} pod=${pod.metadata.name ?? ''}_${pod.metadata.namespace ?? ''}(${pod.metadata.uid ?? ''})` } },
-          lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: time, finishedAt: time, containerID } },
+          lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: now, finishedAt: now, containerID } },
         }
       case 'NeverReady':
         return { ...base, containerID, started: true, state: { running: { startedAt: time } } }
