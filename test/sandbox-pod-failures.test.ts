@@ -143,3 +143,17 @@ t.test('sandbox --pod-failure FAILURE=PATTERN sets the rules; a malformed one is
   t.teardown(() => running.close())
   t.same(running.sandbox.podFailures.get(), [{ image: ':unready$', failure: 'NeverReady' }])
 })
+
+t.test('PUT and GET /sandbox/v1/pod-failures with kubectl --raw; a bad rule is a 400 naming it', async (t) => {
+  const before = sandbox.podFailures.get()
+  t.teardown(() => sandbox.podFailures.set(before))
+  const rules = [{ image: ':gone$', failure: 'ImagePull' }]
+  t.same(JSON.parse(await kubectl(['replace', '--raw', '/sandbox/v1/pod-failures', '-f', '-'], JSON.stringify(rules))), rules)
+  t.same(JSON.parse(await kubectl(['get', '--raw', '/sandbox/v1/pod-failures'])), rules)
+  t.same(sandbox.podFailures.get(), rules, 'the kubelet\'s rules')
+  const err = await kubectl(['replace', '--raw', '/sandbox/v1/pod-failures', '-f', '-'], '[{"image":"x","failure":"Sometimes"}]').catch((e: Error & { stderr?: string }) => e.stderr ?? e.message)
+  t.match(err, /pod failures\[0\]\.failure: must be one of ImagePull, CrashLoop, NeverReady/)
+  t.same(sandbox.podFailures.get(), rules, 'a refused PUT changes nothing')
+  const res = await fetch(`${sandbox.url}/sandbox/v1/pod-failures`, { method: 'DELETE', headers: { Authorization: 'Bearer sandbox' } })
+  t.equal(res.status, 405)
+})

@@ -19,6 +19,7 @@ import { Accounting } from './accounting.ts'
 import { Cluster, rfc3339, type WriteEngine, type CrdAdapter, type TableRenderer } from './cluster.ts'
 import { Faults, type FaultSpec } from './faults.ts'
 import { PodFailures, type PodFailureRule } from './controllers/pod-failures.ts'
+import { withPodFailures } from './pod-failures-http.ts'
 import { createHandler } from './http.ts'
 import { writeKubeconfig } from './kubeconfig.ts'
 import { sandboxCert, sandboxKey } from './tls.ts'
@@ -212,7 +213,8 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     if (res.status !== 201) throw new Error(`cannot install CRD ${crd.metadata.name ?? ''}: ${res.json ?? JSON.stringify(res.body)}`)
   }
   let address = ''
-  const handler = createHandler(cluster, () => address, auth)
+  const podFailures = new PodFailures(opts.podFailures)
+  const handler = withPodFailures(createHandler(cluster, () => address, auth), podFailures)
   const plain: Server = createServer(handler)
   const tls = createTlsServer({ cert: sandboxCert, key: sandboxKey }, handler)
   plain.keepAliveTimeout = 65_000
@@ -242,7 +244,6 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const url = `http://${address}`
   const httpsUrl = `https://${address}`
   const kubeconfigPath = await writeKubeconfig(httpsUrl, opts.kubeconfigOut)
-  const podFailures = new PodFailures(opts.podFailures)
   const controllers = opts.controllers === false ? undefined : startControllers(cluster, { podReadyDelayMs: opts.podReadyDelayMs ?? 1000, account: opts.accountControllers ?? true, podFailures })
   let closed = false
   let issued = 0
