@@ -14,6 +14,34 @@ export const OPERATOR_SPEC_FIELDS: Readonly<Record<string, Record<string, unknow
     description:
       'The ChartRevision this instance is rendered with (a pin): the name of a cluster-scoped ChartRevision, e.g. memcached-3f2a9c1b0d7e. Unset: the default revision (the one labelled cache.example.com/default=true, else the operator\'s own chart). status.chartRevision says which one it runs. See docs/fleet.md.',
   },
+  drift: {
+    type: 'object',
+    description:
+      'What the operator does about drift: a field it applies that another manager (kubectl edit, a controller) changed. mode correct (default) applies the rendered value again; warn leaves every drifted field as it is and reports it (the Drifted condition, a Warning event naming the field manager); ignore lists paths never corrected in either mode, as Flux helm-controller\'s driftDetection.ignore.',
+    properties: {
+      mode: { type: 'string', enum: ['correct', 'warn'], description: 'correct (default): drift is corrected at the next reconcile; warn: drift is reported and left as it is. A change of the render (spec, chart) is applied in both.' },
+      ignore: {
+        type: 'array',
+        maxItems: 32,
+        description: 'Paths whose live value is never corrected (the rendered value applies only when the object is created).',
+        items: {
+          type: 'object',
+          required: ['paths'],
+          properties: {
+            paths: { type: 'array', minItems: 1, maxItems: 32, items: { type: 'string', pattern: '^(/[^/]+)+$', maxLength: 512 }, description: 'JSON pointers (RFC 6901) into the object, e.g. /spec/replicas; an item of a keyed list by its key, /spec/template/spec/containers/[name="memcached"]/resources.' },
+            target: {
+              type: 'object',
+              description: 'The objects the paths apply to (default: every object of the Memcached).',
+              properties: {
+                kind: { type: 'string', maxLength: 63, description: 'e.g. Deployment' },
+                name: { type: 'string', maxLength: 253, description: 'The object\'s name' },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
 }
 
 /** The chart's values of a spec: the spec without the operator's fields. */

@@ -27,6 +27,7 @@ import { loadKubeConfig } from './kubeconfig.ts'
 import { selectorKeys } from '../reconcile/shard.ts'
 import { readPlatformOverlays } from './overlays-file.ts'
 import { ChartRevisions } from '../reconcile/revision.ts'
+import { DEFAULT_BUDGET, DEFAULT_MAX_PRUNE_FRACTION, type BudgetLimits } from '../reconcile/budget.ts'
 
 export { loadKubeConfig, parseDuration }
 
@@ -44,6 +45,14 @@ export interface RunOptions {
   maxConcurrentRecreations?: string
   /** Go duration (default 10m): how long a re-creation holds its slot while its replacement is not ready. */
   recreationTimeout?: string
+  /** Objects deleted per --budget-window across the fleet (default 20; 0: no limit). */
+  maxDeletes?: string
+  /** Workloads whose pods restart per --budget-window across the fleet (default 50; 0: no limit). */
+  maxRestarts?: string
+  /** Go duration (default 10m): the window of the damage budgets. */
+  budgetWindow?: string
+  /** A render may prune at most this fraction of a CR's objects (default 0.5; 1: no limit). */
+  maxPruneFraction?: string
   /** `auto` (default: discovery), `kubernetes` or `openshift`. */
   platform?: string
   /** `--overlays FILE`: the platform's overlays, applied to every Memcached they select before its own. */
@@ -84,6 +93,19 @@ export interface RunOptions {
  */
 export const DEFAULT_KUBE_API_QPS = -1
 export const DEFAULT_KUBE_API_BURST = 30
+
+/** The damage budgets of `--max-deletes`, `--max-restarts` and `--budget-window`. @throws UsageError naming the flag */
+export function budgetLimits(opts: Pick<RunOptions, 'maxDeletes' | 'maxRestarts' | 'budgetWindow'>): BudgetLimits {
+  const count = (flag: string, text: string | undefined, fallback: number): number => {
+    if (text === undefined) return fallback
+    const n = Number(text)
+    if (text.trim() === '' || !Number.isInteger(n) || n < 0) throw new UsageError(`${flag} must be a non-negative integer (0: no limit), not ${JSON.stringify(text)}`)
+    return n
+  }
+  const windowMs = opts.budgetWindow === undefined ? DEFAULT_BUDGET.windowMs : parseDuration(opts.budgetWindow)
+  if (!(windowMs > 0)) throw new UsageError(`--budget-window must be a positive duration, not ${JSON.stringify(opts.budgetWindow)}`)
+  return { deletes: count('--max-deletes', opts.maxDeletes, DEFAULT_BUDGET.deletes), restarts: count('--max-restarts', opts.maxRestarts, DEFAULT_BUDGET.restarts), windowMs }
+}
 
 /** The namespace the operator runs in (in a cluster: its service account's), for its Lease. */
 function ownNamespace(): string {
@@ -137,6 +159,9 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   const maxConcurrentRecreations = Number(opts.maxConcurrentRecreations ?? '1')
   if (!Number.isInteger(maxConcurrentRecreations) || maxConcurrentRecreations < 0) throw new UsageError(`--max-concurrent-recreations must be a non-negative integer (0: no limit), not ${JSON.stringify(opts.maxConcurrentRecreations)}`)
   const recreationTimeoutMs = parseDuration(opts.recreationTimeout ?? '10m')
+  const budget = budgetLimits(opts)
+  const maxPruneFraction = Number(opts.maxPruneFraction ?? DEFAULT_MAX_PRUNE_FRACTION)
+  if (opts.maxPruneFraction?.trim() === '' || !(maxPruneFraction >= 0 && maxPruneFraction <= 1)) throw new UsageError(`--max-prune-fraction must be a number from 0 to 1 (1: no limit), not ${JSON.stringify(opts.maxPruneFraction)}`)
   const platform = opts.platform ?? 'auto'
   if (platform !== 'auto' && platform !== 'kubernetes' && platform !== 'openshift') throw new UsageError(`--platform must be auto, ${PLATFORMS.join(' or ')}, not ${JSON.stringify(opts.platform)}`)
   const leaseDurationMs = parseDuration(opts.leaderElectLeaseDuration ?? '15s')
@@ -222,6 +247,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     resyncPeriodMs,
     maxConcurrentRecreations,
     recreationTimeoutMs,
+    budget,
+    maxPruneFraction,
     ...(platform !== 'auto' ? { platform } : {}),
     ...(platformOverlays.length > 0 ? { platformOverlays } : {}),
     ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),

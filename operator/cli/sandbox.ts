@@ -16,6 +16,7 @@ import { DeadlineExceeded, withDeadline } from '../render/deadline.ts'
 import { renderInstance, templateRunning } from '../render/engine.ts'
 import { RenderError } from '../render/errors.ts'
 import { FaultSpecError, parseFaults } from '../sandbox/faults.ts'
+import { parsePodFailures, PodFailureRuleError, type PodFailureRule } from '../sandbox/controllers/pod-failures.ts'
 import { startSandbox, type Sandbox } from '../sandbox/index.ts'
 import type { KubeObject, WatchEvent } from '../sandbox/types.ts'
 import { watchChart, type ChartWatch } from './chart-watch.ts'
@@ -29,6 +30,8 @@ export interface SandboxCommandOptions {
   port?: string
   kubeconfigOut?: string
   faults?: string
+  /** `--pod-failure FAILURE=PATTERN`, repeatable: containers whose image matches fail (ImagePull, CrashLoop, NeverReady). */
+  podFailure?: string[]
   podReadyDelay?: string
   chart?: string
   /** commander's `--no-operator` */
@@ -102,6 +105,20 @@ function integer(flag: string, value: string | undefined, fallback: number): num
   return n
 }
 
+/** The rules of `--pod-failure FAILURE=PATTERN` (controllers/pod-failures.ts). @throws UsageError naming the flag */
+export function podFailureRules(flags: readonly string[]): PodFailureRule[] {
+  try {
+    return parsePodFailures(flags.map((f) => {
+      const i = f.indexOf('=')
+      if (i < 1) throw new PodFailureRuleError(`${JSON.stringify(f)}: must be FAILURE=PATTERN, e.g. CrashLoop=:crash$`)
+      return { failure: f.slice(0, i), image: f.slice(i + 1) }
+    }))
+  } catch (err) {
+    if (err instanceof PodFailureRuleError) throw new UsageError(`--pod-failure: ${err.message}`)
+    throw err
+  }
+}
+
 /** Starts the sandbox as the command describes it; the caller owns `close()`. */
 export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO, log?: Logger): Promise<RunningSandbox> {
   const port = integer('--port', opts.port, 0)
@@ -117,6 +134,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       throw err
     }
   }
+  const podFailures = podFailureRules(opts.podFailure ?? [])
   let chart: Chart = loadChart(chartDir)
   let sandbox: Sandbox
   try {
@@ -125,6 +143,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
       podReadyDelayMs,
       installCRDs: [memcachedCRD(chart) as unknown as KubeObject, chartRevisionCRD() as unknown as KubeObject],
       ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
+      ...(podFailures.length > 0 ? { podFailures } : {}),
       ...(opts.openshift ? { openshift: true } : {}),
       ...(opts.kubeconfigOut !== undefined ? { kubeconfigOut: resolve(io.cwd, opts.kubeconfigOut) } : {}),
     })

@@ -55,6 +55,14 @@ export interface OperatorMetrics {
   readonly kindServed: Gauge<'kind'>
   /** `memcached_operator_recreations{state}`: workload re-creations `queued` for a slot and `in_flight` (deleted, replacement not ready yet). */
   readonly recreations: Gauge<'state'>
+  /** `memcached_operator_damage_budget_used{budget}`: deletes and pod restarts charged in the current window (budget `delete`, `restart`). */
+  readonly budgetUsed: Gauge<'budget'>
+  /** `memcached_operator_damage_budget_limit{budget}`: the limit of each budget per window (0: none). */
+  readonly budgetLimit: Gauge<'budget'>
+  /** `memcached_operator_damage_budget_exhausted_total{budget}`: reconciles made to wait because their change would go over a budget. */
+  readonly budgetExhausted: Counter<'budget'>
+  /** `memcached_operator_drift_detected_total{kind}`: objects found drifted and left as they are (drift mode `warn`). */
+  readonly driftDetected: Counter<'kind'>
   /**
    * `rest_client_requests_total{code,method,host}`: client-go's count of requests sent, one per
    * attempt (retries included), by status code (`<error>` when no answer came), as
@@ -91,6 +99,10 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
   const reconcileFailures = new Counter({ name: 'memcached_operator_reconcile_failures_total', help: 'Failed reconciles, by condition reason', labelNames: ['reason'] as const, registers })
   const kindServed = new Gauge({ name: 'memcached_operator_kind_served', help: 'Whether the cluster serves a kind the chart declares (1) or not (0), by apiVersion/Kind', labelNames: ['kind'] as const, registers })
   const recreations = new Gauge({ name: 'memcached_operator_recreations', help: 'Workload re-creations waiting for a slot (queued) and under way (in_flight): deleted, replacement not ready yet', labelNames: ['state'] as const, registers })
+  const budgetUsed = new Gauge({ name: 'memcached_operator_damage_budget_used', help: 'Deletes (delete) and pod restarts (restart) charged to the fleet\'s damage budget in the current window', labelNames: ['budget'] as const, registers })
+  const budgetLimit = new Gauge({ name: 'memcached_operator_damage_budget_limit', help: 'The damage budget per window (0: no limit), by budget', labelNames: ['budget'] as const, registers })
+  const budgetExhausted = new Counter({ name: 'memcached_operator_damage_budget_exhausted_total', help: 'Reconciles made to wait because their change would go over a damage budget, by budget', labelNames: ['budget'] as const, registers })
+  const driftDetected = new Counter({ name: 'memcached_operator_drift_detected_total', help: 'Objects found changed by another manager and left as they are (drift mode warn), by kind', labelNames: ['kind'] as const, registers })
   const restClientRequests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'method', 'host'] as const, registers })
   return {
     registry,
@@ -112,6 +124,10 @@ export function createMetrics(opts: MetricsOptions = {}): OperatorMetrics {
     reconcileFailures,
     kindServed,
     recreations,
+    budgetUsed,
+    budgetLimit,
+    budgetExhausted,
+    driftDetected,
     initController(controller) {
       for (const result of RESULTS) reconcileTotal.inc({ controller, result }, 0)
       reconcileErrors.inc({ controller }, 0)

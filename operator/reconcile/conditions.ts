@@ -25,6 +25,16 @@ export const CONDITION_TYPES = {
    * objects left out because their kind is not served. It does not count towards Ready.
    */
   OptionalKindsServed: 'OptionalKindsServed',
+  /**
+   * Written only for a CR that was paused (pause.ts): True `Paused` while its annotation
+   * `memcached.cache.example.com/paused` is "true" (nothing is applied), False `Resumed` after.
+   */
+  Paused: 'Paused',
+  /**
+   * Written only for a CR whose drift mode is `warn` (drift.ts): True `DriftDetected` naming the
+   * fields another manager changed and that the operator left as they are, False `NoDrift` after.
+   */
+  Drifted: 'Drifted',
 } as const
 
 /** The type of a Memcached condition. */
@@ -48,6 +58,8 @@ export const REASONS = {
   Recreated: 'Recreated',
   /** A workload must be re-created and waits for a slot of the fleet-wide budget (--max-concurrent-recreations). */
   RecreationQueued: 'RecreationQueued',
+  /** The change would go over the fleet's budget of deletes or pod restarts (budget.ts): nothing is applied until the window has room. */
+  BudgetExhausted: 'BudgetExhausted',
   /** The workload's kind changed: the old one keeps serving until the new one has every replica ready. */
   SwitchingWorkload: 'SwitchingWorkload',
   // Ready
@@ -62,6 +74,8 @@ export const REASONS = {
   /** A field cannot change in place and the object may not be re-created (opted out, not ours, or already tried). */
   ImmutableField: 'ImmutableField',
   PruneFailed: 'PruneFailed',
+  /** The render would prune most of the CR's objects (--max-prune-fraction) and no annotation allows it. */
+  PruneRefused: 'PruneRefused',
   /** The render refers to a Secret (secretChecksum) that the operator's cache of labelled Secrets does not hold. */
   SecretNotFound: 'SecretNotFound',
   ReconcileError: 'ReconcileError',
@@ -72,6 +86,12 @@ export const REASONS = {
   AllServed: 'AllServed',
   /** The cluster does not serve an optional kind the render produced: its objects were left out. */
   KindNotServed: 'KindNotServed',
+  // Paused (and Ready, while paused)
+  Paused: 'Paused',
+  Resumed: 'Resumed',
+  // Drifted
+  DriftDetected: 'DriftDetected',
+  NoDrift: 'NoDrift',
 } as const
 
 /** A reason the operator writes. */

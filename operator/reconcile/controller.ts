@@ -12,6 +12,8 @@ import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { discoverKinds } from '../controller/discovery.ts'
 import { RecreationPacer } from './pacing.ts'
+import { ALLOW_MASS_PRUNE_ANNOTATION, DamageBudget, DEFAULT_BUDGET, type BudgetLimits } from './budget.ts'
+import { PAUSED_ANNOTATION } from './pause.ts'
 import { detectPlatform, type Platform } from '../controller/platform.ts'
 import type { PlatformOverlay } from '../render/overlays.ts'
 import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
@@ -61,6 +63,8 @@ export const PRIORITY = { changed: 0, resync: -100 } as const
 export function updatePriority(before: KubeObject, after: KubeObject): number | undefined {
   if (before === after) return PRIORITY.resync
   if (before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) return PRIORITY.changed
+  // The operator's own switches are annotations, which move no generation.
+  for (const a of [PAUSED_ANNOTATION, ALLOW_MASS_PRUNE_ANNOTATION]) if (before.metadata.annotations?.[a] !== after.metadata.annotations?.[a]) return PRIORITY.changed
   return undefined
 }
 
@@ -74,6 +78,8 @@ export interface ControllerMetrics extends ReconcileMetrics {
   kindServed?(kind: string, served: boolean): void
   /** Workload re-creations waiting for a slot and under way (pacing.ts). */
   recreations?(queued: number, inFlight: number): void
+  /** Charges in the damage budget's window (budget.ts), and its limits (told once). */
+  budget?(used: { delete: number; restart: number }, limits?: BudgetLimits): void
   queueHooks: QueueHooks
   /** The work queue, whose unfinished work is reported at each scrape. */
   watchQueue?(queue: UnfinishedWorkSource): void
@@ -106,6 +112,16 @@ export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics):
       m.recreations.set({ state: 'queued' }, queued)
       m.recreations.set({ state: 'in_flight' }, inFlight)
     },
+    budget: (used, limits) => {
+      m.budgetUsed.set({ budget: 'delete' }, used.delete)
+      m.budgetUsed.set({ budget: 'restart' }, used.restart)
+      if (limits) {
+        m.budgetLimit.set({ budget: 'delete' }, limits.deletes)
+        m.budgetLimit.set({ budget: 'restart' }, limits.restarts)
+      }
+    },
+    budgetExhausted: (kind) => m.budgetExhausted.inc({ budget: kind }),
+    drifted: (kind) => m.driftDetected.inc({ kind }),
     queueHooks: m.queueHooks(CONTROLLER_NAME),
   }
 }
@@ -139,6 +155,10 @@ export interface MemcachedControllerOptions {
   maxConcurrentRecreations?: number
   /** How long a re-creation holds its slot at most while its replacement is not ready; default {@link RECREATION_TIMEOUT_MS}. */
   recreationTimeoutMs?: number
+  /** The fleet's damage budget (budget.ts): deletes and pod restarts per window; default {@link DEFAULT_BUDGET}. */
+  budget?: BudgetLimits
+  /** A render may prune at most this fraction of a CR's objects; default 0.5, 1: no limit. */
+  maxPruneFraction?: number
   /**
    * The platform to render for; default: found by discovery at start (controller/platform.ts),
    * `kubernetes` when discovery fails (logged).
@@ -372,7 +392,11 @@ export class MemcachedController {
     )
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
+    const limits = opts.budget ?? DEFAULT_BUDGET
+    const budget = new DamageBudget({ ...limits, onChange: (used) => opts.metrics.budget?.(used) })
+    opts.metrics.budget?.({ delete: 0, restart: 0 }, limits)
     const pacer = new RecreationPacer({
+      budget,
       max: opts.maxConcurrentRecreations ?? MAX_CONCURRENT_RECREATIONS,
       timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS,
       onFree: (key) => {
@@ -399,6 +423,8 @@ export class MemcachedController {
       events: recorder,
       metrics: opts.metrics,
       pacer,
+      budget,
+      ...(opts.maxPruneFraction !== undefined ? { maxPruneFraction: opts.maxPruneFraction } : {}),
       platform: () => this.#platform,
       ...(opts.platformOverlays !== undefined ? { platformOverlays: opts.platformOverlays } : {}),
       reloader,

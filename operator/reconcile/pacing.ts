@@ -7,11 +7,15 @@
  * has every replica ready (or a timeout), and keeps the others waiting in arrival order.
  *
  * It sits above the per-CR reconcile: a reconcile asks before it deletes anything and, told to
- * wait, applies nothing of its CR (see the reconciler) and asks again later. Only workloads are
+ * wait, applies nothing of its CR (see the reconciler) and asks again later. A re-creation is a
+ * delete, so a slot is granted only when the fleet's delete budget (budget.ts) has room for it as
+ * well: the request keeps its place in the queue until then, and re-creations go in the order they
+ * were asked for under both limits. Only workloads are
  * paced: re-creating a Service or a ConfigMap costs no pod (the endpoints follow the selector, a
  * new cluster IP is served at once through the Service's DNS name).
  */
 import type { KubeObject } from '../controller/client.ts'
+import type { Admission, DamageBudget } from './budget.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { diffObject } from './diff.ts'
 import { describeObject, objectKey } from './owner.ts'
@@ -35,8 +39,8 @@ export interface RecreationRequest {
   ref: RenderedObject
 }
 
-/** The answer to a request: go ahead, or wait at `position` (1 is next). */
-export type Grant = { granted: true } | { granted: false; position: number; queued: number; inFlight: string[] }
+/** The answer to a request: go ahead, or wait at `position` (1 is next) — for a slot, or (`budget`) for the delete budget. */
+export type Grant = { granted: true } | { granted: false; position: number; queued: number; inFlight: string[]; budget?: Extract<Admission, { admitted: false }> }
 
 /** A workload being re-created. */
 export interface InFlight extends RecreationRequest {
@@ -57,6 +61,8 @@ export interface PacerOptions {
   onChange?: (queued: number, inFlight: number) => void
   /** Told of a slot given up because its replacement did not become ready in time. */
   onTimeout?: (slot: InFlight) => void
+  /** The fleet's damage budget: each re-creation is charged one delete when its slot is granted. */
+  budget?: DamageBudget
 }
 
 /**
@@ -72,7 +78,7 @@ export class RecreationPacer {
   #now: () => number
   #inFlight = new Map<string, InFlight>()
   /** Waiting requests by workload key, in arrival order (a Map keeps insertion order). */
-  #waiting = new Map<string, RecreationRequest & { asked: number }>()
+  #waiting = new Map<string, RecreationRequest & { asked: number; budget?: boolean }>()
 
   constructor(opts: PacerOptions) {
     if (!Number.isInteger(opts.max) || opts.max < 0) throw new Error(`the number of concurrent re-creations must be a non-negative integer, not ${opts.max}`)
@@ -91,17 +97,26 @@ export class RecreationPacer {
     const now = this.#now()
     const before = this.#waiting.get(req.key)
     const free = this.#o.max === 0 ? Infinity : this.#o.max - this.#inFlight.size
-    const ahead = before ? [...this.#waiting.keys()].indexOf(req.key) : this.#waiting.size
-    if (ahead < free) {
+    const order = [...this.#waiting.keys()]
+    const ahead = before ? order.indexOf(req.key) : this.#waiting.size
+    // Nobody passes a request that waits for the delete budget: they go in the order they asked.
+    const turn = ahead < free && !order.slice(0, ahead).some((k) => this.#waiting.get(k)?.budget)
+    // Charged once per workload replaced (free when the reconcile's plan already charged it); one
+    // whose turn has not come is told whether the budget would have room for it either.
+    const charge = [{ kind: 'delete' as const, key: `delete:${req.replaces}`, what: req.what }]
+    const charged = turn ? this.#o.budget?.admit(charge) : ahead < free ? this.#o.budget?.check(charge) : undefined
+    if (turn && charged?.admitted !== false) {
       this.#waiting.delete(req.key)
       this.#inFlight.set(req.key, { ...req, since: now })
       this.#changed()
       return { granted: true }
     }
-    if (before) before.asked = now
-    else this.#waiting.set(req.key, { ...req, asked: now })
+    const waiting = before ?? { ...req, asked: now }
+    waiting.asked = now
+    waiting.budget = turn && charged?.admitted === false
+    if (!before) this.#waiting.set(req.key, waiting)
     this.#changed()
-    return { granted: false, position: ahead + 1, queued: this.#waiting.size, inFlight: [...this.#inFlight.values()].map((f) => f.what) }
+    return { granted: false, position: ahead + 1, queued: this.#waiting.size, inFlight: [...this.#inFlight.values()].map((f) => f.what), ...(charged?.admitted === false ? { budget: charged } : {}) }
   }
 
   /** The replacement of `key` is ready (or its re-creation did not happen): its slot goes to the next in line. */
@@ -222,7 +237,7 @@ export function planRecreations(
   live: ReadonlyMap<string, KubeObject | undefined>,
   may: (d: RenderedObject, current: KubeObject) => boolean,
   unchanged: (d: RenderedObject, current: KubeObject) => boolean,
-): { granted: RecreationRequest[]; queued?: string } {
+): { granted: RecreationRequest[]; queued?: string; budget?: { request: RecreationRequest; refusal: Extract<Admission, { admitted: false }> } } {
   const owner = cr.metadata.uid ?? ''
   const granted: RecreationRequest[] = []
   for (const d of desired) {
@@ -234,7 +249,7 @@ export function planRecreations(
     const grant = pacer.request(req)
     if (!grant.granted) {
       for (const g of granted) pacer.release(g.key)
-      return { granted: [], queued: queuedMessage(req, grant) }
+      return { granted: [], queued: queuedMessage(req, grant), ...(grant.budget ? { budget: { request: req, refusal: grant.budget } } : {}) }
     }
     granted.push(req)
   }

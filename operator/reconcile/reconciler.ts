@@ -32,6 +32,9 @@ import { TransientFailures } from './transient.ts'
 import type { Reloader } from './reload.ts'
 import type { Resizer } from './resize.ts'
 import type { ResolvedChart } from './revision.ts'
+import { BudgetWait, controlledObjects, deleteCharge, massPruneRefusal, planDamage, DEFAULT_MAX_PRUNE_FRACTION, type DamageBudget } from './budget.ts'
+import { isPaused, pausedStatus, PAUSED_MESSAGE, resumedCondition } from './pause.ts'
+import { applyDriftSpec, driftSpecOf, reportDrift, type Drift } from './drift.ts'
 import { computeStatus, DEGRADED_REASON, isWorkload, outcomeOfRenderError, statusEqual, WORKLOAD_KINDS, type PodLike, type ReconcileOutcome, type WorkloadLike } from './status.ts'
 
 /** A Memcached as the informer caches it. */
@@ -68,6 +71,10 @@ export interface ReconcileMetrics {
   skipped(kind: string): void
   pruned(kind: string): void
   failed(reason: string): void
+  /** A reconcile made to wait by the damage budget (budget.ts), by what was spent: `delete` or `restart`. */
+  budgetExhausted?(kind: string): void
+  /** An object found changed by another manager and left as it is (drift mode `warn`, drift.ts), by kind. */
+  drifted?(kind: string): void
 }
 
 /** What a reconcile needs. */
@@ -112,6 +119,10 @@ export interface ReconcilerDeps {
   resizer?: Resizer
   /** The fleet-wide budget of workload re-creations (pacing.ts); none: every re-creation goes at once. */
   pacer?: RecreationPacer
+  /** The fleet-wide budget of deletes and pod restarts (budget.ts); none: no limit. */
+  budget?: DamageBudget
+  /** A render may prune at most this fraction of a CR's live objects (budget.ts massPruneRefusal); default 0.5, 1: no limit. */
+  maxPruneFraction?: number
   now?: () => Date
   /** See {@link TransientFailures}; default SUSTAINED_FAILURE_MS. */
   sustainedFailureMs?: number
@@ -242,6 +253,7 @@ export class Reconciler {
   async #reconcile(namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
     const cr = this.#withWrittenStatus(this.#d.memcacheds.get(namespace, name))
     if (!cr || cr.metadata.deletionTimestamp) return {}
+    if (isPaused(cr)) return this.#paused(cr, log)
     this.#releaseReplaced(cr)
     let chart: Chart
     try {
@@ -285,9 +297,29 @@ export class Reconciler {
     const conflicts = ownershipConflicts(desired, live, cr)
     if (conflicts.length > 0) return this.#conflict(cr, conflicts, desired, log)
 
+    // Drift the CR's spec.drift leaves as it is (drift.ts): the rendered objects take the live values there.
+    const drift = driftSpecOf(cr.spec)
+    let drifts: Drift[] = []
+    if (drift) ({ desired, drifts } = await applyDriftSpec(drift, desired, (d) => live.get(objectKey(d)), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current), (d) => this.#d.client.get({ apiVersion: d.apiVersion, kind: d.kind, namespace: d.metadata.namespace, name: d.metadata.name }).catch(() => undefined)))
+    const drifted = await reportDrift(cr, drift, drifts, { events: this.#d.events, metrics: this.#d.metrics, log })
+
+    // Asked before anything is applied, as the re-creation slots below: a change over the fleet's
+    // damage budget, or one that drops most of the CR's objects, applies nothing.
+    const damage = this.#d.budget || this.#d.maxPruneFraction !== 1 ? planDamage(desired, live, controlledObjects(chart.kinds, (k) => this.#d.children.get(kindKey(k))?.byIndex(CONTROLLER_INDEX, cr.metadata.uid ?? '') ?? []), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : undefined
+    const refusal = damage && massPruneRefusal(damage, cr, this.#d.maxPruneFraction ?? DEFAULT_MAX_PRUNE_FRACTION)
+    if (refusal !== undefined) {
+      await this.#fail(cr, { kind: 'prune-refused', message: refusal }, desired, log)
+      return {}
+    }
+    // Workload re-creations are charged by the pacing below, in its queue's order.
+    const charges = damage?.damage.filter((c) => !(c.paced && this.#d.pacer)) ?? []
+    const admission = this.#d.budget?.admit(charges)
+    if (admission?.admitted === false) return this.#overBudget(cr, new BudgetWait(charges, admission), optional, log)
+
     // Asked before anything is applied: a CR whose workload waits for its turn applies nothing, so
     // that no Service, PDB or NetworkPolicy moves to the new selector while the old pods serve.
     const plan = this.#d.pacer ? planRecreations(this.#d.pacer, cr, desired, live, (d, current) => this.#mayRecreate(cr, d, current), (d, current) => this.#d.memory.isUnchangedSinceApply(d, current)) : { granted: [] }
+    if (plan.budget) return this.#overBudget(cr, new BudgetWait([deleteCharge({ metadata: { uid: plan.budget.request.replaces } }, plan.budget.request.what)], plan.budget.refusal), optional, log)
     if (plan.queued !== undefined) return this.#queued(cr, plan.queued, optional, log)
 
     let liveWorkload: KubeObject | undefined
@@ -304,6 +336,7 @@ export class Reconciler {
     } catch (err) {
       // The server forced a re-creation the plan did not foresee, and there is no slot for it.
       if (err instanceof RecreationQueued) return await this.#queued(cr, err.message, optional, log)
+      if (err instanceof BudgetWait) return await this.#overBudget(cr, err, optional, log)
       if (!(err instanceof FoundForeign)) throw err
       return this.#conflict(cr, [err.conflict], desired, log)
     } finally {
@@ -316,7 +349,7 @@ export class Reconciler {
     const notServed = left.length > 0 ? describeNotServed(left) : undefined
     if (optional) await this.#announceOptional(cr, optional, notServed)
     const reload = await this.#reload(cr, desired, liveWorkload, log)
-    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, [...(optional ? [optional] : []), ...reload.also])
+    await this.#writeStatus(cr, desired, liveWorkload, { kind: 'ok', recreated: done.recreated.map((r) => `${r.what}: ${r.change.message}`), ...(switching ? { switching } : {}) }, log, [...(optional ? [optional] : []), ...reload.also, ...(drifted ? [drifted] : [])])
     this.#settle(cr, chart, inputs, secrets, desired, results, optional, notServed)
     return reload.result
   }
@@ -648,8 +681,15 @@ export class Reconciler {
       throw new ReconcileError(`apply ${message}`, change)
     }
     const uid = current.metadata.uid as string
+    // A re-creation is a delete: a workload's is charged to the damage budget by the pacing, with
+    // its slot; any other's here (both free when the reconcile's plan charged it).
+    const charge = deleteCharge(current, what)
+    const paced = isWorkload(d) ? this.#d.pacer : undefined
+    const admitted = paced ? undefined : this.#d.budget?.admit([charge])
+    if (admitted?.admitted === false) throw new BudgetWait([charge], admitted)
     const slot = { key: objectKey(d), owner: ownerUid, crKey: `${cr.metadata.namespace ?? ''}/${cr.metadata.name}`, what, field: change.field, replaces: uid, ref: d }
-    const grant = isWorkload(d) ? this.#d.pacer?.request(slot) : undefined
+    const grant = paced?.request(slot)
+    if (grant?.granted === false && grant.budget) throw new BudgetWait([charge], grant.budget)
     if (grant?.granted === false) throw new RecreationQueued(queuedMessage(slot, grant))
     byObject.set(objectKey(d), { desiredHash, deletedUid: uid })
     this.#recreations.set(ownerUid, byObject)
@@ -702,6 +742,37 @@ export class Reconciler {
     if (before?.reason !== REASONS.RecreationQueued) await this.#d.events.record(cr, 'Normal', REASONS.RecreationQueued, message, 'Apply')
     await this.#writeStatus(cr, undefined, undefined, { kind: 'ok', queued: message }, log, optional ? [optional] : [])
     return { requeueAfterMs: RECREATION_QUEUED_RETRY_MS }
+  }
+
+  /**
+   * A CR whose change would go over the fleet's damage budget (budget.ts): nothing of it was
+   * applied; its status says so (Progressing BudgetExhausted) from the live objects, a Warning
+   * event marks its arrival, and it asks again when the window has room.
+   */
+  async #overBudget(cr: MemcachedObject, wait: BudgetWait, optional: ConditionInput | undefined, log: Logger): Promise<ReconcileResult> {
+    log.warn({ budget: wait.kind, waiting: wait.message, retryAfterMs: wait.retryAfterMs }, 'change waits for the damage budget')
+    this.#d.metrics.budgetExhausted?.(wait.kind)
+    const before = findCondition(cr.status?.conditions, CONDITION_TYPES.Progressing)
+    if (before?.reason !== REASONS.BudgetExhausted) await this.#d.events.record(cr, 'Warning', REASONS.BudgetExhausted, wait.message, 'Apply')
+    await this.#writeStatus(cr, undefined, undefined, { kind: 'ok', budget: wait.message }, log, optional ? [optional] : [])
+    return { requeueAfterMs: wait.retryAfterMs }
+  }
+
+  /**
+   * A paused CR (pause.ts): nothing is applied, re-created or pruned; its status says so (Paused
+   * True, Ready False Paused: written when it pauses, and when its generation moves meanwhile),
+   * with a Normal event when it pauses.
+   */
+  async #paused(cr: MemcachedObject, log: Logger): Promise<ReconcileResult> {
+    if (cr.metadata.uid) this.#settled.delete(cr.metadata.uid)
+    // Its place in the re-creation queue and its slots go to the rest of the fleet.
+    this.#d.pacer?.forget(cr.metadata.uid ?? '')
+    const { status, announce } = pausedStatus(cr, this.#now())
+    if (statusEqual(status, cr.status)) return {}
+    log.info('paused: nothing is applied')
+    if (announce) await this.#d.events.record(cr, 'Normal', REASONS.Paused, PAUSED_MESSAGE, 'Reconcile')
+    await this.#putStatus(cr, status, log)
+    return {}
   }
 
   /** Gives back the slots of this CR's re-creations whose replacement has every replica ready (read from the cache). */
@@ -764,6 +835,11 @@ export class Reconciler {
             kept.push(what)
             continue
           }
+          // Free when the reconcile's plan admitted it; a prune it did not foresee waits for room.
+          if (this.#d.budget?.admit([deleteCharge(obj, what)]).admitted === false) {
+            log.info({ object: what }, 'prune waits for the damage budget')
+            continue
+          }
           try {
             await this.#d.client.delete(
               { apiVersion: kind.apiVersion, kind: kind.kind, namespace: identity.metadata.namespace, name: identity.metadata.name },
@@ -813,7 +889,7 @@ export class Reconciler {
     // CR that stays broken), the condition tells it and a repeated event would be a write per resync.
     const degraded = findCondition(cr.status?.conditions, 'Degraded')
     if (degraded?.status !== 'True' || degraded.reason !== reason || degraded.message !== outcome.message) {
-      await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' || outcome.kind === 'immutable' ? 'Apply' : outcome.kind === 'prune-failed' ? 'Prune' : 'Render')
+      await this.#d.events.record(cr, 'Warning', reason, outcome.message, outcome.kind === 'apply-failed' || outcome.kind === 'immutable' ? 'Apply' : outcome.kind === 'prune-failed' || outcome.kind === 'prune-refused' ? 'Prune' : 'Render')
     }
     await this.#writeStatus(cr, desired, undefined, outcome, log)
   }
@@ -844,11 +920,18 @@ export class Reconciler {
     const pods = this.#d.pods.byIndex(INSTANCE_INDEX, `${namespace}/${labelValue(cr.metadata.name)}`) as unknown as PodLike[]
     const events = this.#d.workloadEvents
     const workloadFailure = events ? failedCreateCause(liveWorkload, (uid) => events.byIndex(INVOLVED_UID_INDEX, uid)) : undefined
-    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
+    const resumed = resumedCondition(cr)
+    const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also: resumed ? [...also, resumed] : also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
     // The revision the objects run: the one just applied, else (a failure: nothing applied) the one before.
     const chartRevision = outcome.kind === 'ok' ? this.#revisions.get(cr.metadata.uid ?? '') : cr.status?.chartRevision
     if (chartRevision !== undefined) status.chartRevision = chartRevision
     if (statusEqual(status, cr.status)) return
+    await this.#putStatus(cr, status, log)
+  }
+
+  /** Writes `/status` (server-side apply, forced). */
+  async #putStatus(cr: MemcachedObject, status: MemcachedStatus, log: Logger): Promise<void> {
+    const namespace = cr.metadata.namespace ?? 'default'
     try {
       await this.#d.client.apply(
         { apiVersion: API_VERSION, kind: KIND, metadata: { name: cr.metadata.name, namespace }, status },

@@ -21,7 +21,8 @@ import { isMap, jsonEqual } from './normalize.ts'
 export type ReconcileOutcome =
   /** `switching`: an old workload of the other kind is kept until the new one is ready (what is awaited). */
   /** `queued`: a workload re-creation waits for a slot of the fleet's budget (pacing.ts), nothing was applied. */
-  | { kind: 'ok'; recreated?: readonly string[]; switching?: string; queued?: string }
+  /** `budget`: the change would go over the fleet's damage budget (budget.ts), nothing was applied. */
+  | { kind: 'ok'; recreated?: readonly string[]; switching?: string; queued?: string; budget?: string }
   | { kind: 'invalid'; message: string }
   | { kind: 'template'; message: string }
   | { kind: 'refused'; message: string }
@@ -30,6 +31,7 @@ export type ReconcileOutcome =
   | { kind: 'apply-failed'; message: string }
   | { kind: 'immutable'; message: string }
   | { kind: 'prune-failed'; message: string }
+  | { kind: 'prune-refused'; message: string }
   | { kind: 'secret-not-found'; message: string }
   | { kind: 'error'; message: string }
 
@@ -42,6 +44,7 @@ export const DEGRADED_REASON: Record<Exclude<ReconcileOutcome['kind'], 'ok'>, Re
   'apply-failed': REASONS.ApplyFailed,
   immutable: REASONS.ImmutableField,
   'prune-failed': REASONS.PruneFailed,
+  'prune-refused': REASONS.PruneRefused,
   'secret-not-found': REASONS.SecretNotFound,
   error: REASONS.ReconcileError,
 }
@@ -245,7 +248,9 @@ function validSelector(d: WorkloadLike | undefined): LabelSelector | undefined {
  *   pkg/polymorphichelpers/rollout_status.go) >= the desired size, True `ScaledToZero`
  *   for size 0, otherwise False `ReplicasNotReady` (`2/3 replicas ready`) or `DeploymentNotFound`
  *   (`StatefulSetNotFound`);
- * - Progressing: True `RecreationQueued` when a workload must be re-created and waits for its turn
+ * - Progressing: True `BudgetExhausted` when the change would go over the fleet's budget of deletes
+ *   or pod restarts and waits (the outcome's `budget`; True, not False, so that Ready says why the
+ *   spec is not applied rather than `Reconciled`); True `RecreationQueued` when a workload must be re-created and waits for its turn
  *   (the outcome's `queued`: which object, the immutable field, its place); True `Recreated` when this reconcile deleted and re-created objects (the outcome's
  *   `recreated`, e.g. `Service default/cache: … may not change once set`); True `SwitchingWorkload`
  *   while a workload of the old kind waits to be pruned until the new one is ready (the outcome's
@@ -297,7 +302,10 @@ export function computeStatus(input: StatusInput): MemcachedStatus {
   const recreated = outcome.kind === 'ok' ? (outcome.recreated ?? []) : []
   const switching = outcome.kind === 'ok' ? outcome.switching : undefined
   const queued = outcome.kind === 'ok' ? outcome.queued : undefined
-  if (queued !== undefined) {
+  const budget = outcome.kind === 'ok' ? outcome.budget : undefined
+  if (budget !== undefined) {
+    conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.BudgetExhausted, message: budget })
+  } else if (queued !== undefined) {
     conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.RecreationQueued, message: queued })
   } else if (recreated.length > 0) {
     conditions.push({ type: CONDITION_TYPES.Progressing, status: 'True', reason: REASONS.Recreated, message: `recreated ${recreated.join('; ')}` })

@@ -18,6 +18,8 @@ import { dirname, join } from 'node:path'
 import { Accounting } from './accounting.ts'
 import { Cluster, rfc3339, type WriteEngine, type CrdAdapter, type TableRenderer } from './cluster.ts'
 import { Faults, type FaultSpec } from './faults.ts'
+import { PodFailures, type PodFailureRule } from './controllers/pod-failures.ts'
+import { withPodFailures } from './pod-failures-http.ts'
 import { createHandler } from './http.ts'
 import { writeKubeconfig } from './kubeconfig.ts'
 import { sandboxCert, sandboxKey } from './tls.ts'
@@ -31,6 +33,7 @@ import type { KubeObject } from './types.ts'
 import { Auth, type AuthOptions, type IdentitySpec } from './auth/index.ts'
 
 export type { FaultSpec } from './faults.ts'
+export type { PodFailureRule, PodFailureMode } from './controllers/pod-failures.ts'
 export type { IdentitySpec, UserInfo } from './auth/index.ts'
 export type { RequestCounts, RequestRecord } from './accounting.ts'
 export { Cluster } from './cluster.ts'
@@ -45,6 +48,8 @@ export interface SandboxOptions {
   faults?: FaultSpec | string
   /** Delay before simulated pods become Ready (passed to the controllers; default 1,000 ms). */
   podReadyDelayMs?: number
+  /** Containers whose image matches a rule fail as a kubelet reports it (controllers/pod-failures.ts); changeable with `sandbox.podFailures.set`. */
+  podFailures?: PodFailureRule[]
   /** Where to write the kubeconfig; default a new temporary directory (removed on close). */
   kubeconfigOut?: string
   /** CRDs to create at start (they are Established when startSandbox resolves). */
@@ -97,6 +102,8 @@ export interface Sandbox {
   cluster: Cluster
   /** Fault settings, changeable at run time. */
   faults: Faults
+  /** Rules that make pods fail as a kubelet would (controllers/pod-failures.ts), changeable at run time. */
+  podFailures: PodFailures
   /** Request counters and log: HTTP requests, and the simulated controllers' unless `accountControllers: false`. */
   requests: Accounting
   /** Authentication and authorization of the HTTP requests. */
@@ -212,7 +219,8 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     if (res.status !== 201) throw new Error(`cannot install CRD ${crd.metadata.name ?? ''}: ${res.json ?? JSON.stringify(res.body)}`)
   }
   let address = ''
-  const handler = createHandler(cluster, () => address, auth)
+  const podFailures = new PodFailures(opts.podFailures)
+  const handler = withPodFailures(createHandler(cluster, () => address, auth), podFailures)
   const plain: Server = createServer(handler)
   const tls = createTlsServer({ cert: sandboxCert, key: sandboxKey }, handler)
   plain.keepAliveTimeout = 65_000
@@ -242,7 +250,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const url = `http://${address}`
   const httpsUrl = `https://${address}`
   const kubeconfigPath = await writeKubeconfig(httpsUrl, opts.kubeconfigOut)
-  const controllers = opts.controllers === false ? undefined : startControllers(cluster, { podReadyDelayMs: opts.podReadyDelayMs ?? 1000, account: opts.accountControllers ?? true })
+  const controllers = opts.controllers === false ? undefined : startControllers(cluster, { podReadyDelayMs: opts.podReadyDelayMs ?? 1000, account: opts.accountControllers ?? true, podFailures })
   let closed = false
   let issued = 0
   return {
@@ -252,6 +260,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     kubeconfigPath,
     cluster,
     faults: cluster.faults,
+    podFailures,
     requests: cluster.accounting,
     auth,
     issueToken: (identity) => auth.issueToken(identity),

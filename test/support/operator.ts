@@ -10,6 +10,7 @@ import { loadChart, type Chart } from '../../operator/render/chart.ts'
 import { createLogger, type Level } from '../../operator/controller/log.ts'
 import { MemcachedController, type ControllerMetrics } from '../../operator/reconcile/controller.ts'
 import { EventAggregator } from '../../operator/reconcile/events.ts'
+import type { BudgetLimits } from '../../operator/reconcile/budget.ts'
 import { ApiEventRecorder } from '../../operator/reconcile/recorder.ts'
 import type { PodDialer } from '../../operator/reconcile/reload.ts'
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../operator/sandbox/index.ts'
@@ -47,6 +48,17 @@ export class CountingMetrics implements ControllerMetrics {
   recreations(queued: number, inFlight: number): void {
     this.recreationCounts.push([queued, inFlight])
   }
+  /** The damage budget's charges in the window, as last reported. */
+  budgetUsed = { delete: 0, restart: 0 }
+  budget(used: { delete: number; restart: number }): void {
+    this.budgetUsed = { ...used }
+  }
+  budgetExhausted(kind: string): void {
+    this.#inc(`budgetExhausted:${kind}`)
+  }
+  drifted(kind: string): void {
+    this.#inc(`drifted:${kind}`)
+  }
   queueHooks = {}
 }
 
@@ -69,7 +81,7 @@ export function clientFor(sandbox: Sandbox, userAgent = 'memcached-operator/test
 }
 
 /** An operator (controller and its client) against a running sandbox. */
-export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
+export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; maxConcurrentRecreations?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number; budget?: BudgetLimits; maxPruneFraction?: number; namespaces?: string[] } = {}): Promise<{ controller: MemcachedController; client: KubeClient; metrics: CountingMetrics; stop(): Promise<void> }> {
   const chart = opts.chart ?? loadChart()
   const client = clientFor(sandbox)
   const metrics = new CountingMetrics()
@@ -79,7 +91,7 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
     ...(opts.eventSuppressMs !== undefined ? { recorder: new ApiEventRecorder(client, new EventAggregator({ suppressForMs: opts.eventSuppressMs }), log) } : {}),
     client,
     chart: () => chart,
-    namespaces: [],
+    namespaces: opts.namespaces ?? [],
     concurrency: opts.concurrency ?? 2,
     resyncPeriodMs: opts.resyncPeriodMs ?? 600_000,
     ...(opts.discoveryPeriodMs !== undefined ? { discoveryPeriodMs: opts.discoveryPeriodMs } : {}),
@@ -88,6 +100,8 @@ export async function startOperatorOn(sandbox: Sandbox, opts: { chart?: Chart; c
     ...(opts.podDialer ? { podDialer: opts.podDialer } : {}),
     ...(opts.reloadRetryMs !== undefined ? { reloadRetryMs: opts.reloadRetryMs } : {}),
     ...(opts.reloadSettleMs !== undefined ? { reloadSettleMs: opts.reloadSettleMs } : {}),
+    ...(opts.budget !== undefined ? { budget: opts.budget } : {}),
+    ...(opts.maxPruneFraction !== undefined ? { maxPruneFraction: opts.maxPruneFraction } : {}),
     log,
     metrics,
   })

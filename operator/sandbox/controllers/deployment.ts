@@ -15,8 +15,10 @@
  * it (its former revisions in `revision-history`), the Deployment carries its new ReplicaSet's
  * revision; `revisionHistoryLimit` bounds the scaled-down old ReplicaSets. Each scaling is a
  * `ScalingReplicaSet` Event on the Deployment.
+ * `progressDeadlineSeconds` is kept as progress.go keeps it (progress.ts): a rollout with no
+ * progress for that long is Progressing False ProgressDeadlineExceeded.
  * Not simulated: proportional scaling of several ReplicaSets mid-rollout, minReadySeconds
- * (ready counts as available), progressDeadlineSeconds (no ProgressDeadlineExceeded).
+ * (ready counts as available).
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
 import { Client, deployments, isConflict, isNotFound, replicaSets, statusUpdate } from './client.ts'
@@ -26,6 +28,7 @@ import { podTemplateHash } from './names.ts'
 import { controllerOf, controllerRef, sameJson, specReplicas } from './replicaset.ts'
 import { clone } from '../apply/json.ts'
 import { rfc3339 } from '../cluster.ts'
+import { timedOutCondition, untilTimeout } from './progress.ts'
 
 const revisionKey = 'deployment.kubernetes.io/revision'
 const desiredKey = 'deployment.kubernetes.io/desired-replicas'
@@ -100,6 +103,9 @@ export class DeploymentController {
    * `metadata.generation` whenever the spec changes, so uid and generation name the template.
    */
   #hashes = new Map<string, { generation: number; hash: string }>()
+  /** By Deployment key: the look again at its progress deadline (requeueStuckDeployment). */
+  #deadlines = new Map<string, NodeJS.Timeout>()
+  #stopped = false
 
   constructor(client: Client, deploymentInformer: Informer, rsInformer: Informer, recorder: EventRecorder) {
     this.#client = client
@@ -129,6 +135,9 @@ export class DeploymentController {
 
   /** Stops the work queue. */
   async stop(): Promise<void> {
+    this.#stopped = true
+    for (const t of this.#deadlines.values()) clearTimeout(t)
+    this.#deadlines.clear()
     await this.#queue.shutdown()
   }
 
@@ -323,6 +332,18 @@ export class DeploymentController {
     }
   }
 
+  /** Queues the Deployment again in `ms` (and a little), when its progress deadline passes. */
+  #lookAgain(key: string, ms: number): void {
+    if (this.#stopped) return
+    clearTimeout(this.#deadlines.get(key))
+    const timer = setTimeout(() => {
+      this.#deadlines.delete(key)
+      this.#queue.add(key)
+    }, ms + 10)
+    timer.unref?.()
+    this.#deadlines.set(key, timer)
+  }
+
   async #updateStatus(d: KubeObject, newRS: KubeObject | undefined, olds: KubeObject[], step: 'created' | 'changed' | 'steady' | 'paused'): Promise<void> {
     const all = newRS ? [newRS, ...olds] : olds
     const replicas = specReplicas(d)
@@ -351,6 +372,10 @@ export class DeploymentController {
     const rsName = newRS?.metadata.name ?? ''
     const complete = !!newRS && statusOf(newRS, 'replicas') === replicas && statusOf(newRS, 'availableReplicas') === replicas && sum('replicas') === replicas && specReplicas(newRS) === replicas
     const wasPaused = conds.some((c) => c.type === 'Progressing' && c.reason === 'DeploymentPaused')
+    // deployment_util.go DeploymentProgressing: more updated, ready or available pods, or fewer old ones.
+    const was = (k: string) => num(old[k])
+    const now = (k: string) => num(status[k])
+    const progressed = step === 'changed' || now('updatedReplicas') > was('updatedReplicas') || now('replicas') - now('updatedReplicas') < was('replicas') - was('updatedReplicas') || now('readyReplicas') > was('readyReplicas') || now('availableReplicas') > was('availableReplicas')
     if (step === 'paused') {
       conds = setCondition(conds, cond('Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused'))
     } else if (wasPaused) {
@@ -359,13 +384,20 @@ export class DeploymentController {
       conds = setCondition(conds, cond('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`))
     } else if (complete) {
       conds = setCondition(conds, cond('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`))
-    } else if (step === 'changed' || !conds.some((c) => c.type === 'Progressing' && c.reason === 'ReplicaSetUpdated' && c.message.includes(`"${rsName}"`))) {
+    } else if (!progressed && conds.some((c) => c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded' && c.message.includes(`"${rsName}"`))) {
+      // Timed out, and no progress since: it stays so.
+    } else if (progressed || !conds.some((c) => c.type === 'Progressing' && c.reason === 'ReplicaSetUpdated' && c.message.includes(`"${rsName}"`))) {
       // Progress was made (or a new rollout began): refresh lastUpdateTime, keep the transition time.
       const cur = conds.find((c) => c.type === 'Progressing')
       const c = cond('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`)
       if (cur && cur.status === 'True') c.lastTransitionTime = cur.lastTransitionTime
       conds = [...conds.filter((x) => x.type !== 'Progressing'), c]
     }
+    // DeploymentTimedOut: no progress since the condition's lastUpdateTime plus the deadline.
+    const progressing = conds.find((c) => c.type === 'Progressing')
+    const left = step === 'paused' || complete ? undefined : untilTimeout(d, progressing, Date.now())
+    if (left === 0) conds = setCondition(conds, timedOutCondition(rsName, time))
+    else if (left !== undefined) this.#lookAgain(keyOf(d), left)
     // syncRolloutStatus (progress.go getReplicaFailures): the new ReplicaSet's ReplicaFailure, else an old one's, moves to the Deployment.
     const failures = (rs: KubeObject | undefined): Condition[] =>
       (Array.isArray(obj(rs?.['status'])['conditions']) ? (obj(rs?.['status'])['conditions'] as unknown as Condition[]) : []).filter((c) => c.type === 'ReplicaFailure')

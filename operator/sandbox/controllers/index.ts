@@ -16,6 +16,7 @@ import { GarbageCollector } from './gc.ts'
 import { HorizontalPodAutoscalerController, horizontalPodAutoscalers } from './hpa.ts'
 import { Informer } from './informer.ts'
 import { Kubelet } from './kubelet.ts'
+import type { PodFailures } from './pod-failures.ts'
 import { ReplicaSetController } from './replicaset.ts'
 import { controllerRevisions, StatefulSetController } from './statefulset.ts'
 
@@ -32,6 +33,8 @@ export interface ControllerOptions {
   resyncMs?: number
   /** Count the components' requests in the sandbox's request accounting (default true). */
   account?: boolean
+  /** Rules that make pods fail as a kubelet would (pod-failures.ts); none: every pod becomes ready. */
+  podFailures?: PodFailures
   /** How often each HorizontalPodAutoscaler is reconciled (`--horizontal-pod-autoscaler-sync-period`, default 15 s). */
   hpaSyncPeriodMs?: number
 }
@@ -105,6 +108,7 @@ export function startControllers(access: ClusterAccess, opts: ControllerOptions)
     new Client(access, 'kubelet/v1.34.0 (linux/amd64) kubernetes/sandbox', account),
     podInformer,
     opts.podReadyDelayMs,
+    opts.podFailures,
   )
   // The HPA controller's REST mapping: built-in scalable kinds, and each Established CRD's kind.
   const crdKinds = new Map<string, { crd: string; gvr: GVR }>()

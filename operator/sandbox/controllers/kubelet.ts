@@ -3,7 +3,10 @@
  * once (what kube-scheduler's binding does: `spec.nodeName`), and after `podReadyDelayMs` it is
  * reported Running and Ready with one running status per container, a pod IP and the host IP.
  *
- * Not simulated: images, probes, restarts, init containers' own statuses, graceful termination
+ * Containers whose image matches a rule of {@link PodFailures} fail instead, as a kubelet reports
+ * an image it cannot pull, a crash loop or a readiness probe that never passes (pod-failures.ts).
+ *
+ * Not simulated: probes of healthy containers, init containers' own statuses, graceful termination
  * (a pod that is marked for deletion without finalizers is deleted at once with grace period 0).
  */
 import { actuatedResources } from '../pod-resize.ts'
@@ -12,6 +15,7 @@ import { Client, isConflict, isNotFound, pods } from './client.ts'
 import type { Informer } from './informer.ts'
 import { isPodReady } from './replicaset.ts'
 import { rfc3339 } from '../cluster.ts'
+import { crashBackOffMs, failingStatus, reportsAgain, type PodFailures } from './pod-failures.ts'
 
 /** The one node pods are scheduled to. */
 export const nodeName = 'sandbox-node'
@@ -93,12 +97,16 @@ export class Kubelet {
   #binding = new Map<string, Promise<void>>()
   #nextIP = 2
   #stopped = false
+  #failures: PodFailures | undefined
+  /** uid → the failing pod's IP and its next attempt (its timer in #timers drives it, not pod events). */
+  #failing = new Map<string, { podIP: string; since: string; attempt: number; again: boolean }>()
 
-  constructor(scheduler: Client, kubelet: Client, podInformer: Informer, delayMs: number) {
+  constructor(scheduler: Client, kubelet: Client, podInformer: Informer, delayMs: number, failures?: PodFailures) {
     this.#scheduler = scheduler
     this.#kubelet = kubelet
     this.#pods = podInformer
     this.#delayMs = delayMs
+    this.#failures = failures
     podInformer.on((type, pod) => {
       if (type === 'DELETED') this.#cancel(pod.metadata.uid ?? '')
       else this.#consider(pod)
@@ -122,6 +130,7 @@ export class Kubelet {
     const t = this.#timers.get(uid)
     if (t) clearTimeout(t)
     this.#timers.delete(uid)
+    this.#failing.delete(uid)
   }
 
   #track(p: Promise<void>): void {
@@ -148,7 +157,7 @@ export class Kubelet {
       if (resizePending(pod)) this.#track(this.#actuateResize(pod))
       return
     }
-    if (this.#timers.has(uid)) return
+    if (this.#timers.has(uid) || this.#failing.has(uid)) return
     this.#timers.set(uid, setTimeout(() => {
       this.#timers.delete(uid)
       this.#track(this.#start(pod.metadata.namespace, pod.metadata.name ?? '', uid))
@@ -189,11 +198,50 @@ export class Kubelet {
     }
   }
 
+  /**
+   * Reports a pod whose containers fail (pod-failures.ts), then again after the kubelet's back-off
+   * while it keeps failing: a crash loop's restartCount grows, a failed pull turns ImagePullBackOff.
+   */
+  async #fail(namespace: string | undefined, name: string, uid: string): Promise<void> {
+    const key = namespace ? `${namespace}/${name}` : name
+    const pod = this.#pods.get(key)
+    if (this.#stopped || !pod || pod.metadata.uid !== uid || pod.metadata.deletionTimestamp) return
+    let state = this.#failing.get(uid)
+    if (!state) {
+      const n = this.#nextIP++
+      state = { podIP: `10.244.${(n >> 8) & 255}.${n & 255}`, since: rfc3339(), attempt: 1, again: true }
+      this.#failing.set(uid, state)
+    }
+    const failures = this.#failures?.failuresOf(pod) ?? new Map()
+    const backOff = crashBackOffMs(state.attempt, Math.max(this.#delayMs, 10))
+    try {
+      if (!obj(pod['spec'])['nodeName']) await this.#scheduler.mergePatch(pods, namespace, name, { spec: { nodeName } })
+      const status = { ...failingStatus(pod, failures, state.podIP, state.since, state.attempt, backOff, rfc3339()), hostIP, hostIPs: [{ ip: hostIP }] }
+      await this.#kubelet.mergePatch(pods, namespace, name, { status }, { subresource: 'status' })
+      state.again = reportsAgain(failures, state.attempt)
+      state.attempt++
+    } catch (err) {
+      if (isNotFound(err)) return void this.#failing.delete(uid)
+      if (!isConflict(err)) throw err
+    } finally {
+      if (!this.#stopped && this.#failing.get(uid)?.again && !this.#timers.has(uid)) {
+        const timer = setTimeout(() => {
+          this.#timers.delete(uid)
+          this.#track(this.#fail(namespace, name, uid))
+        }, backOff)
+        timer.unref?.()
+        this.#timers.set(uid, timer)
+      }
+    }
+  }
+
   async #start(namespace: string | undefined, name: string, uid: string): Promise<void> {
     const key = namespace ? `${namespace}/${name}` : name
     await this.#binding.get(uid)
     const pod = this.#pods.get(key)
     if (!pod || pod.metadata.uid !== uid || pod.metadata.deletionTimestamp || isPodReady(pod)) return
+    const failures = this.#failures?.failuresOf(pod)
+    if (failures !== undefined && failures.size > 0) return this.#fail(namespace, name, uid)
     const n = this.#nextIP++
     const podIP = `10.244.${(n >> 8) & 255}.${n & 255}`
     try {
