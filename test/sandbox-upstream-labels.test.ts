@@ -8,7 +8,7 @@
  * and are not transcribed; what they feed is covered through Parse.
  */
 import t from 'tap'
-import { newRequirement, parseLabelSelector, requirementString, selectorOf, SelectorError, type Requirement } from '../operator/sandbox/labels.ts'
+import { newRequirement, parseLabelSelector, requirementString, selectorOf, SelectorError, type Requirement } from '../operator/kube/labels.ts'
 import { errorOf, runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
 
 const parses = (s: string): string | undefined => errorOf(() => parseLabelSelector(s))

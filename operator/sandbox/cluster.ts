@@ -8,11 +8,11 @@
  * the optimistic-concurrency check and the write — as etcd's compare-and-swap guarantees.
  */
 import { Accounting } from './accounting.ts'
-import { wireCopy } from './apply/json.ts'
+import { wireCopy } from '../kube/json.ts'
 import { StatusError, badRequest, internalError, invalidOptions, methodNotAllowed } from './errors.ts'
 import type { FaultTarget } from './faults.ts'
 import { contentTypeOf, convertBody, negotiateOutput, type OutputTarget } from './negotiation.ts'
-import { SelectorError } from './labels.ts'
+import { SelectorError } from '../kube/labels.ts'
 import { tableOf } from './registry.ts'
 import { Store } from './store.ts'
 import { EVENT_TABLES, EventTtl } from './event-ttl.ts'

@@ -7,7 +7,7 @@
 import { defaultRbac } from './auth/rbac-api.ts'
 import type { Json, JsonObject, KubeObject } from './types.ts'
 import { defaultNetworkPolicy } from './networkpolicy.ts'
-import { canonicalQuantity } from './quantity.ts'
+import { canonicalQuantity } from '../kube/quantity.ts'
 
 /** Hooks for defaults that need server state. */
 export interface DefaultingHooks {

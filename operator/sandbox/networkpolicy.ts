@@ -8,7 +8,7 @@
  * StrictIPCIDRValidation gate off as in a default 1.34 cluster. The sandbox has no network:
  * policies are stored and served, never enforced.
  */
-import { isValidPortName, isValidPortNum } from './naming.ts'
+import { isValidPortName, isValidPortNum } from '../kube/names.ts'
 import type { FieldCause, JsonObject, KubeObject } from './types.ts'
 import { forbiddenField, goJson, invalid, isObj, notSupported, q, required, validateLabelSelector } from './validation.ts'
 

@@ -6,7 +6,7 @@
  * `data` and an empty type defaulted to Opaque before this runs (the registry strategy's
  * PrepareForCreate / PrepareForUpdate and `SetDefaults_Secret`).
  */
-import { isConfigMapKey } from './naming.ts'
+import { isConfigMapKey } from '../kube/names.ts'
 import type { FieldCause, KubeObject } from './types.ts'
 
 /** `core.MaxSecretSize`: the decoded `data` of a Secret (and of a ConfigMap) totals at most 1 MiB. */

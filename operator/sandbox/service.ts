@@ -9,7 +9,7 @@
  * `ValidateServiceClusterIPsRelatedFields`). The sandbox is a single-stack IPv4 cluster.
  */
 import { isIPv4, isIPv6 } from 'node:net'
-import { deepEqual } from './apply/json.ts'
+import { deepEqual } from '../kube/json.ts'
 import type { FieldCause, Json, KubeObject } from './types.ts'
 import { duplicate, forbiddenField, goJson, goValue, invalid, isObj, notSupported, q, required, struct, validateLabels } from './validation.ts'
 

@@ -5,14 +5,14 @@
  * values, a Deployment selector that does not match its template, a changed selector, a container
  * without an image, a Service without ports.
  */
-import { deepEqual } from './apply/json.ts'
+import { deepEqual } from '../kube/json.ts'
 import { validateResourceQuota } from './admission/quota.ts'
 import { isRbacObject, validateRbac } from './auth/rbac-api.ts'
-import { compareQuantities, quantityOf, zeroQuantity } from './quantity.ts'
+import { compareQuantities, quantityOf, zeroQuantity } from '../kube/quantity.ts'
 import { validateNetworkPolicy } from './networkpolicy.ts'
 import { validateConfigMapData, validateSecretData } from './secret.ts'
 import { validateService } from './service.ts'
-import { isQualifiedName, isValidLabelValue } from './naming.ts'
+import { isQualifiedName, isValidLabelValue } from '../kube/names.ts'
 import type { FieldCause, KubeObject } from './types.ts'
 
 export function isObj(v: unknown): v is Record<string, unknown> {

@@ -8,7 +8,7 @@
  * `pods "x" is forbidden: failed quota: q: must specify limits.memory`.
  */
 import { forbidden } from '../errors.ts'
-import { addQuantities, compareQuantities, formatQuantity, quantityOf, QuantityError, zeroQuantity, type Quantity } from '../quantity.ts'
+import { addQuantities, compareQuantities, formatQuantity, quantityOf, QuantityError, zeroQuantity, type Quantity } from '../../kube/quantity.ts'
 import type { FieldCause, KubeObject, ResourceType } from '../types.ts'
 import { invalid, isObj, q } from '../validation.ts'
 

@@ -35,4 +35,4 @@ export { builtinTopology, hasBuiltinTopology, customResourceTopology, METADATA, 
 export { topologyFromOpenAPI, schemaTopology } from './crd-topology.ts'
 export { fromFieldsV1, toFieldsV1, pathString, members, EMPTY as EMPTY_SET } from './fieldset.ts'
 export type { FieldSet } from './fieldset.ts'
-export { deepEqual, clone } from './json.ts'
+export { deepEqual, clone } from '../../kube/json.ts'

@@ -5,7 +5,7 @@
  */
 import type { Json, JsonObject, Topology } from '../types.ts'
 import { builder, build, EMPTY as EMPTY_SET, isEmpty as isEmptySet, LEAF, make, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
-import { clone, cloneDropNull, deepEqual, isObject } from './json.ts'
+import { clone, cloneDropNull, deepEqual, isObject } from '../../kube/json.ts'
 import { childTopology, isGoTyped, isImplicit, OPEN, ItemKeyError, itemElement, itemTopology, kindOf, LEAF_KIND, LIST_KIND, MAP_KIND, STRUCT_KIND } from './walk.ts'
 
 /**

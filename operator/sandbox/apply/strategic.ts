@@ -12,7 +12,7 @@
  * `+mapType=atomic`). No built-in served here has a `patchStrategy: replace` map.
  */
 import type { Json, JsonObject, KubeObject, Topology } from '../types.ts'
-import { clone, isObject } from './json.ts'
+import { clone, isObject } from '../../kube/json.ts'
 import { childTopology, itemTopology } from './walk.ts'
 
 /**

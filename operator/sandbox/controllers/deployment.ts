@@ -24,7 +24,7 @@ import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { podTemplateHash } from './names.ts'
 import { controllerOf, controllerRef, sameJson, specReplicas } from './replicaset.ts'
-import { clone } from '../apply/json.ts'
+import { clone } from '../../kube/json.ts'
 import { rfc3339 } from '../cluster.ts'
 
 const revisionKey = 'deployment.kubernetes.io/revision'

@@ -16,7 +16,7 @@ import { ApiError, Client, isConflict, isNotFound, pods, replicaSets, statusUpda
 import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
-import { clone } from '../apply/json.ts'
+import { clone } from '../../kube/json.ts'
 import { rfc3339 } from '../cluster.ts'
 
 /** The controller ownerReference a controller puts on what it creates. */

@@ -1,5 +1,5 @@
 /** Admission: kind-specific defaulting (Secret stringData, Namespace finalizers, Service addresses), the mutating plugins and webhooks, validation, and the validating plugins (PodSecurity, ResourceQuota) with the resource quota controller that keeps quota status current. */
-import { deepEqual, isObject } from '../apply/json.ts'
+import { deepEqual, isObject } from '../../kube/json.ts'
 import { forbidden, invalidObject } from '../errors.ts'
 import { tableOf } from '../registry.ts'
 import { admitOwnerReferences } from '../admission/ownerreferences.ts'

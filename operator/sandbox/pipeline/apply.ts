@@ -1,5 +1,5 @@
 /** Server-side apply: the configuration checked, merged by the structured-merge-diff engine with conflicts reported per field, then admitted and stored as any write (apiserver endpoints/handlers/patch.go applyPatcher). */
-import { isObject } from '../apply/json.ts'
+import { isObject } from '../../kube/json.ts'
 import { StatusError, badRequest, conflict, invalidObject, invalidOptions, notFound } from '../errors.ts'
 import { groupVersion } from '../registry.ts'
 import { admitNamespaceLifecycle } from '../admission/namespace.ts'

@@ -1,5 +1,5 @@
 /** CRD registration: a stored CustomResourceDefinition's versions become served types, with the NamesAccepted and Established conditions written to its status. */
-import { deepEqual } from '../apply/json.ts'
+import { deepEqual } from '../../kube/json.ts'
 import { StoredObject } from '../store.ts'
 import type { ResourceType } from '../types.ts'
 

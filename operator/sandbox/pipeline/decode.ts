@@ -1,6 +1,6 @@
 /** Decoding a request body into the kind's object: apiVersion and kind checked, namespace from the URL, empty metadata dropped, and the decoding errors each handler words its own way (apiserver endpoints/handlers create.go, update.go, patch.go). */
 import { parse as parseYaml } from 'yaml'
-import { isObject } from '../apply/json.ts'
+import { isObject } from '../../kube/json.ts'
 import { StatusError, badRequest, methodNotAllowed, unsupportedMediaType } from '../errors.ts'
 import { groupVersion } from '../registry.ts'
 import { goJson, goValue } from '../validation.ts'

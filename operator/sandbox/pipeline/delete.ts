@@ -1,5 +1,5 @@
 /** Deletion: preconditions, propagation policies as finalizers, namespaces terminating with their contents, graceful pod termination, deletecollection. */
-import { deepEqual, isObject } from '../apply/json.ts'
+import { deepEqual, isObject } from '../../kube/json.ts'
 import { conflict, deleteSuccess, forbidden, invalidOptions } from '../errors.ts'
 import { groupVersion, tableOf } from '../registry.ts'
 import { StoredObject } from '../store.ts'

@@ -1,5 +1,5 @@
 /** The label, field and namespace filter of a list, a watch or a deletecollection. */
-import { fieldsOf, parseFieldSelector, parseLabelSelector, type Selector } from '../labels.ts'
+import { fieldsOf, parseFieldSelector, parseLabelSelector, type Selector } from '../../kube/labels.ts'
 import { StoredObject } from '../store.ts'
 import type { ApiRequest, KubeObject, ResourceType } from '../types.ts'
 

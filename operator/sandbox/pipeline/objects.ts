@@ -1,5 +1,5 @@
 /** Pure rules over objects that the write stages share: equality for the no-op skip, merge patch, paths, the fields an endpoint resets, generation. */
-import { deepEqual, isObject } from '../apply/json.ts'
+import { deepEqual, isObject } from '../../kube/json.ts'
 import type { KubeObject, ResourceType } from '../types.ts'
 
 /** Equality of two objects ignoring metadata.resourceVersion (and managedFields unless asked). */

@@ -1,5 +1,5 @@
 /** Reads: get, list (paged, filtered), Tables for kubectl, and pods/log. */
-import { isObject } from '../apply/json.ts'
+import { isObject } from '../../kube/json.ts'
 import { badRequest } from '../errors.ts'
 import { negotiateOutput } from '../negotiation.ts'
 import { groupVersion, tableOf } from '../registry.ts'

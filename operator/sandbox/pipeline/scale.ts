@@ -1,9 +1,9 @@
 /** The scale subresource: get, update and patch of an autoscaling/v1 Scale mapped onto the object's replicas (CRDs name the paths). */
 import jsonpatch from 'fast-json-patch'
 import type { Operation } from 'fast-json-patch'
-import { isObject } from '../apply/json.ts'
+import { isObject } from '../../kube/json.ts'
 import { StatusError, badRequest, conflict, invalid, unsupportedMediaType } from '../errors.ts'
-import { formatLabelSelector } from '../labels.ts'
+import { formatLabelSelector } from '../../kube/labels.ts'
 import { StoredObject } from '../store.ts'
 import type { ApiRequest, KubeObject, ResourceType } from '../types.ts'
 import { type Reply, jsonPatchType, mergePatchType, strategicPatchType, patchTypeOf, isDryRun } from './reply.ts'

@@ -1,6 +1,6 @@
 /** Watch fan-out: the initial list or the history since a resourceVersion, then the store's events filtered per watcher, bookmarks, timeouts and 410 Gone (apiserver pkg/storage/cacher). */
 import { StatusError, badRequest, internalError, expired } from '../errors.ts'
-import { escapeFieldValue, parseFieldSelector, SelectorError } from '../labels.ts'
+import { escapeFieldValue, parseFieldSelector, SelectorError } from '../../kube/labels.ts'
 import { groupVersion, tableOf } from '../registry.ts'
 import { StoredObject, type StoreEvent } from '../store.ts'
 import { BookmarkGate, sendInitialEventsOf, validateListOptions } from '../list-watch.ts'

@@ -1,7 +1,7 @@
 /** Storage of writes: create, update (PUT), JSON/merge/strategic patches, and the update pipeline they share (preconditions, identity, status subresource, finalizers, generation, managedFields, the no-op skip), as apiserver's registry/generic/registry/store.go. */
 import jsonpatch from 'fast-json-patch'
 import type { Operation } from 'fast-json-patch'
-import { isObject } from '../apply/json.ts'
+import { isObject } from '../../kube/json.ts'
 import { StatusError, alreadyExists, badRequest, conflict, invalidObject, unsupportedMediaType } from '../errors.ts'
 import { groupVersion, tableOf } from '../registry.ts'
 import { StoredObject } from '../store.ts'
