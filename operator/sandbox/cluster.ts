@@ -28,7 +28,6 @@ import { type ClusterOptions, ServerState } from './pipeline/state.ts'
 
 export type { ApplyConflict, ApplyCall, WriteEngine, CrdAdapter, TableRenderer, MutatingWebhook, ClusterOptions } from './pipeline/state.ts'
 export type { Reply, WatchSink } from './pipeline/reply.ts'
-export { rfc3339 } from './pipeline/reply.ts'
 
 const endpointsDeprecated = 'v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice'
 

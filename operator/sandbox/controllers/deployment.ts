@@ -25,7 +25,7 @@ import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { podTemplateHash } from './names.ts'
 import { controllerOf, controllerRef, sameJson, specReplicas } from './replicaset.ts'
 import { clone } from '../../kube/json.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 const revisionKey = 'deployment.kubernetes.io/revision'
 const desiredKey = 'deployment.kubernetes.io/desired-replicas'

@@ -17,7 +17,7 @@ import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
 import { clone } from '../../kube/json.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 /** The controller ownerReference a controller puts on what it creates. */
 export function controllerRef(owner: KubeObject): OwnerReference {

@@ -36,7 +36,7 @@ import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { safeAlphabet } from './names.ts'
 import type { EventRecorder } from './events.ts'
 import { controllerOf, controllerRef, isPodReady, sameJson } from './replicaset.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 /** apps/v1 controllerrevisions */
 export const controllerRevisions: GVR = { group: 'apps', version: 'v1', resource: 'controllerrevisions' }

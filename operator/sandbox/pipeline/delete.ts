@@ -4,12 +4,13 @@ import { conflict, deleteSuccess, forbidden, invalidOptions } from '../errors.ts
 import { groupVersion, tableOf } from '../registry.ts'
 import { StoredObject } from '../store.ts'
 import type { ApiRequest, KubeObject, ResourceType } from '../types.ts'
-import { type Reply, rfc3339, isDryRun, isCRD, internalRequest } from './reply.ts'
+import { type Reply, isDryRun, isCRD, internalRequest } from './reply.ts'
 import { trackServiceIP, syncQuotas } from './admission.ts'
 import { storedMatches, filterOf } from './filter.ts'
 
 import { ServerState } from './state.ts'
 import { sameObject } from './objects.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 export function deleteOne(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const live = c.mustLive(type, req)

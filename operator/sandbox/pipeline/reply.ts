@@ -41,21 +41,6 @@ export function patchTypeOf(contentType: string | undefined): string | undefined
   return undefined
 }
 
-export let memoSecond = -1
-
-export let memoText = ''
-
-/** RFC 3339 with seconds, as metav1.Time serialises; the current time's text is reused within a second. */
-export function rfc3339(d?: Date): string {
-  if (d) return d.toISOString().replace(/\.\d{3}Z$/, 'Z')
-  const second = Math.floor(Date.now() / 1000)
-  if (second !== memoSecond) {
-    memoSecond = second
-    memoText = new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')
-  }
-  return memoText
-}
-
 export function headerMap(headers: Record<string, string> | undefined, warnings: string[]): Record<string, string> | undefined {
   if (warnings.length === 0) return headers
   return { ...headers, Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`).join(', ') }

@@ -6,7 +6,8 @@ import { Registry, groupVersion, tableOf, type TopologyFor } from '../registry.t
 import { Store, StoredObject } from '../store.ts'
 import type { Attributes, Decision } from '../auth/rbac.ts'
 import type { ApiRequest, FieldCause, JsonObject, KubeObject, ResourceType, Topology } from '../types.ts'
-import { type Reply, rfc3339, lazyJsonReply } from './reply.ts'
+import { type Reply, lazyJsonReply } from './reply.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 /** One field that an apply could not take from its other owner. */
 export interface ApplyConflict {
