@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml'
 import { isObject } from '../../kube/json.ts'
 import { StatusError, badRequest, methodNotAllowed, unsupportedMediaType } from '../errors.ts'
 import { groupVersion } from '../registry.ts'
-import { goJson, goValue } from '../validation.ts'
+import { goJson, goValue } from '../../kube/builtin/field.ts'
 import type { ApiRequest, KubeObject, ResourceType } from '../types.ts'
 import { applyPatchType, patchTypeOf } from './reply.ts'
 

@@ -1,9 +1,9 @@
 /** What a new object gets from the server: uid, creationTimestamp, generation, initial status, a name from generateName, and the name's validation per kind (ValidateObjectMeta's name functions). */
-import { rbacNameProblem } from '../auth/rbac-api.ts'
+import { rbacNameProblem } from '../../kube/builtin/rbac.ts'
 import { isDNS1035Label, isDNS1123Label, isDNS1123Subdomain } from '../../kube/names.ts'
 import { randomUUID } from 'node:crypto'
 import { invalidObject } from '../errors.ts'
-import { invalid as invalidCause } from '../validation.ts'
+import { invalid as invalidCause } from '../../kube/builtin/field.ts'
 import type { Json, KubeObject, ResourceType } from '../types.ts'
 
 import { ServerState } from './state.ts'

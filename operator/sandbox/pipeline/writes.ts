@@ -6,7 +6,7 @@ import { StatusError, alreadyExists, badRequest, conflict, invalidObject, unsupp
 import { groupVersion, tableOf } from '../registry.ts'
 import { StoredObject } from '../store.ts'
 import { admitNamespaceLifecycle } from '../admission/namespace.ts'
-import { uidChange } from '../validation.ts'
+import { uidChange } from '../../kube/builtin/validation.ts'
 import type { ApiRequest, JsonObject, KubeObject, ResourceType } from '../types.ts'
 import { initialise, checkName } from './new-object.ts'
 import { type Reply, jsonPatchType, mergePatchType, strategicPatchType, applyPatchType, applyPatchCbor, patchTypeOf, headerMap, isDryRun, isCRD, managerOf } from './reply.ts'
