@@ -10,14 +10,14 @@
  */
 import { KubeConfig } from '@kubernetes/client-node'
 import { ApiError, apiErrorFrom, isExpired } from './api-error.ts'
-import { builtinResources, resourceInfo, resourcePath, type ResourceInfo } from './resources.ts'
+import { builtinResources, resourceInfo, resourcePath } from './resources.ts'
 import { Transport, type RawRequest, type RawResponse } from './transport.ts'
 import { watchStream } from './watch-stream.ts'
-import { METADATA_LIST_ACCEPT, type ApplyOptions, type ApplyResult, type DeleteOptions, type KubeClientOptions, type KubeList, type KubeObject, type ListOptions, type ListResult, type ObjectLike, type ObjectRef, type PatchOptions, type ResourceRef, type WatchEvent, type WatchOptions, type WriteOptions } from './types.ts'
+import { METADATA_LIST_ACCEPT, type ApplyOptions, type ApplyResult, type DeleteOptions, type KubeClientOptions, type KubeList, type KubeObject, type ListOptions, type ListResult, type ObjectLike, type ObjectRef, type PatchOptions, type ResourceInfo, type ResourceRef, type WatchEvent, type WatchOptions, type WriteOptions } from './types.ts'
 
 export * from './types.ts'
 export * from './api-error.ts'
-export { UnknownKindError, resourceInfo, resourcePath, type ResourceInfo } from './resources.ts'
+export { UnknownKindError, resourceInfo, resourcePath } from './resources.ts'
 export type { RawRequest, RawResponse } from './transport.ts'
 
 const patchTypes: Record<PatchOptions['type'], string> = {

@@ -1,15 +1,5 @@
 /** The resource table: where each kind is served (group, version, plural, scope), and its URL paths. No discovery round trip per call. */
-import type { ResourceRef } from './types.ts'
-
-/** Where a kind is served. */
-export interface ResourceInfo {
-  /** `''` for the core group. */
-  group: string
-  version: string
-  /** The plural resource name in URLs. */
-  plural: string
-  namespaced: boolean
-}
+import type { ResourceInfo, ResourceRef } from './types.ts'
 
 export const builtinResources: Record<string, ResourceInfo> = {
   'v1/Pod': { group: '', version: 'v1', plural: 'pods', namespaced: true },

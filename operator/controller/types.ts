@@ -1,6 +1,4 @@
 /** The shapes the REST client speaks: objects, references, lists, watch events, and the options of each verb. */
-import type { ResourceInfo } from './resources.ts'
-
 /** An owner reference (metav1.OwnerReference). */
 export interface OwnerReference {
   apiVersion: string
@@ -202,4 +200,14 @@ export interface KubeClientOptions {
   maxRetries?: number
   /** Called once per attempt sent, retries included, with its status code (`<error>` without an answer): `rest_client_requests_total`. */
   onRequestResult?: (r: { code: string; method: string; host: string }) => void
+}
+
+/** Where a kind is served. */
+export interface ResourceInfo {
+  /** `''` for the core group. */
+  group: string
+  version: string
+  /** The plural resource name in URLs. */
+  plural: string
+  namespaced: boolean
 }

@@ -1,8 +1,8 @@
 /** Watch streaming: one watch request read as newline-delimited JSON events, with idle and header timeouts. */
 import { apiErrorFrom } from './api-error.ts'
-import { resourcePath, type ResourceInfo } from './resources.ts'
+import { resourcePath } from './resources.ts'
 import type { Transport } from './transport.ts'
-import { METADATA_WATCH_ACCEPT, type KubeObject, type WatchEvent, type WatchOptions } from './types.ts'
+import { METADATA_WATCH_ACCEPT, type KubeObject, type ResourceInfo, type WatchEvent, type WatchOptions } from './types.ts'
 
 /**
  * Opens a watch: newline-delimited JSON events go to `onEvent` in order; `onDone` is called

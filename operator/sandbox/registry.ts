@@ -4,7 +4,7 @@
  * from here, so a CRD's kinds appear and disappear in one place.
  */
 import { applyErrors, decodeError } from '../kube/openapi-validate.ts'
-import { builtinPruner, storedAlready } from './openapi.ts'
+import { builtinPruner, storedAlready } from './prune.ts'
 import type { KubeObject, ResourceType, Topology } from './types.ts'
 import { builtinSpecs } from '../kube/builtin/kinds.ts'
 
