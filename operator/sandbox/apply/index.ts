@@ -17,7 +17,7 @@
  *
  * Known differences from a real API server:
  * - Fields a topology does not declare merge like Go struct fields: refusing them (`field not
- *   declared in schema`) is the server's job before it calls the engine (cluster.ts).
+ *   declared in schema`) is the server's job before it calls the engine (pipeline/apply.ts).
  * - A `null` in an applied configuration removes a scalar, atomic or deduced field and leaves a
  *   granular one as it is (structured-merge-diff's merge); nulls are never stored.
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
