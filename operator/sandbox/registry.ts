@@ -3,7 +3,8 @@
  * CustomResourceDefinition once it is Established. Discovery and the request handler both read
  * from here, so a CRD's kinds appear and disappear in one place.
  */
-import { applyErrors, decodeError } from '../kube/openapi-validate.ts'
+import { decodeError } from '../kube/openapi-validate.ts'
+import { applyErrors } from '../kube/openapi-apply.ts'
 import { builtinPruner, storedAlready } from './prune.ts'
 import type { KubeObject, ResourceType, Topology } from './types.ts'
 import { builtinSpecs } from '../kube/builtin/kinds.ts'

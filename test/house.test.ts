@@ -1,6 +1,7 @@
-// The shape of operator/'s import graph (docs/contributing.md, "the tree"): no cycle, no import
-// that runs back down-to-up the floors, and the product's runtime code never reaches the sandbox,
-// which only the `sandbox` command starts, through one dynamic import.
+// The shape of the house (docs/contributing.md, "the tree"): operator/'s import graph has no cycle
+// and no import that runs up the floors; the product's runtime code never reaches the sandbox,
+// which only the `sandbox` command starts, through one dynamic import; no source file is over
+// ~600 lines without saying why at its top.
 //
 // The runtime graph is esbuild's (the metafile of a bundle of every source file: static and dynamic
 // imports as Node resolves them); type-only imports, which esbuild erases, are added from the
@@ -155,4 +156,13 @@ t.test("the product's runtime code never reaches the sandbox; the sandbox comman
     edges.filter((e) => e.to === BOUNDARY && e.kind !== 'dynamic').map((e) => `${e.from} imports the sandbox command statically`),
     [],
   )
+})
+
+t.test('no source file is over ~600 lines without saying why at its top', async (t) => {
+  const long = sources
+    .map((f) => ({ f, text: readFileSync(f, 'utf8') }))
+    .filter(({ text }) => text.split('\n').length > 620)
+    .filter(({ text }) => !/^\s*\*\s*Over 600 lines: \S/m.test(text.slice(0, text.indexOf('*/') + 2)))
+    .map(({ f, text }) => `${f}: ${text.split('\n').length} lines`)
+  t.same(long, [])
 })
