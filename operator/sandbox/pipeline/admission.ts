@@ -39,7 +39,7 @@ export function defaultObject(c: ServerState, type: ResourceType, obj: KubeObjec
 }
 
 /** A free Service address; reserved only when the Service is stored, so a dry run takes none. */
-export function freeServiceIP(c: ServerState): string {
+function freeServiceIP(c: ServerState): string {
   let n = c.nextServiceIP
   let ip: string
   do {
@@ -104,6 +104,7 @@ export function admit(c: ServerState, type: ResourceType, obj: KubeObject, req: 
   return warnings
 }
 
+/** Whether a namespace is being emptied or is Terminating (creates in it are refused, its quotas left alone). */
 export function terminating(c: ServerState, namespace: string): boolean {
   if (c.emptying.has(namespace)) return true
   const status = c.namespace(namespace)?.status
@@ -111,7 +112,7 @@ export function terminating(c: ServerState, namespace: string): boolean {
 }
 
 /** What quota admission and the quota controller read: a namespace's quotas and objects. */
-export function quotaStore(c: ServerState): QuotaStore {
+function quotaStore(c: ServerState): QuotaStore {
   return {
   quotas: (ns) => c.store.list('/resourcequotas', ns).map((o) => o.obj),
   objects: (ns) => {

@@ -15,11 +15,12 @@ import { commitNew, commitUpdate } from './writes.ts'
 import { type ApplyConflict, type ApplyCall, type WriteEngine, ServerState } from './state.ts'
 import { sameObject, resetFieldsOf, statusKeepsAnnotations, setGeneration } from './objects.ts'
 
-export function applyConflict(conflicts: ApplyConflict[], message: string): StatusError {
+function applyConflict(conflicts: ApplyConflict[], message: string): StatusError {
   const causes = conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}" using ${c.apiVersion}`, field: c.field }))
   return new StatusError(409, 'Conflict', message, { causes })
 }
 
+/** A server-side apply (`PATCH` with `application/apply-patch+yaml`): creates or updates, with field ownership. */
 export function apply(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const manager = req.query.get('fieldManager')
   if (!manager) throw invalidOptions('PatchOptions', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }])

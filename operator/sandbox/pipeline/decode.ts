@@ -14,7 +14,7 @@ import { applyPatchType, patchTypeOf } from './reply.ts'
  * apiextensions-apiserver's schema/objectmeta Coerce, on decoding and on encoding for storage.
  * A merge patch such as kubectl diff's `{"metadata":{"annotations":{}}}` thus stores nothing.
  */
-export function dropEmptyMetadata(m: KubeObject['metadata']): void {
+function dropEmptyMetadata(m: KubeObject['metadata']): void {
   for (const k of ['labels', 'annotations'] as const) {
     const v = m[k]
     if (isObject(v) && Object.keys(v).length === 0) delete m[k]
@@ -53,7 +53,7 @@ export function strictDecodingError(type: ResourceType, req: ApiRequest, obj: Ku
  * apply meets it converting the merged object (fieldmanager structuredmerge.go: `failed to convert
  * new object (…) to proper version: …`, a plain error, so 500).
  */
-export function decodingError(type: ResourceType, req: ApiRequest, obj: KubeObject, detail: string): StatusError {
+function decodingError(type: ResourceType, req: ApiRequest, obj: KubeObject, detail: string): StatusError {
   if (patchTypeOf(req.contentType) === 'apply' && req.verb === 'patch') {
     const name = obj.metadata.name ?? ''
     return new StatusError(500, '', `failed to convert new object (${type.namespaced ? (req.namespace ?? '') : ''}/${name}; ${type.group}/${type.version}, Kind=${type.kind}) to proper version: ${detail}`)
@@ -65,7 +65,7 @@ export function decodingError(type: ResourceType, req: ApiRequest, obj: KubeObje
 }
 
 /** Go's `%+v` of a decoded JSON value (`map[a:1 b:[x y]]`, keys sorted, nil as `<nil>`). */
-export function goPrint(v: unknown): string {
+function goPrint(v: unknown): string {
   if (v === null || v === undefined) return '<nil>'
   if (Array.isArray(v)) return `[${v.map(goPrint).join(' ')}]`
   if (typeof v === 'object') {
@@ -75,6 +75,7 @@ export function goPrint(v: unknown): string {
   return String(v)
 }
 
+/** A JSON patch body, or a 400 that says why it does not parse. */
 export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text)
@@ -108,10 +109,11 @@ export function parseApplyBody(body: unknown): KubeObject {
   return structuredCloneJson(value) as KubeObject
 }
 
-export function structuredCloneJson(v: unknown): unknown {
+function structuredCloneJson(v: unknown): unknown {
   return JSON.parse(JSON.stringify(v))
 }
 
+/** The request's body as an object with metadata, or a 400. */
 export function bodyObject(req: ApiRequest): KubeObject {
   const body = req.body
   if (!isObject(body)) throw badRequest('the body of the request is not a JSON object')
@@ -131,6 +133,7 @@ export function stamp(type: ResourceType, obj: KubeObject): KubeObject {
   return { apiVersion: gv, kind: type.kind, metadata, ...rest }
 }
 
+/** The object's namespace from the URL: refused when the body names another, dropped for a cluster-scoped kind. */
 export function checkNamespace(type: ResourceType, obj: KubeObject, req: ApiRequest): string {
   if (!type.namespaced) {
     delete obj.metadata.namespace

@@ -12,6 +12,7 @@ import { ServerState } from './state.ts'
 import { sameObject } from './objects.ts'
 import { rfc3339 } from '../../kube/time.ts'
 
+/** A DELETE of one object: its preconditions and propagation policy, then the deletion. */
 export function deleteOne(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const live = c.mustLive(type, req)
   const opts = isObject(req.body) ? req.body : {}
@@ -28,7 +29,7 @@ export function deleteOne(c: ServerState, type: ResourceType, req: ApiRequest): 
   return deleteObject(c, type, req, live, policy)
 }
 
-export function deleteObject(c: ServerState, type: ResourceType, req: ApiRequest, live: StoredObject, policy: string | undefined): Reply {
+function deleteObject(c: ServerState, type: ResourceType, req: ApiRequest, live: StoredObject, policy: string | undefined): Reply {
   const old = live.obj
   let finalizers = [...(old.metadata.finalizers ?? [])]
   if (policy === 'Foreground') finalizers = [...finalizers.filter((f) => f !== 'orphan' && f !== 'foregroundDeletion'), 'foregroundDeletion']
@@ -67,7 +68,7 @@ export function deleteObject(c: ServerState, type: ResourceType, req: ApiRequest
  * refused from now on), the namespace controller's work is done at once (its contents deleted,
  * `spec.finalizers` emptied), and it stays until its finalizers are removed.
  */
-export function terminateNamespace(c: ServerState, live: StoredObject, finalizers: string[]): Reply {
+function terminateNamespace(c: ServerState, live: StoredObject, finalizers: string[]): Reply {
   const next = live.copy()
   next.metadata.deletionTimestamp = c.now()
   next.metadata.deletionGracePeriodSeconds = 0
@@ -82,7 +83,7 @@ export function terminateNamespace(c: ServerState, live: StoredObject, finalizer
 }
 
 /** The namespace controller's job, done synchronously: every object in the namespace is deleted. */
-export function deleteContents(c: ServerState, namespace: string): void {
+function deleteContents(c: ServerState, namespace: string): void {
   c.emptying.add(namespace)
   try {
     for (const t of c.registry.all()) {
@@ -100,7 +101,7 @@ export function deleteContents(c: ServerState, namespace: string): void {
  * terminationGracePeriodSeconds, else 30; 0 means delete now (unscheduled pods, grace 0, or
  * simulation off).
  */
-export function podGracePeriod(c: ServerState, type: ResourceType, req: ApiRequest, old: KubeObject): number {
+function podGracePeriod(c: ServerState, type: ResourceType, req: ApiRequest, old: KubeObject): number {
   if (c.podTerminationMs <= 0 || type.group !== '' || type.resource !== 'pods') return 0
   const spec = isObject(old.spec) ? old.spec : {}
   if (typeof spec.nodeName !== 'string' || spec.nodeName === '') return 0
@@ -117,7 +118,7 @@ export function podGracePeriod(c: ServerState, type: ResourceType, req: ApiReque
  * and after podTerminationMs the simulated kubelet's final delete (grace 0) removes it, or leaves
  * it to its finalizers.
  */
-export function deletePodGracefully(c: ServerState, type: ResourceType, live: StoredObject, finalizers: string[], grace: number, dry: boolean): Reply {
+function deletePodGracefully(c: ServerState, type: ResourceType, live: StoredObject, finalizers: string[], grace: number, dry: boolean): Reply {
   const old = live.obj
   if (old.metadata.deletionTimestamp && deepEqual(old.metadata.finalizers ?? [], finalizers)) return c.objectReply(type, 200, live)
   const next = live.copy()
@@ -146,7 +147,7 @@ export function deletePodGracefully(c: ServerState, type: ResourceType, live: St
   return c.objectReply(type, 200, stored)
 }
 
-export function deletedReply(c: ServerState, type: ResourceType, removed: StoredObject): Reply {
+function deletedReply(c: ServerState, type: ResourceType, removed: StoredObject): Reply {
   // Pods and ServiceAccounts answer with the deleted object; everything else with a Status.
   if (type.group === '' && (type.resource === 'pods' || type.resource === 'serviceaccounts')) return c.objectReply(type, 200, removed)
   return { status: 200, body: deleteSuccess(type.group, type.resource, removed.name, removed.obj.metadata.uid ?? '') }
@@ -168,6 +169,7 @@ export function removeNow(c: ServerState, type: ResourceType, namespace: string,
   return removed
 }
 
+/** A DELETE of a collection: each object the selectors match, deleted as one DELETE would. */
 export function deleteCollection(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const filter = filterOf(type, req)
   const items = c.store.list(tableOf(type), filter.namespace).filter((o) => storedMatches(filter, o))

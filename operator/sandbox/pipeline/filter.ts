@@ -3,6 +3,7 @@ import { fieldsOf, parseFieldSelector, parseLabelSelector, type Selector } from 
 import { StoredObject } from '../store.ts'
 import type { ApiRequest, KubeObject, ResourceType } from '../types.ts'
 
+/** What a list or watch selects: a namespace, a label selector, a field selector. */
 export interface WatchFilter {
   namespace: string | undefined
   labels: Selector
@@ -15,13 +16,14 @@ export function storedMatches(f: WatchFilter, stored: StoredObject): boolean {
   return (f.labels.empty && f.fields.empty) || matchesFilter(f, stored.obj)
 }
 
-export function matchesFilter(f: WatchFilter, obj: KubeObject): boolean {
+function matchesFilter(f: WatchFilter, obj: KubeObject): boolean {
   if (f.namespace && obj.metadata.namespace !== f.namespace) return false
   if (!f.labels.empty && !f.labels.matches(obj.metadata.labels)) return false
   if (!f.fields.empty && !f.fields.matches(fieldsOf(obj, f.fields.fields))) return false
   return true
 }
 
+/** The filter of a list or watch request (`labelSelector`, `fieldSelector`, the URL's namespace). */
 export function filterOf(type: ResourceType, req: ApiRequest): WatchFilter {
   const fields = parseFieldSelector(req.query.get('fieldSelector'))
   return { namespace: type.namespaced ? req.namespace : undefined, labels: parseLabelSelector(req.query.get('labelSelector')), fields }

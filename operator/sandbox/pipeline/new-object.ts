@@ -22,7 +22,7 @@ export function nameProblems(type: ResourceType, name: string): string[] {
   return isDNS1123Subdomain(name)
 }
 
-export const generateAlphabet = 'bcdfghjklmnpqrstvwxz2456789'
+const generateAlphabet = 'bcdfghjklmnpqrstvwxz2456789'
 
 /** A pod's QoS class from its containers' resources (simplified: Guaranteed needs equal cpu and memory). */
 export function qosClass(pod: KubeObject): string {
@@ -40,7 +40,7 @@ export function qosClass(pod: KubeObject): string {
   return guaranteed ? 'Guaranteed' : any ? 'Burstable' : 'BestEffort'
 }
 
-export function initialStatus(type: ResourceType, obj: KubeObject): Json {
+function initialStatus(type: ResourceType, obj: KubeObject): Json {
   switch (type.kind) {
     case 'Pod':
       return { phase: 'Pending', qosClass: qosClass(obj) }
@@ -78,6 +78,7 @@ export function initialise(c: ServerState, type: ResourceType, obj: KubeObject):
   }
 }
 
+/** The new object's name (generated from `generateName` when absent), validated for its kind. */
 export function checkName(c: ServerState, type: ResourceType, obj: KubeObject): string {
   const m = obj.metadata
   if (!m.name) {

@@ -70,12 +70,14 @@ export function setGeneration(type: ResourceType, old: KubeObject, next: KubeObj
   next.metadata.generation = g
 }
 
+/** The value at a dotted path (`spec.replicas`), undefined where the path is missing. */
 export function getPath(obj: unknown, path: string): unknown {
   let cur = obj
   for (const part of path.split('.').filter((p) => p !== '')) cur = isObject(cur) ? cur[part] : undefined
   return cur
 }
 
+/** Sets the value at a dotted path, creating the objects on the way. */
 export function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
   const parts = path.split('.').filter((p) => p !== '')
   let cur = obj

@@ -9,11 +9,11 @@ import type { Reply } from './reply.ts'
 import { storedMatches, filterOf } from './filter.ts'
 import { type TableRenderer, ServerState } from './state.ts'
 
-export function wantsTable(c: ServerState, req: ApiRequest): boolean {
+function wantsTable(c: ServerState, req: ApiRequest): boolean {
   return c.table !== undefined && negotiateOutput(req.accept)?.kind === 'Table'
 }
 
-export function tableReply(c: ServerState, type: ResourceType, req: ApiRequest, objects: KubeObject[], cont?: string): Reply {
+function tableReply(c: ServerState, type: ResourceType, req: ApiRequest, objects: KubeObject[], cont?: string): Reply {
   const includeObject = (req.query.get('includeObject') ?? 'Metadata') as 'None' | 'Metadata' | 'Object'
   const opts: Parameters<TableRenderer>[2] = { includeObject, resourceVersion: String(c.store.resourceVersion) }
   if (cont) opts.continue = cont
@@ -51,12 +51,14 @@ export function podLog(c: ServerState, type: ResourceType, req: ApiRequest): Rep
   return { status: 200, text: '', headers: { 'Content-Type': 'text/plain' } }
 }
 
+/** A GET of one object, as JSON or as a Table. */
 export function get(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const live = c.mustLive(type, req)
   if (wantsTable(c, req)) return tableReply(c, type, req, [live.obj])
   return c.objectReply(type, 200, live)
 }
 
+/** A LIST: filtered, paged, as a list or a Table. */
 export function list(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   validateListOptions(req.query, false)
   const filter = filterOf(type, req)

@@ -21,14 +21,11 @@ export interface WatchSink {
   close(): void
 }
 
+/** The patch content types, as the API server names them. */
 export const jsonPatchType = 'application/json-patch+json'
-
 export const mergePatchType = 'application/merge-patch+json'
-
 export const strategicPatchType = 'application/strategic-merge-patch+json'
-
 export const applyPatchType = 'application/apply-patch+yaml'
-
 export const applyPatchCbor = 'application/apply-patch+cbor'
 
 /** Patch type name used in accounting. */
@@ -41,6 +38,7 @@ export function patchTypeOf(contentType: string | undefined): string | undefined
   return undefined
 }
 
+/** The reply's headers with a `Warning` header per warning (`299 - "…"`). */
 export function headerMap(headers: Record<string, string> | undefined, warnings: string[]): Record<string, string> | undefined {
   if (warnings.length === 0) return headers
   return { ...headers, Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`).join(', ') }
@@ -62,16 +60,19 @@ export function withHeaders(reply: Reply, headers: Record<string, string>): Repl
   return r
 }
 
+/** The reply of a {@link StatusError}: its Status body, code and headers. */
 export function errorReply(e: StatusError): Reply {
   const r: Reply = { status: e.code, body: e.status }
   if (Object.keys(e.headers).length > 0) r.headers = e.headers
   return r
 }
 
+/** Whether the request asked for `dryRun=All`. */
 export function isDryRun(req: ApiRequest): boolean {
   return req.query.getAll('dryRun').includes('All')
 }
 
+/** Whether a type is CustomResourceDefinitions. */
 export function isCRD(type: ResourceType): boolean {
   return type.group === 'apiextensions.k8s.io' && type.resource === 'customresourcedefinitions'
 }
@@ -86,6 +87,7 @@ export function managerOf(req: ApiRequest): string {
   return prefix === '' ? 'unknown' : prefix
 }
 
+/** A request the server makes itself (the namespace controller's deletions). */
 export function internalRequest(): ApiRequest {
   return { verb: 'delete', group: '', version: 'v1', resource: '', query: new URLSearchParams(), userAgent: 'kube-controller-manager' }
 }

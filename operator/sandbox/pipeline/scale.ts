@@ -12,7 +12,7 @@ import { writeUpdate } from './writes.ts'
 import { ServerState } from './state.ts'
 import { mergePatch, getPath, setPath } from './objects.ts'
 
-export function scaleOf(type: ResourceType, stored: StoredObject): Record<string, unknown> {
+function scaleOf(type: ResourceType, stored: StoredObject): Record<string, unknown> {
   const scale = type.subresources.scale
   const obj = stored.obj
   const specReplicas = scale ? getPath(obj, scale.specReplicasPath) : undefined
@@ -31,10 +31,12 @@ export function scaleOf(type: ResourceType, stored: StoredObject): Record<string
   return { kind: 'Scale', apiVersion: 'autoscaling/v1', metadata: meta, spec: { replicas: typeof specReplicas === 'number' ? specReplicas : 0 }, status }
 }
 
+/** A GET of the scale subresource. */
 export function getScale(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   return { status: 200, body: scaleOf(type, c.mustLive(type, req)) }
 }
 
+/** A PUT of the scale subresource: the replicas written to the object's spec. */
 export function updateScale(c: ServerState, type: ResourceType, req: ApiRequest, body: unknown): Reply {
   const live = c.mustLive(type, req)
   const scale = type.subresources.scale
@@ -58,6 +60,7 @@ export function updateScale(c: ServerState, type: ResourceType, req: ApiRequest,
   return { status: 200, body: scaleOf(type, after) }
 }
 
+/** A PATCH of the scale subresource (JSON or merge patch of the Scale). */
 export function patchScale(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const pt = patchTypeOf(req.contentType)
   if (pt === undefined || pt === 'apply') throw unsupportedMediaType([jsonPatchType, mergePatchType, strategicPatchType])

@@ -9,6 +9,7 @@ import type { WatchSink } from './reply.ts'
 import { type WatchFilter, storedMatches, filterOf } from './filter.ts'
 import { ServerState } from './state.ts'
 
+/** An in-process watch: events carry objects (private copies, or the stored ones frozen when `shared`); a wrong request ends in one ERROR event. */
 export function watchObjects(c: ServerState, req: ApiRequest, onEvent: (event: WatchEvent) => void, onClose: (() => void) | undefined, shared: boolean): () => void {
   try {
     const sink: WatchSink = { event: (type, json) => onEvent({ type, object: JSON.parse(json) }), close: () => onClose?.() }

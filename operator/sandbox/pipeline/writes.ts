@@ -17,6 +17,7 @@ import { defaultObject, trackServiceIP, admit, syncQuotas } from './admission.ts
 import { type WriteEngine, ServerState } from './state.ts'
 import { sameObject, mergePatch, resetFieldsOf, statusKeepsAnnotations, setGeneration } from './objects.ts'
 
+/** A POST: a new object decoded, named, initialised, defaulted, admitted and stored. */
 export function create(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const obj = stamp(type, bodyObject(req))
   decodes(type, req, obj)
@@ -33,6 +34,7 @@ export function create(c: ServerState, type: ResourceType, req: ApiRequest): Rep
   return c.objectReply(type, 201, stored, headerMap(undefined, warnings))
 }
 
+/** Stores a new object, with what follows a write (Service IPs, CRD registration, quota status). */
 export function commitNew(c: ServerState, type: ResourceType, obj: KubeObject): StoredObject {
   const stored = c.store.put(tableOf(type), obj)
   trackServiceIP(c, type, obj, true)
@@ -41,6 +43,7 @@ export function commitNew(c: ServerState, type: ResourceType, obj: KubeObject): 
   return stored
 }
 
+/** A PUT of an object or its `/status`. */
 export function update(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const live = c.mustLive(type, req)
   const next = stamp(type, bodyObject(req))
@@ -133,6 +136,7 @@ export function commitUpdate(c: ServerState, type: ResourceType, req: ApiRequest
   return c.objectReply(type, 200, final, headers)
 }
 
+/** A JSON, merge or strategic-merge PATCH (server-side apply is apply.ts). */
 export function patch(c: ServerState, type: ResourceType, req: ApiRequest): Reply {
   const pt = patchTypeOf(req.contentType)
   const accepted = type.custom ? [jsonPatchType, mergePatchType, applyPatchType, applyPatchCbor] : [jsonPatchType, mergePatchType, strategicPatchType, applyPatchType, applyPatchCbor]
@@ -148,7 +152,7 @@ export function patch(c: ServerState, type: ResourceType, req: ApiRequest): Repl
   return writeUpdate(c, type, req, live, next, { patch: true, subresource: req.subresource })
 }
 
-export function patchObject(c: ServerState, type: ResourceType, target: KubeObject, req: ApiRequest, pt: string): KubeObject {
+function patchObject(c: ServerState, type: ResourceType, target: KubeObject, req: ApiRequest, pt: string): KubeObject {
   // Custom resource versions share storage: patch the object as served at this endpoint's version.
   target.apiVersion = groupVersion(type.group, type.version)
   const body = typeof req.body === 'string' ? parseJson(req.body) : req.body
