@@ -47,9 +47,8 @@ export function changedFiles(base?: string): string[] {
   return [...files].sort()
 }
 
-/** Every test file with the local files it reaches through its imports (itself included). */
-export async function reachedByTests(): Promise<Map<string, Set<string>>> {
-  const tests = (readdirSync(join(root, 'test'), { recursive: true }) as string[]).filter((f) => f.endsWith('.test.ts')).map((f) => `test/${f}`)
+/** Each test file (all of them unless named) with the local files it reaches through its imports (itself included). */
+export async function reachedByTests(tests = (readdirSync(join(root, 'test'), { recursive: true }) as string[]).filter((f) => f.endsWith('.test.ts')).map((f) => `test/${f}`)): Promise<Map<string, Set<string>>> {
   const result = await build({
     absWorkingDir: root,
     entryPoints: tests,
