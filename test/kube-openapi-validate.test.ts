@@ -7,7 +7,8 @@
  */
 import t from 'tap'
 import YAML from 'yaml'
-import { applyErrors, decodeError, decodeProblem, decoding, goFloat, unknownFields } from '../operator/kube/openapi-validate.ts'
+import { decodeError, decodeProblem, decoding, unknownFields } from '../operator/kube/openapi-validate.ts'
+import { applyErrors, goFloat } from '../operator/kube/openapi-apply.ts'
 import { openapiV2Protobuf } from '../operator/sandbox/openapi-proto.ts'
 
 const deploy = (spec: Record<string, unknown>, meta: Record<string, unknown> = {}) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', ...meta }, spec })

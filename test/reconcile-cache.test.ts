@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { KubeObject } from '../operator/controller/client.ts'
-import { childSummary, podSummary } from '../operator/reconcile/controller.ts'
+import { childSummary, podSummary } from '../operator/reconcile/cache-summary.ts'
 import { diffObject, FIELD_MANAGER } from '../operator/reconcile/diff.ts'
 import type { JsonMap } from '../operator/reconcile/normalize.ts'
 import { computeStatus, type WorkloadLike } from '../operator/reconcile/status.ts'

@@ -3,7 +3,7 @@ import type { Memcached, MemcachedStatus } from '../operator/api/memcached.ts'
 import { RenderError } from '../operator/render/errors.ts'
 import { findCondition } from '../operator/reconcile/conditions.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
-import { podSummary } from '../operator/reconcile/controller.ts'
+import { podSummary } from '../operator/reconcile/cache-summary.ts'
 import { computeStatus, formatSelector, outcomeOfRenderError, podNames, selectorMatches, serverList, statusEqual, type WorkloadLike, type PodLike, type ReconcileOutcome, type StatusInput } from '../operator/reconcile/status.ts'
 
 const labels = { 'app.kubernetes.io/name': 'memcached', 'app.kubernetes.io/instance': 'cache' }

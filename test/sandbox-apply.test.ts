@@ -10,7 +10,7 @@ import {
   type ApplyOptions,
   type ApplyResult,
 } from '../operator/sandbox/apply/index.ts'
-import { defaultBuiltin } from '../operator/sandbox/defaults.ts'
+import { defaultBuiltin } from '../operator/kube/builtin/defaults.ts'
 import type { KubeObject, ManagedFieldsEntry } from '../operator/sandbox/types.ts'
 
 const DEPLOY = builtinTopology('apps', 'v1', 'Deployment')

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { defaultBuiltin, defaultPullPolicy } from '../operator/sandbox/defaults.ts'
+import { defaultBuiltin, defaultPullPolicy } from '../operator/kube/builtin/defaults.ts'
 import type { KubeObject } from '../operator/sandbox/types.ts'
 
 type Any = Record<string, any>

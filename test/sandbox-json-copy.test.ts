@@ -1,5 +1,5 @@
 import t from 'tap'
-import { clone, cloneDropNull, wireCopy } from '../operator/sandbox/apply/json.ts'
+import { clone, cloneDropNull, wireCopy } from '../operator/kube/json.ts'
 
 // The sandbox's copies of JSON values must be what a JSON round trip gives: a member named
 // `__proto__` (a label key a client may send, which the server then refuses or keeps) stays a

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { apiGroupList, apiResourceList } from '../operator/sandbox/discovery.ts'
 import { createCluster, startSandbox } from '../operator/sandbox/index.ts'
-import { parseCIDRSloppy } from '../operator/sandbox/networkpolicy.ts'
+import { parseCIDRSloppy } from '../operator/kube/builtin/networkpolicy.ts'
 import { kubectlFor } from './support/kubectl.ts'
 import { call } from './support/sandbox-requests.ts'
 import { tempDir } from './support/tmp.ts'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { canonicalQuantity, isQuantity, QuantityError } from '../operator/sandbox/quantity.ts'
+import { canonicalQuantity, isQuantity, QuantityError } from '../operator/kube/quantity.ts'
 
 const cases: [string | number, string][] = [
   ['0.5', '500m'],

@@ -7,7 +7,7 @@
  * (OneTermEqualSelector, SelectorFromSet, Empty, Transform) has no wire form and is not transcribed.
  */
 import t from 'tap'
-import { escapeFieldValue, parseFieldSelector, splitFieldTerm, splitFieldTerms, unescapeFieldValue } from '../operator/sandbox/labels.ts'
+import { escapeFieldValue, parseFieldSelector, splitFieldTerm, splitFieldTerms, unescapeFieldValue } from '../operator/kube/labels.ts'
 import { errorOf, runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
 
 t.test('fields/selector_test.go TestSplitTerms', async (t) => {

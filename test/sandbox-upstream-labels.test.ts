@@ -10,8 +10,8 @@
  * validation/validation_test.go TestLabelSelectorMatchExpression and TestValidateLabels.
  */
 import t from 'tap'
-import { formatLabelSelector, labelSelectorAsSelector, newRequirement, parseLabelSelector, requirementString, selectorOf, SelectorError, type Requirement } from '../operator/sandbox/labels.ts'
-import { validateLabels, validateLabelSelector } from '../operator/sandbox/validation.ts'
+import { formatLabelSelector, labelSelectorAsSelector, newRequirement, parseLabelSelector, requirementString, selectorOf, SelectorError, type Requirement } from '../operator/kube/labels.ts'
+import { validateLabels, validateLabelSelector } from '../operator/kube/builtin/meta.ts'
 import { errorOf, runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
 
 const parses = (s: string): string | undefined => errorOf(() => parseLabelSelector(s))

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { compareQuantities, formatQuantity, parseQuantity, quantityOf, type Quantity } from '../operator/sandbox/quantity.ts'
+import { compareQuantities, formatQuantity, parseQuantity, quantityOf, type Quantity } from '../operator/kube/quantity.ts'
 import { runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
 
 type Format = Quantity['format']

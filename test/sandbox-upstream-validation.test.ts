@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import * as v from '../operator/sandbox/naming.ts'
+import * as v from '../operator/kube/names.ts'
 import { runUpstreamTable, type UpstreamCase } from './support/upstream-table.ts'
 
 type Lists = Record<string, (string | number)[]>

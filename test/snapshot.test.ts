@@ -454,6 +454,14 @@ t.test('the build: usage, and MEMCACHED_OPERATOR_SNAPSHOT=off', async (t) => {
   t.match(off.stderr, /not built \(MEMCACHED_OPERATOR_SNAPSHOT=off\)/)
 })
 
+t.test('npm ci builds no snapshot (the prepare script under npm ci)', async (t) => {
+  const dir = join(project, 'snapshots-ci')
+  const ci = build(['--if-possible'], { npm_command: 'ci', MEMCACHED_OPERATOR_SNAPSHOT_DIR: dir })
+  t.equal(ci.status, 0)
+  t.match(ci.stderr, /not built by npm ci \(npm install, or npm run snapshot, builds it\)/)
+  t.notOk(existsSync(join(dir, 'current')), 'nothing built')
+})
+
 t.test('a build that fails: npm install goes on without the snapshot, and the reason is kept', async (t) => {
   const bad = join(project, 'kustomize/samples/bad.yaml')
   writeFileSync(bad, 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bad}\nspec: {size: -1}\n')

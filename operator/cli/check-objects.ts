@@ -6,10 +6,10 @@
  * match its template). Kinds without a built-in schema (a CRD's) are not judged.
  */
 import { decodeProblem, unknownFields } from '../kube/openapi-validate.ts'
-import { defaultBuiltin } from '../sandbox/defaults.ts'
-import { prepareService } from '../sandbox/service.ts'
-import type { KubeObject } from '../sandbox/types.ts'
-import { validateBuiltin } from '../sandbox/validation.ts'
+import { defaultBuiltin } from '../kube/builtin/defaults.ts'
+import { prepareService } from '../kube/builtin/service.ts'
+import type { KubeObject } from '../kube/object.ts'
+import { validateBuiltin } from '../kube/builtin/validation.ts'
 
 /** Any address serves: validation only looks at its shape. */
 const SOME_CLUSTER_IP = '10.96.0.10'

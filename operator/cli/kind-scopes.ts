@@ -1,14 +1,13 @@
 /**
  * Whether the kinds a chart declares can live in a Memcached's namespace, judged offline against
- * the built-in kinds of a v1.34 cluster (the sandbox's registry); `lint` and `render` refuse a
+ * the built-in kinds of a v1.34 cluster (kube/builtin/kinds.ts); `lint` and `render` refuse a
  * cluster-scoped one, as the operator does when it starts (discovery).
  */
 import type { ChartKind } from '../render/kinds.ts'
-import { builtinSpecs } from '../sandbox/registry.ts'
+import { builtinSpecs } from '../kube/builtin/kinds.ts'
 
 /**
- * Checks each declared kind against the built-in kinds the sandbox serves (as a v1.34 cluster
- * does): it must be namespaced, under its real resource name. A kind that is not built in (a CRD's)
+ * Checks each declared kind against the built-in kinds (as a v1.34 cluster does): it must be namespaced, under its real resource name. A kind that is not built in (a CRD's)
  * cannot be known offline: it is returned in `unknown`, and the operator checks it at start.
  */
 export function kindScopes(kinds: readonly ChartKind[]): { problems: string[]; unknown: ChartKind[] } {

@@ -10,7 +10,7 @@
  * there is no selector by owner. Filtering by the set of the shard's instance names instead would
  * change the selector, hence relist every cache, at each CR created or relabelled.
  */
-import { parseLabelSelector } from '../sandbox/labels.ts'
+import { parseLabelSelector } from '../kube/labels.ts'
 import { standardLabels } from '../render/engine.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 

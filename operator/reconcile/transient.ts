@@ -52,7 +52,7 @@ export function transientReason(err: unknown): TransientReason | undefined {
   }
   const e = err as NodeJS.ErrnoException | undefined
   if (e?.code !== undefined && CONNECTION_CODES.has(e.code)) return 'Unreachable'
-  // The client's own words for an answer that never came (client.ts #open, #read).
+  // The client's own words for an answer that never came (transport.ts open, read).
   if (/: (no answer|no response headers) within \d+ ms|connection closed before the answer was complete|socket hang up/.test(e?.message ?? '')) return 'Unreachable'
   return undefined
 }

@@ -4,7 +4,7 @@
  * watcher is sent a bookmark.
  */
 import { badRequest, invalid } from './errors.ts'
-import { forbiddenField, notSupported } from './validation.ts'
+import { forbiddenField, notSupported } from '../kube/builtin/field.ts'
 import type { FieldCause } from './types.ts'
 
 const NOT_OLDER_THAN = 'NotOlderThan'

@@ -10,7 +10,7 @@
  *   changed.
  * The QoS class is pkg/apis/core/helper/qos `ComputePodQOS`.
  */
-import { compareQuantities, quantityOf } from './quantity.ts'
+import { compareQuantities, quantityOf } from '../kube/quantity.ts'
 import type { JsonObject, KubeObject } from './types.ts'
 
 const compareQuantity = (a: string, b: string): number => compareQuantities(quantityOf(a), quantityOf(b))

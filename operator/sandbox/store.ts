@@ -7,7 +7,7 @@
  * serialised once, so reads can hand out the bytes without cloning; the parsed object is held
  * weakly (see {@link StoredObject}).
  */
-import { wireCopy } from './apply/json.ts'
+import { wireCopy } from '../kube/json.ts'
 import type { KubeObject } from './types.ts'
 
 const metaOrder = ['name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields']

@@ -6,7 +6,7 @@
  * RESTARTS AGE, deployments READY UP-TO-DATE AVAILABLE AGE, …).
  */
 import type { Json, JsonObject, KubeObject, PrinterColumn, ResourceType } from './types.ts'
-import { formatLabelSelector } from './labels.ts'
+import { formatLabelSelector } from '../kube/labels.ts'
 
 interface ColumnDefinition {
   name: string

@@ -1,58 +1,14 @@
 import type { UserInfo } from './auth/user.ts'
+import type { FieldCause, Json, KubeObject, ScaleSubresource } from '../kube/object.ts'
 
 /**
  * The sandbox cluster's shared vocabulary: objects, resource types, the schema topology that
  * server-side apply needs, and the in-process request interface that the HTTP layer and the
- * simulated controllers both use.
+ * simulated controllers both use. The objects themselves are the API's (kube/object.ts).
  */
 
-/** A JSON value as stored by the API server. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
-export type JsonObject = { [key: string]: Json }
+export type { Json, JsonObject, OwnerReference, ManagedFieldsEntry, ObjectMeta, KubeObject, FieldCause, ScaleSubresource } from '../kube/object.ts'
 
-export interface OwnerReference {
-  apiVersion: string
-  kind: string
-  name: string
-  uid: string
-  controller?: boolean
-  blockOwnerDeletion?: boolean
-}
-
-export interface ManagedFieldsEntry {
-  manager: string
-  operation: 'Apply' | 'Update'
-  apiVersion: string
-  time: string
-  fieldsType: 'FieldsV1'
-  fieldsV1: JsonObject
-  subresource?: string
-}
-
-export interface ObjectMeta {
-  name?: string
-  generateName?: string
-  namespace?: string
-  uid?: string
-  resourceVersion?: string
-  generation?: number
-  creationTimestamp?: string
-  deletionTimestamp?: string
-  deletionGracePeriodSeconds?: number
-  labels?: Record<string, string>
-  annotations?: Record<string, string>
-  ownerReferences?: OwnerReference[]
-  finalizers?: string[]
-  managedFields?: ManagedFieldsEntry[]
-}
-
-/** Any object the sandbox stores: plain JSON with typed metadata. */
-export interface KubeObject {
-  apiVersion: string
-  kind: string
-  metadata: ObjectMeta
-  [field: string]: unknown
-}
 
 /**
  * How server-side apply sees one node of an object's schema (structured-merge-diff's view).
@@ -69,22 +25,6 @@ export type Topology =
   | { type: 'list'; items: Topology; listType: 'atomic' | 'set' | 'map'; keys?: string[]; keyDefaults?: Record<string, Json> }
   | { type: 'scalar' }
   | { type: 'any' }
-
-/** One field-level validation failure, rendered the way the API server renders it. */
-export interface FieldCause {
-  /** `FieldValueInvalid`, `FieldValueRequired`, `FieldValueNotSupported`, `FieldValueForbidden`, … */
-  reason: string
-  /** e.g. `Invalid value: -1: spec.size in body should be greater than or equal to 0` */
-  message: string
-  /** e.g. `spec.size` */
-  field: string
-}
-
-export interface ScaleSubresource {
-  specReplicasPath: string
-  statusReplicasPath: string
-  labelSelectorPath?: string
-}
 
 export interface PrinterColumn {
   name: string

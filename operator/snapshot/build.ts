@@ -2,7 +2,7 @@
  * Builds the start-up snapshot of `render` (see entry.ts): `npm run snapshot`, or
  * `node operator/snapshot/build.ts [--quiet] [--if-possible]`. npm install runs it with
  * --if-possible (the `prepare` script): then no failure fails the install, it only says why there
- * is no snapshot. Nothing else starts it: a `render` that finds the snapshot out of date runs from
+ * is no snapshot; under npm ci (a clean install for CI or an image) it builds nothing. Nothing else starts it: a `render` that finds the snapshot out of date runs from
  * the sources and says so.
  *
  * The snapshot goes to MEMCACHED_OPERATOR_SNAPSHOT_DIR (one directory per project; default
@@ -305,6 +305,10 @@ async function build(dir: string, startedAt: number, stillLocked: () => void): P
 
 if (process.env.MEMCACHED_OPERATOR_SNAPSHOT === 'off') {
   say('not built (MEMCACHED_OPERATOR_SNAPSHOT=off)')
+} else if (ifPossible && process.env.npm_command === 'ci') {
+  // npm ci is the clean install of CI and of image builds, where nobody runs render by hand: the
+  // build would cost every such install its time and disk for nothing (docs/benchmarks.md).
+  say('not built by npm ci (npm install, or npm run snapshot, builds it)')
 } else {
   const dir = snapshotDir()
   const startedAt = Date.now()

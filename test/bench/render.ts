@@ -1,7 +1,7 @@
 /**
  * `npm run bench:render`: render throughput in-process, and whole-process wall time of
- * `memcached-operator render -f <sample>` (from the start-up snapshot, and from the sources) beside
- * `helm template` of the same chart written for Helm.
+ * `memcached-operator render -f <sample>` (from the start-up snapshot, from the sources, and through
+ * `npx` as the README gives it) beside `helm template` of the same chart written for Helm.
  * Prints figures; asserts nothing.
  */
 import { spawnSync } from 'node:child_process'
@@ -77,6 +77,8 @@ const variants = [
   { label: 'memcached-operator render -f sample', cmd: bin, args: ['render', '-f', sample], env, times: [] as number[] },
   { label: '  the same from the sources (SNAPSHOT=off)', cmd: bin, args: ['render', '-f', sample], env: sourcesEnv, times: [] as number[] },
   { label: `helm template (helm ${spawnSync(helm, ['version', '--short'], { encoding: 'utf8' }).stdout.trim()})`, cmd: helm, args: ['template', 'memcached-sample', join(root, 'test/bench/helm-memcached'), '--namespace', 'default'], env, times: [] as number[] },
+  // The invocation the README gives: npm finds the executable first, which is most of the time.
+  { label: 'npx memcached-operator render -f sample', cmd: 'npx', args: ['memcached-operator', 'render', '-f', sample], env, times: [] as number[] },
 ]
 for (let i = 0; i < 3; i++) for (const v of variants) wallTime(v.cmd, v.args, v.env)
 for (let i = 0; i < runs; i++) for (const v of variants) v.times.push(wallTime(v.cmd, v.args, v.env))
@@ -84,6 +86,7 @@ console.log(`\nWhole process, ${runs} runs each after 3 warm-ups, interleaved (m
 for (const v of variants) console.log(`  ${v.label.padEnd(44)} median ${median(v.times).toFixed(1).padStart(6)}  min ${Math.min(...v.times).toFixed(1).padStart(6)}  max ${Math.max(...v.times).toFixed(1).padStart(6)}`)
 console.log(`  ratio ours/helm (median)                     ${(median(variants[0]!.times) / median(variants[2]!.times)).toFixed(2)}`)
 console.log(`  ratio from the sources/helm (median)         ${(median(variants[1]!.times) / median(variants[2]!.times)).toFixed(2)}`)
+console.log(`  ratio through npx/helm (median)              ${(median(variants[3]!.times) / median(variants[2]!.times)).toFixed(2)}`)
 
 // What the snapshot costs, beside what it saves (the medians above): its code, the time npm
 // install spends building it, and its disk (the build `current` names, and the previous one kept).

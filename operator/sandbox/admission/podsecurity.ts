@@ -10,7 +10,7 @@
  */
 import { forbidden, invalid as invalidError, type StatusError } from '../errors.ts'
 import type { FieldCause, KubeObject, ResourceType } from '../types.ts'
-import { invalid, isObj, q } from '../validation.ts'
+import { invalid, isObj, q } from '../../kube/builtin/field.ts'
 
 type Obj = Record<string, unknown>
 type Level = 'privileged' | 'baseline' | 'restricted'

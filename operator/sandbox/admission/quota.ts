@@ -1,6 +1,5 @@
 /**
- * ResourceQuota: validation of the object (pkg/apis/core/validation ValidateResourceQuota), the
- * usage a quota controller keeps in `status` (pkg/quota/v1/evaluator/core: pods, services and
+ * ResourceQuota (its validation is kube/builtin/resourcequota.ts): the usage a quota controller keeps in `status` (pkg/quota/v1/evaluator/core: pods, services and
  * object counts), and the admission plugin that refuses a create which would exceed a quota or
  * lacks a compute resource a quota limits (plugin/pkg/admission/resourcequota/controller.go
  * `checkRequest`), with its messages:
@@ -8,45 +7,11 @@
  * `pods "x" is forbidden: failed quota: q: must specify limits.memory`.
  */
 import { forbidden } from '../errors.ts'
-import { addQuantities, compareQuantities, formatQuantity, quantityOf, QuantityError, zeroQuantity, type Quantity } from '../quantity.ts'
-import type { FieldCause, KubeObject, ResourceType } from '../types.ts'
-import { invalid, isObj, q } from '../validation.ts'
+import { addQuantities, compareQuantities, formatQuantity, quantityOf, zeroQuantity, type Quantity } from '../../kube/quantity.ts'
+import type { KubeObject, ResourceType } from '../types.ts'
+import { isObj } from '../../kube/builtin/field.ts'
 
 type Usage = Map<string, Quantity>
-
-/** Quota resource names with no `/` that the API accepts (helper.IsStandardQuotaResourceName). */
-const standardQuotaNames = new Set([
-  'pods', 'services', 'replicationcontrollers', 'resourcequotas', 'secrets', 'configmaps', 'persistentvolumeclaims',
-  'services.nodeports', 'services.loadbalancers', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory',
-  'requests.storage', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage',
-])
-
-/** Resources whose quantity must be whole (pkg/apis/core/helper IsIntegerResourceName). */
-function isIntegerResource(name: string): boolean {
-  return name.startsWith('count/') || ['pods', 'services', 'replicationcontrollers', 'resourcequotas', 'secrets', 'configmaps', 'persistentvolumeclaims', 'services.nodeports', 'services.loadbalancers'].includes(name)
-}
-
-/** ValidateResourceQuotaSpec: each `spec.hard` key is a quota resource, each value a non-negative quantity. */
-export function validateResourceQuota(obj: KubeObject): FieldCause[] {
-  const spec = isObj(obj.spec) ? obj.spec : {}
-  const hard = isObj(spec.hard) ? spec.hard : {}
-  const out: FieldCause[] = []
-  for (const name of Object.keys(hard).sort()) {
-    const path = `spec.hard[${name}]`
-    if (!name.includes('/') && !standardQuotaNames.has(name) && !/^(requests\.)?hugepages-/.test(name)) out.push(invalid(path, q(name), 'must be a standard resource for quota'))
-    const raw = hard[name]
-    let value: Quantity
-    try {
-      value = quantityOf(typeof raw === 'number' ? raw : String(raw))
-    } catch (e) {
-      if (e instanceof QuantityError) out.push(invalid(path, q(String(raw)), e.message))
-      continue
-    }
-    if (value.mantissa < 0n) out.push(invalid(path, q(formatQuantity(value)), 'must be greater than or equal to 0'))
-    else if (isIntegerResource(name) && value.exponent < 0 && value.mantissa % 10n ** BigInt(-value.exponent) !== 0n) out.push(invalid(path, q(formatQuantity(value)), 'must be an integer'))
-  }
-  return out
-}
 
 function quantity(v: unknown): Quantity | undefined {
   if (typeof v !== 'string' && typeof v !== 'number') return undefined

@@ -17,7 +17,7 @@
  */
 import { forbidden } from '../errors.ts'
 import type { KubeObject, ResourceType } from '../types.ts'
-import { isObj } from '../validation.ts'
+import { isObj } from '../../kube/builtin/field.ts'
 
 export const UID_RANGE_ANNOTATION = 'openshift.io/sa.scc.uid-range'
 export const SUPPLEMENTAL_GROUPS_ANNOTATION = 'openshift.io/sa.scc.supplemental-groups'

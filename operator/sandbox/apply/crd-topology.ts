@@ -5,7 +5,7 @@
  * Unmarked lists are atomic; maps and structs are granular.
  */
 import type { Json, Topology } from '../types.ts'
-import { isObject } from './json.ts'
+import { isObject } from '../../kube/json.ts'
 import { customResourceTopology } from './topology.ts'
 import { ANY, SCALAR } from './walk.ts'
 

@@ -8,7 +8,7 @@
  * `fieldsV1` of managers whose ownership did not move).
  */
 import type { Json, JsonObject } from '../types.ts'
-import { isObject } from './json.ts'
+import { isObject } from '../../kube/json.ts'
 
 /** One node of a field set. */
 export interface FieldSet {

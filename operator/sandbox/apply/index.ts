@@ -17,7 +17,7 @@
  *
  * Known differences from a real API server:
  * - Fields a topology does not declare merge like Go struct fields: refusing them (`field not
- *   declared in schema`) is the server's job before it calls the engine (cluster.ts).
+ *   declared in schema`) is the server's job before it calls the engine (pipeline/apply.ts).
  * - A `null` in an applied configuration replaces a scalar, atomic or deduced field and leaves a
  *   granular one as it is (structured-merge-diff's merge); it is kept in a custom resource (whose
  *   CRD defaulting drops the non-nullable ones) and dropped from a built-in kind's object.
@@ -37,4 +37,4 @@ export { builtinTopology, hasBuiltinTopology, customResourceTopology, METADATA, 
 export { topologyFromOpenAPI, schemaTopology } from './crd-topology.ts'
 export { fromFieldsV1, toFieldsV1, pathString, members, EMPTY as EMPTY_SET } from './fieldset.ts'
 export type { FieldSet } from './fieldset.ts'
-export { deepEqual, clone } from './json.ts'
+export { deepEqual, clone } from '../../kube/json.ts'

@@ -17,7 +17,7 @@ import {
   union,
   withoutPrefixes,
 } from './fieldset.ts'
-import { clone, deepEqual, getPath, isObject } from './json.ts'
+import { clone, deepEqual, getPath, isObject } from '../../kube/json.ts'
 import { compareObjects, gvkString, markReconciled, mergeObjects, omitEmpty, prunedPaths, reconcileWithSchema, removePaths, skipTree, toFieldSet, type SkipTree } from './merge.ts'
 
 /** Options of {@link serverSideApply}. */

@@ -3,7 +3,7 @@
  * field, how list items are identified. Shared by merge, compare, removal and field-set building.
  */
 import type { Json, Topology } from '../types.ts'
-import { isObject, sortedJson } from './json.ts'
+import { isObject, sortedJson } from '../../kube/json.ts'
 
 /**
  * A struct field the schema does not name. For built-in kinds this stands for the many Go struct

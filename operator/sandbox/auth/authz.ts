@@ -8,7 +8,7 @@ import { StatusError } from '../errors.ts'
 import type { ApiRequest } from '../types.ts'
 import type { Attributes } from './rbac.ts'
 import type { UserInfo } from './user.ts'
-import { parseFieldSelector, SelectorError } from '../labels.ts'
+import { parseFieldSelector, SelectorError } from '../../kube/labels.ts'
 
 /**
  * The attributes of a resource request. A GET of a Namespace (or of its subresources) is in that

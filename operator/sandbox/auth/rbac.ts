@@ -5,7 +5,7 @@
  * anything. It answers allow or no-opinion (RBAC never denies), with the reason the real one
  * gives: which binding allowed, or the bindings whose role is missing.
  */
-import { parseLabelSelector, formatLabelSelector, SelectorError, type Selector } from '../labels.ts'
+import { parseLabelSelector, formatLabelSelector, SelectorError, type Selector } from '../../kube/labels.ts'
 import type { Store } from '../store.ts'
 import type { KubeObject } from '../types.ts'
 import { privilegedGroup, splitServiceAccountUsername, type UserInfo } from './user.ts'

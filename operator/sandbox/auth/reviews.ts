@@ -6,7 +6,7 @@
  * TokenRequest, the `serviceaccounts/<name>/token` subresource (`kubectl create token`).
  */
 import { StatusError, badRequest, invalid, notFound } from '../errors.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 import type { Store } from '../store.ts'
 import type { ApiRequest, FieldCause } from '../types.ts'
 import { defaultAudience, type Authenticator } from './authn.ts'

@@ -22,7 +22,7 @@ import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { controllerOf, isPodReady, sameJson, specReplicas } from './replicaset.ts'
 import { labelSelectorMatcher, SelectorIndex } from './selector.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 /** policy/v1 poddisruptionbudgets */
 export const podDisruptionBudgets: GVR = { group: 'policy', version: 'v1', resource: 'poddisruptionbudgets' }

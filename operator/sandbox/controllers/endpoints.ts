@@ -22,7 +22,7 @@ import { Client, isConflict, isNotFound, type GVR } from './client.ts'
 import { keyOf, splitKey, type Informer, WorkQueue } from './informer.ts'
 import { controllerRef, isPodReady, sameJson } from './replicaset.ts'
 import { mapSelectorMatches, SelectorIndex } from './selector.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 /** core/v1 services */
 export const services: GVR = { group: '', version: 'v1', resource: 'services' }

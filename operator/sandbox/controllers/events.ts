@@ -15,7 +15,7 @@
  */
 import type { KubeObject } from '../types.ts'
 import { Client, events, isNotFound } from './client.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 const lruSize = 4096
 const aggregateMax = 10

@@ -14,7 +14,7 @@ import { ApiError, Client, isConflict, isNotFound, type GVR } from './client.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import type { EventRecorder } from './events.ts'
 import { sameJson } from './replicaset.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 /** autoscaling/v2 horizontalpodautoscalers */
 export const horizontalPodAutoscalers: GVR = { group: 'autoscaling', version: 'v2', resource: 'horizontalpodautoscalers' }

@@ -14,7 +14,7 @@ import type { JsonObject, KubeObject } from '../types.ts'
 import { Client, isConflict, isNotFound, pods } from './client.ts'
 import type { Informer } from './informer.ts'
 import { isPodReady } from './replicaset.ts'
-import { rfc3339 } from '../cluster.ts'
+import { rfc3339 } from '../../kube/time.ts'
 import { crashBackOffMs, failingStatus, reportsAgain, type PodFailures } from './pod-failures.ts'
 
 /** The one node pods are scheduled to. */

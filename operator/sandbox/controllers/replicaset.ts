@@ -16,8 +16,8 @@ import { ApiError, Client, isConflict, isNotFound, pods, replicaSets, statusUpda
 import type { EventRecorder } from './events.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { generateName } from './names.ts'
-import { clone } from '../apply/json.ts'
-import { rfc3339 } from '../cluster.ts'
+import { clone } from '../../kube/json.ts'
+import { rfc3339 } from '../../kube/time.ts'
 
 /** The controller ownerReference a controller puts on what it creates. */
 export function controllerRef(owner: KubeObject): OwnerReference {

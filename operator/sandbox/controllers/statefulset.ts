@@ -30,13 +30,13 @@
  * and repairs of a pod's volumes (its identity labels are restored).
  */
 import type { Json, JsonObject, KubeObject } from '../types.ts'
-import { goJson, selectorMatches } from '../validation.ts'
+import { goJson } from '../../kube/builtin/field.ts'
+import { selectorMatches } from '../../kube/builtin/meta.ts'
 import { ApiError, Client, isConflict, isNotFound, pods, statefulSets, type GVR } from './client.ts'
 import { keyOf, type Informer, WorkQueue } from './informer.ts'
 import { safeAlphabet } from './names.ts'
 import type { EventRecorder } from './events.ts'
 import { controllerOf, controllerRef, isPodReady, sameJson } from './replicaset.ts'
-import { rfc3339 } from '../cluster.ts'
 
 /** apps/v1 controllerrevisions */
 export const controllerRevisions: GVR = { group: 'apps', version: 'v1', resource: 'controllerrevisions' }

@@ -4,7 +4,7 @@
  * `==`, `!=`, `in`, `notin`, exists, `!`, `>`/`<`, key and value validation, its messages) and
  * pkg/fields/selector.go (`fields.ParseSelector`: `=`, `==`, `!=`, backslash escapes).
  */
-import { isQualifiedName, isValidLabelValue } from './naming.ts'
+import { isQualifiedName, isValidLabelValue } from './names.ts'
 
 /** selection.Operator, spelled as upstream spells it. */
 export type Operator = '=' | '==' | '!=' | 'in' | 'notin' | 'exists' | '!' | 'gt' | 'lt'

@@ -4,10 +4,10 @@
  * reconciler that compares naively is caught here. Quantities in container resources are
  * re-emitted in canonical form. int-or-string fields keep their JSON type.
  */
-import { defaultRbac } from './auth/rbac-api.ts'
-import type { Json, JsonObject, KubeObject } from './types.ts'
+import { defaultRbac } from './rbac.ts'
+import type { Json, JsonObject, KubeObject } from '../object.ts'
 import { defaultNetworkPolicy } from './networkpolicy.ts'
-import { canonicalQuantity } from './quantity.ts'
+import { canonicalQuantity } from '../quantity.ts'
 
 /** Hooks for defaults that need server state. */
 export interface DefaultingHooks {

@@ -9,9 +9,10 @@
  * `ValidateServiceClusterIPsRelatedFields`). The sandbox is a single-stack IPv4 cluster.
  */
 import { isIPv4, isIPv6 } from 'node:net'
-import { deepEqual } from './apply/json.ts'
-import type { FieldCause, Json, KubeObject } from './types.ts'
-import { duplicate, forbiddenField, goJson, goValue, invalid, isObj, notSupported, q, required, struct, validateLabels } from './validation.ts'
+import { deepEqual } from '../json.ts'
+import type { FieldCause, Json, KubeObject } from '../object.ts'
+import { duplicate, forbiddenField, goJson, goValue, invalid, isObj, notSupported, q, required, struct } from './field.ts'
+import { validateLabels } from './meta.ts'
 
 type Spec = Record<string, unknown>
 

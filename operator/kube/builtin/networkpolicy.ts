@@ -8,9 +8,10 @@
  * StrictIPCIDRValidation gate off as in a default 1.34 cluster. The sandbox has no network:
  * policies are stored and served, never enforced.
  */
-import { isValidPortName, isValidPortNum } from './naming.ts'
-import type { FieldCause, JsonObject, KubeObject } from './types.ts'
-import { forbiddenField, goJson, invalid, isObj, notSupported, q, required, validateLabelSelector } from './validation.ts'
+import { isValidPortName, isValidPortNum } from '../names.ts'
+import type { FieldCause, JsonObject, KubeObject } from '../object.ts'
+import { forbiddenField, goJson, invalid, isObj, notSupported, q, required } from './field.ts'
+import { validateLabelSelector } from './meta.ts'
 
 /** Drops `key` when it is an empty list: Go's `omitempty` on a slice. */
 function dropEmpty(o: Record<string, unknown>, key: string): void {

@@ -2,7 +2,7 @@
  * Small helpers over plain JSON values: deep equality, cloning, type tests. They exist so that
  * the apply algorithms never need `structuredClone` (slow) or a JSON round trip.
  */
-import type { Json, JsonObject } from '../types.ts'
+import type { Json, JsonObject } from './object.ts'
 
 /** True for a plain JSON object (not null, not an array). */
 export function isObject(v: unknown): v is JsonObject {

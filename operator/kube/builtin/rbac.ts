@@ -4,7 +4,7 @@
  * with the real field paths and messages. The escalation check (a user may only grant what it
  * holds) is not modelled.
  */
-import type { FieldCause, KubeObject } from '../types.ts'
+import type { FieldCause, KubeObject } from '../object.ts'
 
 const rbacGroup = 'rbac.authorization.k8s.io'
 type Obj = Record<string, unknown>

@@ -6,8 +6,8 @@
  * `data` and an empty type defaulted to Opaque before this runs (the registry strategy's
  * PrepareForCreate / PrepareForUpdate and `SetDefaults_Secret`).
  */
-import { isConfigMapKey } from './naming.ts'
-import type { FieldCause, KubeObject } from './types.ts'
+import { isConfigMapKey } from '../names.ts'
+import type { FieldCause, KubeObject } from '../object.ts'
 
 /** `core.MaxSecretSize`: the decoded `data` of a Secret (and of a ConfigMap) totals at most 1 MiB. */
 export const maxSecretSize = 1024 * 1024
