@@ -17,7 +17,7 @@ import { revisionName } from '../render/revision.ts'
 import { startSandbox } from '../sandbox/index.ts'
 import { InputError, parseDuration, type CliIO } from './io.ts'
 import { loadKubeConfig } from './kubeconfig.ts'
-import { makePlan, type Plan, type PlanOptions } from './plan.ts'
+import { makePlan, type Plan, type PlanOptions } from './plan-make.ts'
 import { startOperator } from './run.ts'
 
 /** CRs created at once while the sandbox is loaded. */
