@@ -33,9 +33,12 @@ const BOUNDARY = 'operator/cli/sandbox.ts'
 const FLOORS: { match: RegExp; column: 'shared' | 'product' | 'sandbox'; floor: number; what: string }[] = [
   { match: /^operator\/kube\/[^/]+$/, column: 'shared', floor: 0, what: 'Kubernetes primitives' },
   { match: /^operator\/kube\/builtin\//, column: 'shared', floor: 1, what: "the built-in kinds' defaults and validation" },
+  { match: /^operator\/kube\/cel\//, column: 'shared', floor: 1, what: "CEL rules (x-kubernetes-validations) and Kubernetes' CEL libraries" },
   { match: /^operator\/(render|controller)\//, column: 'product', floor: 2, what: 'render, controller runtime' },
+  { match: /^operator\/memcached\//, column: 'product', floor: 2, what: "memcached's protocol, as the operator speaks it to a pod" },
   { match: /^operator\/api\//, column: 'product', floor: 3, what: 'the Memcached API' },
   { match: /^operator\/reconcile\//, column: 'product', floor: 4, what: 'reconcile' },
+  { match: /^operator\/fleet\//, column: 'product', floor: 4, what: "the fleet's plan" },
   { match: /^operator\/cli\//, column: 'product', floor: 5, what: 'the commands' },
   { match: /^operator\/snapshot\//, column: 'product', floor: 6, what: 'the start-up snapshot' },
   { match: /^operator\/sandbox\/pipeline\//, column: 'sandbox', floor: 3, what: "the sandbox's request pipeline" },
