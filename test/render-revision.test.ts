@@ -1,7 +1,7 @@
 /** Chart revisions as data: digest, name, size limit, loading from an object, the default's choice, the operator's spec fields. */
 import t from 'tap'
 import { memcachedCRD } from '../operator/api/crd.ts'
-import { chartValuesOf, OPERATOR_SPEC_FIELDS } from '../operator/api/spec-fields.ts'
+import { chartValuesOf, OPERATOR_SPEC_FIELDS } from '../operator/render/spec-fields.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { runCli } from '../operator/cli/program.ts'
 import { chartDigest, chartFromFiles, loadChart, readChartFiles } from '../operator/render/chart.ts'
