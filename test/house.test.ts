@@ -1,7 +1,8 @@
 // The shape of the house (docs/contributing.md, "the tree"): operator/'s import graph has no cycle
-// and no import that runs up the floors; the product's runtime code never reaches the sandbox,
-// which only the `sandbox` command starts, through one dynamic import; no source file is over
-// ~600 lines without saying why at its top.
+// and no import that runs up the floors; the product's runtime code never reaches the sandbox but
+// through the `sandbox` command's module, loaded by a dynamic import (by that command, and by
+// `plan --offline`, which plans in a sandbox); no source file is over ~600 lines without saying
+// why at its top.
 //
 // The runtime graph is esbuild's (the metafile of a bundle of every source file: static and dynamic
 // imports as Node resolves them); type-only imports, which esbuild erases, are added from the
@@ -96,6 +97,7 @@ t.test('the graph is read: every source file is in it, and it has the imports ev
   t.same(sources.filter((f) => !seen.has(f) && !scripts.test(f)), [], 'files that import nothing and that nothing imports')
   const has = (from: string, to: string, kind: Kind) => edges.some((e) => e.from === from && e.to === to && e.kind === kind)
   t.ok(has('operator/cli/program.ts', BOUNDARY, 'dynamic'), 'the sandbox command is imported dynamically')
+  t.ok(has('operator/cli/plan-offline.ts', BOUNDARY, 'dynamic'), 'plan --offline takes its sandbox through the same door, dynamically')
   t.ok(has('operator/sandbox/cluster.ts', 'operator/sandbox/pipeline/writes.ts', 'static'))
   t.ok(has('operator/sandbox/openapi.ts', 'operator/sandbox/registry.ts', 'type'), 'a type-only import is an edge')
 })
