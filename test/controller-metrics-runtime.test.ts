@@ -11,7 +11,7 @@ import { FakeClock } from '../operator/controller/clock.ts'
 import { createMetrics } from '../operator/controller/metrics.ts'
 import { createRuntimeMetrics } from '../operator/controller/metrics-runtime.ts'
 import { WorkQueue } from '../operator/controller/queue.ts'
-import { controllerMetrics } from '../operator/reconcile/controller.ts'
+import { controllerMetrics } from '../operator/reconcile/controller-metrics.ts'
 
 const lines = async (m: ReturnType<typeof createMetrics>) => (await m.registry.metrics()).split('\n')
 

@@ -1,7 +1,8 @@
 // The shape of the house (docs/contributing.md, "the tree"): operator/'s import graph has no cycle
-// and no import that runs up the floors; the product's runtime code never reaches the sandbox,
-// which only the `sandbox` command starts, through one dynamic import; no source file is over
-// ~600 lines without saying why at its top.
+// and no import that runs up the floors; the product's runtime code never reaches the sandbox but
+// through the `sandbox` command's module, loaded by a dynamic import (by that command, and by
+// `plan --offline`, which plans in a sandbox); no source file is over ~600 lines without saying
+// why at its top.
 //
 // The runtime graph is esbuild's (the metafile of a bundle of every source file: static and dynamic
 // imports as Node resolves them); type-only imports, which esbuild erases, are added from the
@@ -33,9 +34,12 @@ const BOUNDARY = 'operator/cli/sandbox.ts'
 const FLOORS: { match: RegExp; column: 'shared' | 'product' | 'sandbox'; floor: number; what: string }[] = [
   { match: /^operator\/kube\/[^/]+$/, column: 'shared', floor: 0, what: 'Kubernetes primitives' },
   { match: /^operator\/kube\/builtin\//, column: 'shared', floor: 1, what: "the built-in kinds' defaults and validation" },
+  { match: /^operator\/kube\/cel\//, column: 'shared', floor: 1, what: "CEL rules (x-kubernetes-validations) and Kubernetes' CEL libraries" },
   { match: /^operator\/(render|controller)\//, column: 'product', floor: 2, what: 'render, controller runtime' },
+  { match: /^operator\/memcached\//, column: 'product', floor: 2, what: "memcached's protocol, as the operator speaks it to a pod" },
   { match: /^operator\/api\//, column: 'product', floor: 3, what: 'the Memcached API' },
   { match: /^operator\/reconcile\//, column: 'product', floor: 4, what: 'reconcile' },
+  { match: /^operator\/fleet\//, column: 'product', floor: 4, what: "the fleet's plan" },
   { match: /^operator\/cli\//, column: 'product', floor: 5, what: 'the commands' },
   { match: /^operator\/snapshot\//, column: 'product', floor: 6, what: 'the start-up snapshot' },
   { match: /^operator\/sandbox\/pipeline\//, column: 'sandbox', floor: 3, what: "the sandbox's request pipeline" },
@@ -93,6 +97,7 @@ t.test('the graph is read: every source file is in it, and it has the imports ev
   t.same(sources.filter((f) => !seen.has(f) && !scripts.test(f)), [], 'files that import nothing and that nothing imports')
   const has = (from: string, to: string, kind: Kind) => edges.some((e) => e.from === from && e.to === to && e.kind === kind)
   t.ok(has('operator/cli/program.ts', BOUNDARY, 'dynamic'), 'the sandbox command is imported dynamically')
+  t.ok(has('operator/cli/plan-offline.ts', BOUNDARY, 'dynamic'), 'plan --offline takes its sandbox through the same door, dynamically')
   t.ok(has('operator/sandbox/cluster.ts', 'operator/sandbox/pipeline/writes.ts', 'static'))
   t.ok(has('operator/sandbox/openapi.ts', 'operator/sandbox/registry.ts', 'type'), 'a type-only import is an edge')
 })

@@ -8,7 +8,8 @@ import { CONTROLLER_INDEX, kindKey, Reconciler, type Cache, type MemcachedObject
 import type { KubeObject } from '../operator/controller/client.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { objectKey } from '../operator/reconcile/owner.ts'
-import { immutableWorkloadField, planRecreations, RecreationPacer, type RecreationRequest } from '../operator/reconcile/pacing.ts'
+import { planRecreations, RecreationPacer, type RecreationRequest } from '../operator/reconcile/pacing.ts'
+import { immutableWorkloadField } from '../operator/reconcile/recreate.ts'
 
 const ref = (name: string, kind = 'Deployment'): RenderedObject => ({ apiVersion: 'apps/v1', kind, metadata: { name, namespace: 'default' } })
 const req = (name: string, owner = `uid-${name}`): RecreationRequest => ({ key: `apps/v1/Deployment/default/${name}`, owner, crKey: `default/${name}`, what: `Deployment default/${name}`, field: 'spec.selector', replaces: `old-${name}`, ref: ref(name) })

@@ -1,10 +1,10 @@
 /**
  * The CustomResourceDefinition of chartrevisions.cache.example.com: a chart as an immutable,
- * content-addressed, cluster-scoped object (render/revision.ts; docs/fleet.md). Its schema is
+ * content-addressed, cluster-scoped object (chart-revision.ts; docs/fleet.md). Its schema is
  * fixed (it does not depend on the chart); `memcached-operator crd --kind ChartRevision` prints it.
  */
 import { GROUP, VERSION } from './memcached.ts'
-import { DEFAULT_LABEL, REVISION_KIND, REVISION_PLURAL } from '../render/revision.ts'
+import { DEFAULT_LABEL, REVISION_KIND, REVISION_PLURAL } from './chart-revision.ts'
 
 const label = (key: string): string => `.metadata.labels['${key}']`
 

@@ -4,7 +4,7 @@
  */
 import type { Chart } from '../render/chart.ts'
 import { isPlainMap } from '../render/values.ts'
-import { OPERATOR_SPEC_FIELDS } from './spec-fields.ts'
+import { OPERATOR_SPEC_FIELDS } from '../render/spec-fields.ts'
 import { API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from './memcached.ts'
 
 const STATUS_SCHEMA = {
@@ -62,7 +62,7 @@ export function crdSchema(node: unknown): unknown {
   return out
 }
 
-/** The spec's schema: the chart's values schema, with the operator's own fields (spec-fields.ts) beside its properties. */
+/** The spec's schema: the chart's values schema, with the operator's own fields (render/spec-fields.ts) beside its properties. */
 export function specSchema(chart: Pick<Chart, 'schema'>): Record<string, unknown> {
   const schema = crdSchema(chart.schema) as Record<string, unknown>
   return { ...schema, properties: { ...(isPlainMap(schema.properties) ? schema.properties : {}), ...OPERATOR_SPEC_FIELDS } }

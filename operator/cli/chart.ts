@@ -8,7 +8,7 @@ import { resolve } from 'node:path'
 import { isAlreadyExists, isNotFound, KubeClient, type KubeObject } from '../controller/client.ts'
 import { chartFromFiles, readChartFiles } from '../render/chart.ts'
 import { RenderError } from '../render/errors.ts'
-import { CHART_LABEL, chartOfRevision, DEFAULT_LABEL, PROMOTED_AT, REVISION_API_VERSION, REVISION_KIND, revisionObject, type ChartRevisionObject } from '../render/revision.ts'
+import { CHART_LABEL, chartOfRevision, DEFAULT_LABEL, PROMOTED_AT, REVISION_API_VERSION, REVISION_KIND, revisionObject, type ChartRevisionObject } from '../api/chart-revision.ts'
 import { InputError, packageVersion, type CliIO } from './io.ts'
 import { loadKubeConfig } from './kubeconfig.ts'
 

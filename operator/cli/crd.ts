@@ -5,7 +5,7 @@
 import { resolve } from 'node:path'
 import { chartRevisionCRD } from '../api/chart-revision-crd.ts'
 import { memcachedCRD } from '../api/crd.ts'
-import { REVISION_KIND } from '../render/revision.ts'
+import { REVISION_KIND } from '../api/chart-revision.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
 import { yamlText } from '../render/manifest.ts'
 import type { CliIO } from './io.ts'

@@ -13,11 +13,10 @@ import { memcachedCRD } from '../api/crd.ts'
 import { API_VERSION, KIND, parseMemcacheds, type Memcached } from '../api/memcached.ts'
 import { KubeClient, type KubeObject } from '../controller/client.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../render/chart.ts'
-import { revisionName } from '../render/revision.ts'
-import { startSandbox } from '../sandbox/index.ts'
+import { revisionName } from '../api/chart-revision.ts'
 import { InputError, parseDuration, type CliIO } from './io.ts'
 import { loadKubeConfig } from './kubeconfig.ts'
-import { makePlan, type Plan, type PlanOptions } from './plan.ts'
+import { makePlan, type Plan, type PlanOptions } from './plan-make.ts'
 import { startOperator } from './run.ts'
 
 /** CRs created at once while the sandbox is loaded. */
@@ -38,6 +37,9 @@ export async function planOffline(opts: PlanOptions, io: CliIO): Promise<Plan> {
   const current = loadChart(opts.currentChart ? resolve(io.cwd, opts.currentChart) : DEFAULT_CHART_DIR)
   const timeoutMs = parseDuration(opts.timeout ?? '10m')
   const started = performance.now()
+  // The product's one door to the sandbox is the sandbox command's module, loaded only here and by
+  // that command (docs/contributing.md, "The floors, and the sandbox beside them").
+  const { startSandbox } = await import('./sandbox.ts')
   const sandbox = await startSandbox({ controllers: false, installCRDs: [memcachedCRD(current) as unknown as KubeObject], requestLogSize: 0 })
   try {
     const user = new KubeClient(loadKubeConfig(sandbox.kubeconfigPath, io), { userAgent: 'memcached-operator-plan-offline', fieldManager: 'kubectl' })

@@ -23,6 +23,12 @@ import { watchChart, type ChartWatch } from './chart-watch.ts'
 import { processSignal, UsageError, type CliIO } from './io.ts'
 import { listenError, startOperator, type Operator } from './run.ts'
 
+/**
+ * The sandbox itself, for the command that plans in one (`plan --offline`, plan-offline.ts): this
+ * module is the product's one door to the sandbox, and it too loads it with a dynamic `import()`.
+ */
+export { startSandbox }
+
 /** The sample the sandbox applies (relative to the checkout). */
 export const SAMPLE = resolve(DEFAULT_CHART_DIR, '..', '..', 'kustomize', 'samples', 'cache_v1alpha1_memcached.yaml')
 

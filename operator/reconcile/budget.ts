@@ -21,9 +21,8 @@ import type { KubeObject } from '../controller/client.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { hashDesired } from './applied.ts'
 import { diffObject } from './diff.ts'
-import { immutableWorkloadField } from './pacing.ts'
 import { describeObject, objectKey } from './owner.ts'
-import { keptImmutable } from './recreate.ts'
+import { immutableWorkloadField, keptImmutable } from './recreate.ts'
 import { isWorkload } from './status.ts'
 
 /** What a change costs: an object deleted, or a workload's pods restarted. */

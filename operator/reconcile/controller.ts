@@ -5,22 +5,22 @@
  * controller's FailedCreate Events (field-selected: workload-events.ts); events mapped to the key of the CR they concern; a work queue and N
  * workers running the {@link Reconciler}. Discovery decides which declared kinds get an informer:
  * a cluster-scoped one is refused, an optional one the cluster does not serve is left out and
- * looked up again every discovery period.
+ * looked up again every discovery period. Its metrics are controller-metrics.ts; the fleet's damage
+ * budget and re-creation pacer, which every reconcile shares, are built by damage-guards.ts.
  */
 import type { Logger } from 'pino'
 import { API_VERSION, KIND } from '../api/memcached.ts'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
 import { discoverKinds } from '../controller/discovery.ts'
-import { RecreationPacer } from './pacing.ts'
-import { ALLOW_MASS_PRUNE_ANNOTATION, DamageBudget, DEFAULT_BUDGET, type BudgetLimits } from './budget.ts'
+import { ALLOW_MASS_PRUNE_ANNOTATION, type BudgetLimits } from './budget.ts'
+import { CONTROLLER_NAME, type ControllerMetrics } from './controller-metrics.ts'
+import { damageGuards } from './damage-guards.ts'
 import { PAUSED_ANNOTATION } from './pause.ts'
 import { detectPlatform, type Platform } from '../controller/platform.ts'
 import type { PlatformOverlay } from '../render/overlays.ts'
 import { byControllerUid, Informer, objectKey, splitKey } from '../controller/informer.ts'
 import { reconcileLogger } from '../controller/log.ts'
-import type { OperatorMetrics } from '../controller/metrics.ts'
-import { WorkQueue, type QueueHooks } from '../controller/queue.ts'
-import type { RuntimeMetrics, UnfinishedWorkSource } from '../controller/metrics-runtime.ts'
+import { WorkQueue } from '../controller/queue.ts'
 import { FAILED_CREATE_SELECTOR, failedCreateSummary, INVOLVED_UID_INDEX, type FailedCreateEvent } from './workload-events.ts'
 import type { Chart } from '../render/chart.ts'
 import type { ChartKind } from '../render/kinds.ts'
@@ -36,7 +36,7 @@ import { Reloader, type PodDialer } from './reload.ts'
 import { Resizer } from './resize.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
-import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcileMetrics, type ReconcilerDeps } from './reconciler.ts'
+import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcilerDeps } from './reconciler.ts'
 import { childSummary, podStatusKey, podSummary, withoutManagedFields } from './cache-summary.ts'
 
 /** The label every object the operator renders carries; the informers of children select by it. */
@@ -68,64 +68,6 @@ export function updatePriority(before: KubeObject, after: KubeObject): number | 
   return undefined
 }
 
-/** The controller's name in metrics and logs. */
-export const CONTROLLER_NAME = 'memcached'
-
-/** Metrics of the controller, named after controller-runtime's. */
-export interface ControllerMetrics extends ReconcileMetrics {
-  reconciled(result: 'success' | 'error' | 'requeue' | 'requeue_after', seconds: number): void
-  /** What discovery found of a declared kind (`apiVersion/Kind`). */
-  kindServed?(kind: string, served: boolean): void
-  /** Workload re-creations waiting for a slot and under way (pacing.ts). */
-  recreations?(queued: number, inFlight: number): void
-  /** Charges in the damage budget's window (budget.ts), and its limits (told once). */
-  budget?(used: { delete: number; restart: number }, limits?: BudgetLimits): void
-  queueHooks: QueueHooks
-  /** The work queue, whose unfinished work is reported at each scrape. */
-  watchQueue?(queue: UnfinishedWorkSource): void
-  /** How many workers may reconcile at once. */
-  maxConcurrent?(n: number): void
-  /** A worker started (+1) or finished (-1) a reconcile. */
-  activeWorkers?(delta: 1 | -1): void
-}
-
-/** The controller's metrics in the operator's prom-client registry. */
-export function controllerMetrics(m: OperatorMetrics, runtime?: RuntimeMetrics): ControllerMetrics {
-  m.initController(CONTROLLER_NAME)
-  runtime?.activeWorkers.set({ controller: CONTROLLER_NAME }, 0)
-  return {
-    ...(runtime
-      ? {
-          watchQueue: (queue: UnfinishedWorkSource) => runtime.watchQueue(CONTROLLER_NAME, queue),
-          maxConcurrent: (n: number) => runtime.maxConcurrentReconciles.set({ controller: CONTROLLER_NAME }, n),
-          activeWorkers: (delta: 1 | -1) => runtime.activeWorkers.inc({ controller: CONTROLLER_NAME }, delta),
-          unchanged: (kind: string) => runtime.unchangedApplies.inc({ kind }),
-        }
-      : {}),
-    applied: (kind) => m.applies.inc({ kind }),
-    skipped: (kind) => m.skippedApplies.inc({ kind }),
-    pruned: (kind) => m.prunes.inc({ kind }),
-    failed: (reason) => m.reconcileFailures.inc({ reason }),
-    reconciled: (result, seconds) => m.observeReconcile(CONTROLLER_NAME, result, seconds),
-    kindServed: (kind, served) => m.kindServed.set({ kind }, served ? 1 : 0),
-    recreations: (queued, inFlight) => {
-      m.recreations.set({ state: 'queued' }, queued)
-      m.recreations.set({ state: 'in_flight' }, inFlight)
-    },
-    budget: (used, limits) => {
-      m.budgetUsed.set({ budget: 'delete' }, used.delete)
-      m.budgetUsed.set({ budget: 'restart' }, used.restart)
-      if (limits) {
-        m.budgetLimit.set({ budget: 'delete' }, limits.deletes)
-        m.budgetLimit.set({ budget: 'restart' }, limits.restarts)
-      }
-    },
-    budgetExhausted: (kind) => m.budgetExhausted.inc({ budget: kind }),
-    drifted: (kind) => m.driftDetected.inc({ kind }),
-    queueHooks: m.queueHooks(CONTROLLER_NAME),
-  }
-}
-
 /** Options of {@link MemcachedController}. */
 export interface MemcachedControllerOptions {
   client: KubeClient
@@ -150,12 +92,12 @@ export interface MemcachedControllerOptions {
   discoveryPeriodMs?: number
   /**
    * Workloads deleted and re-created at a time across every Memcached (a field the server will not
-   * change in place); 0: no limit. Default {@link MAX_CONCURRENT_RECREATIONS}.
+   * change in place); 0: no limit. Default MAX_CONCURRENT_RECREATIONS (damage-guards.ts).
    */
   maxConcurrentRecreations?: number
-  /** How long a re-creation holds its slot at most while its replacement is not ready; default {@link RECREATION_TIMEOUT_MS}. */
+  /** How long a re-creation holds its slot at most while its replacement is not ready; default RECREATION_TIMEOUT_MS (damage-guards.ts). */
   recreationTimeoutMs?: number
-  /** The fleet's damage budget (budget.ts): deletes and pod restarts per window; default {@link DEFAULT_BUDGET}. */
+  /** The fleet's damage budget (budget.ts): deletes and pod restarts per window; default DEFAULT_BUDGET. */
   budget?: BudgetLimits
   /** A render may prune at most this fraction of a CR's objects; default 0.5, 1: no limit. */
   maxPruneFraction?: number
@@ -182,15 +124,6 @@ export interface MemcachedControllerOptions {
 function clusterScoped(k: ChartKind): string {
   return `${k.apiVersion} ${k.kind} (${k.resource}) is cluster-scoped: a chart may declare only namespaced kinds (kinds.yaml)`
 }
-
-/**
- * The default of {@link MemcachedControllerOptions.maxConcurrentRecreations}: one instance without
- * pods at a time, as a Deployment's default maxUnavailable takes a quarter of one instance's pods
- * (docs/operator.md, "Re-creating objects").
- */
-export const MAX_CONCURRENT_RECREATIONS = 1
-/** The default of {@link MemcachedControllerOptions.recreationTimeoutMs}: a Deployment's default progressDeadlineSeconds (600). */
-export const RECREATION_TIMEOUT_MS = 600_000
 
 /** The default of {@link MemcachedControllerOptions.discoveryPeriodMs}. */
 export const DISCOVERY_PERIOD_MS = 60_000
@@ -323,20 +256,9 @@ export class MemcachedController {
     )
 
     const recorder = opts.recorder ?? new ApiEventRecorder(opts.client, this.#aggregator, opts.log)
-    const limits = opts.budget ?? DEFAULT_BUDGET
-    const budget = new DamageBudget({ ...limits, onChange: (used) => opts.metrics.budget?.(used) })
-    opts.metrics.budget?.({ delete: 0, restart: 0 }, limits)
-    const pacer = new RecreationPacer({
-      budget,
-      max: opts.maxConcurrentRecreations ?? MAX_CONCURRENT_RECREATIONS,
-      timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS,
-      onFree: (key) => {
-        if (this.#active) this.#queue.add(key, PRIORITY.changed)
-      },
-      onChange: (queued, inFlight) => opts.metrics.recreations?.(queued, inFlight),
-      onTimeout: (slot) => opts.log.warn({ object: slot.what, timeoutMs: opts.recreationTimeoutMs ?? RECREATION_TIMEOUT_MS }, 're-created workload not ready in time: its re-creation slot is given up'),
+    const { budget, pacer } = damageGuards(opts, (key) => {
+      if (this.#active) this.#queue.add(key, PRIORITY.changed)
     })
-    opts.metrics.recreations?.(0, 0)
     const reloader = new Reloader({ client: opts.client, secrets: this.#secrets, events: recorder, ...(opts.podDialer ? { dial: opts.podDialer } : {}), ...(opts.reloadRetryMs !== undefined ? { retryMs: opts.reloadRetryMs } : {}), ...(opts.reloadSettleMs !== undefined ? { settleMs: opts.reloadSettleMs } : {}), failed: (reason) => opts.metrics.failed(reason) })
     this.#reconciler = new Reconciler({
       client: opts.client,

@@ -1,5 +1,5 @@
 /**
- * Drift modes of one Memcached (`spec.drift`, an operator-owned spec field: api/spec-fields.ts),
+ * Drift modes of one Memcached (`spec.drift`, an operator-owned spec field: render/spec-fields.ts),
  * after Flux helm-controller's `spec.driftDetection`
  * (https://fluxcd.io/flux/components/helm/helmreleases/#drift-detection: `mode: enabled | warn |
  * disabled`, `ignore: [{ paths: [JSON pointers], target: {kind, name, …} }]`):

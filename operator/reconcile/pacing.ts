@@ -19,6 +19,7 @@ import type { Admission, DamageBudget } from './budget.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import { diffObject } from './diff.ts'
 import { describeObject, objectKey } from './owner.ts'
+import { immutableWorkloadField } from './recreate.ts'
 import { isWorkload } from './status.ts'
 
 /** What a reconcile asks a slot for. */
@@ -182,29 +183,6 @@ export class RecreationPacer {
   #changed(): void {
     this.#o.onChange?.(this.#waiting.size, this.#inFlight.size)
   }
-}
-
-/**
- * StatefulSet spec fields the API server changes in place; any other is refused with one
- * `spec: Forbidden` (kubernetes pkg/apis/apps/validation ValidateStatefulSetUpdate).
- */
-const STATEFULSET_MUTABLE: ReadonlySet<string> = new Set(['replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds'])
-
-/**
- * The immutable field among a workload's changed fields (diffObject's paths, `.spec.selector.…`),
- * if any: what makes the server refuse the apply, so the reconcile asks for a slot before it
- * applies anything of its CR. The server stays the judge: a re-creation it forces that this did
- * not foresee is paced too, and a slot granted for an apply it accepts in place is given back.
- */
-export function immutableWorkloadField(kind: string, fields: readonly string[]): string | undefined {
-  for (const f of fields) {
-    const top = /^\.spec\.([A-Za-z]+)/.exec(f)?.[1]
-    if (top === undefined) continue
-    // registry/apps/deployment/strategy.go ValidateUpdate: the selector is immutable in apps/v1.
-    if (kind === 'Deployment' && top === 'selector') return 'spec.selector'
-    if (kind === 'StatefulSet' && !STATEFULSET_MUTABLE.has(top)) return `spec.${top}`
-  }
-  return undefined
 }
 
 /** Thrown inside a reconcile whose re-creation must wait: nothing more of the CR is applied. */

@@ -11,6 +11,10 @@
  *
  * Then the object is re-created ({@link whyNotRecreate} says when not), as Flux's `ssa` manager
  * and Helm do when asked; a chart or a value opts an object out with {@link RECREATE_ANNOTATION}.
+ *
+ * A workload's immutable fields are also foreseen from a diff, before anything is applied
+ * ({@link immutableWorkloadField}): the pacer (pacing.ts) and the damage budget (budget.ts) count
+ * the re-creation ahead.
  */
 import { controllerOf } from './owner.ts'
 
@@ -136,5 +140,28 @@ export function whyNotRecreate(input: RecreateInput): string | undefined {
   }
   if (input.ownerUid === undefined || live.metadata.uid === undefined || controllerOf(live)?.uid !== input.ownerUid) return 'this Memcached does not control it'
   if (input.recreatedFor === input.desiredHash) return 'it was already re-created for this render and the server still refuses it'
+  return undefined
+}
+
+/**
+ * StatefulSet spec fields the API server changes in place; any other is refused with one
+ * `spec: Forbidden` (kubernetes pkg/apis/apps/validation ValidateStatefulSetUpdate).
+ */
+const STATEFULSET_MUTABLE: ReadonlySet<string> = new Set(['replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy', 'minReadySeconds'])
+
+/**
+ * The immutable field among a workload's changed fields (diffObject's paths, `.spec.selector.…`),
+ * if any: what makes the server refuse the apply, so the reconcile asks for a slot before it
+ * applies anything of its CR. The server stays the judge: a re-creation it forces that this did
+ * not foresee is paced too, and a slot granted for an apply it accepts in place is given back.
+ */
+export function immutableWorkloadField(kind: string, fields: readonly string[]): string | undefined {
+  for (const f of fields) {
+    const top = /^\.spec\.([A-Za-z]+)/.exec(f)?.[1]
+    if (top === undefined) continue
+    // registry/apps/deployment/strategy.go ValidateUpdate: the selector is immutable in apps/v1.
+    if (kind === 'Deployment' && top === 'selector') return 'spec.selector'
+    if (kind === 'StatefulSet' && !STATEFULSET_MUTABLE.has(top)) return `spec.${top}`
+  }
   return undefined
 }

@@ -5,7 +5,7 @@
  *   2. else the default revision: the one `--default-chart-revision` names, else the one labelled
  *      `cache.example.com/default=true`;
  *   3. else the operator's own chart (`--chart`, or the one bundled with its image).
- * A revision's chart is loaded once per digest (render/revision.ts). At start the operator's own
+ * A revision's chart is loaded once per digest (api/chart-revision.ts). At start the operator's own
  * chart is pushed as a revision (create; one that exists is left alone), so that it can be pinned,
  * planned against and promoted like any other. A cluster that does not serve ChartRevisions (or
  * RBAC that does not let the operator list them) leaves every CR on the operator's own chart.
@@ -16,7 +16,7 @@ import { Informer } from '../controller/informer.ts'
 import type { Chart } from '../render/chart.ts'
 import { RenderError } from '../render/errors.ts'
 import { kindKey } from '../render/kinds.ts'
-import { chartOfRevision, DEFAULT_LABEL, forgetRevision, PROMOTED_AT, REVISION_API_VERSION, REVISION_KIND, revisionName, revisionObject, type ChartRevisionObject } from '../render/revision.ts'
+import { chartOfRevision, DEFAULT_LABEL, forgetRevision, PROMOTED_AT, REVISION_API_VERSION, REVISION_KIND, revisionName, revisionObject, type ChartRevisionObject } from '../api/chart-revision.ts'
 import { isPlainMap } from '../render/values.ts'
 
 /**

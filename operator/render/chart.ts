@@ -2,7 +2,7 @@
  * A chart: Chart.yaml, values.yaml, values.schema.json, kinds.yaml (the kinds it may render),
  * platforms/*.yaml and templates/*.ejs (files whose name starts with `_` are partials). A chart is
  * data with an identity: it loads from a map of its files (read from a directory, or from a
- * ChartRevision object, render/revision.ts), and the sha256 of that map is its digest. Loading
+ * ChartRevision object, api/chart-revision.ts), and the sha256 of that map is its digest. Loading
  * compiles every template once; a chart loaded from a directory is cached by directory, so
  * rendering many CRs compiles nothing again.
  */

@@ -2,7 +2,7 @@
  * The render engine: one Memcached instance (name, namespace, spec) through a chart into the
  * objects it should have. Pure: no cluster, no I/O beyond the cached chart.
  */
-import { chartValuesOf } from '../api/spec-fields.ts'
+import { chartValuesOf } from './spec-fields.ts'
 import type { Chart, Template } from './chart.ts'
 import { RenderError } from './errors.ts'
 import { guardObjects } from './guard.ts'

@@ -1,14 +1,14 @@
 /**
  * Chart revisions: a chart as an immutable, content-addressed object of the cluster. A revision is
  * named `<chart>-<first 12 hex digits of its digest>` and holds every file of the chart
- * (chart.ts `readChartFiles`); loading one checks that its files still hash to its name, so an
+ * (render/chart.ts `readChartFiles`); loading one checks that its files still hash to its name, so an
  * edited revision is refused rather than rendered. Loaded revisions are cached by digest: every CR
  * on a revision renders with the same compiled chart.
  */
-import { GROUP, VERSION } from '../api/memcached.ts'
-import { chartDigest, chartFromFiles, type Chart, type ChartFiles } from './chart.ts'
-import { RenderError } from './errors.ts'
-import { isPlainMap } from './values.ts'
+import { GROUP, VERSION } from './memcached.ts'
+import { chartDigest, chartFromFiles, type Chart, type ChartFiles } from '../render/chart.ts'
+import { RenderError } from '../render/errors.ts'
+import { isPlainMap } from '../render/values.ts'
 
 export const REVISION_KIND = 'ChartRevision'
 export const REVISION_PLURAL = 'chartrevisions'

@@ -1,9 +1,11 @@
 /**
  * The fields of a Memcached's spec that the operator reads itself, beside the chart's values. The
  * CRD declares them next to the chart's schema; the render never sees them as values; a chart may
- * not declare a value of the same name (lint refuses it).
+ * not declare a value of the same name (lint refuses it). It sits on the render's floor, below
+ * the API (api/crd.ts), because the render takes them out of a spec before it renders
+ * (engine.ts) and the overlays' schema is the render's (overlay-schema.ts).
  */
-import { OVERLAYS_SCHEMA } from '../render/overlay-schema.ts'
+import { OVERLAYS_SCHEMA } from './overlay-schema.ts'
 
 export const OPERATOR_SPEC_FIELDS: Readonly<Record<string, Record<string, unknown>>> = {
   overlays: OVERLAYS_SCHEMA,

@@ -1,12 +1,12 @@
 /**
  * `GET|PUT /sandbox/v1/pod-failures`: read or replace the rules that make pods fail as a kubelet
- * reports it (controllers/pod-failures.ts), beside `/sandbox/v1/faults` on the API server's own
+ * reports it (pod-failures.ts), beside `/sandbox/v1/faults` on the API server's own
  * address, so that `kubectl get --raw` and `kubectl replace --raw` reach them through the kubeconfig.
  * A wrapper of the sandbox's request listener: every other path goes to it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { badRequest, methodNotAllowed, StatusError } from './errors.ts'
-import { PodFailureRuleError, type PodFailures } from './controllers/pod-failures.ts'
+import { badRequest, methodNotAllowed, StatusError } from '../errors.ts'
+import { PodFailureRuleError, type PodFailures } from './pod-failures.ts'
 
 /** The path of the endpoint. */
 export const POD_FAILURES_PATH = '/sandbox/v1/pod-failures'
