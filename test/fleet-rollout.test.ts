@@ -1,0 +1,115 @@
+/**
+ * Staged rollout end to end, with real kubectl against the sandbox: a fleet on revision A (the
+ * operator's own chart) moves to revision B in waves (by label, then by percentage) and ends with
+ * every CR on B, B promoted and no pin left; a revision C whose pods never become ready halts in
+ * its first wave, which goes back to B by itself, no later wave is touched, and the Rollout says why.
+ * C's pods never become ready because its pod template binds them to a node that does not exist
+ * (spec.nodeName): the sandbox's kubelet runs only the pods bound to its own node, as a kubelet does.
+ */
+import pino from 'pino'
+import t from 'tap'
+import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
+import { memcachedCRD } from '../operator/api/crd.ts'
+import { rolloutCRD } from '../operator/api/rollout-crd.ts'
+import type { KubeObject } from '../operator/controller/client.ts'
+import { runCli } from '../operator/cli/program.ts'
+import { startOperator } from '../operator/cli/run.ts'
+import { chartFromFiles, loadChart, readChartFiles } from '../operator/render/chart.ts'
+import { revisionName } from '../operator/render/revision.ts'
+import { startSandbox } from '../operator/sandbox/index.ts'
+import { chartWith } from './support/chart.ts'
+import { captureIO } from './support/io.ts'
+import { kubectlFor } from './support/kubectl.ts'
+import { clientFor, eventually } from './support/operator.ts'
+
+const own = loadChart()
+const nameA = revisionName(own)
+const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
+const RO = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Rollout' } as const
+type Cr = { metadata: { name: string; namespace: string; labels?: Record<string, string> }; spec: { chartRevision?: string }; status?: { chartRevision?: string } }
+type RoStatus = { phase?: string; wave?: string; progress?: string; message?: string; members?: { memcached: string; state: string; from?: string; message?: string }[]; conditions?: { type: string; status: string; reason: string; message: string }[] }
+
+const sandbox = await startSandbox({ podReadyDelayMs: 10, installCRDs: [memcachedCRD(own), chartRevisionCRD(), rolloutCRD()] as unknown as KubeObject[] })
+t.teardown(() => sandbox.close())
+const kubectl = kubectlFor(sandbox.kubeconfigPath)
+const user = clientFor(sandbox, 'test-user/1', 'test-user')
+t.teardown(() => user.close())
+const operator = await startOperator(
+  { kubeconfig: sandbox.kubeconfigPath, namespace: [], concurrency: '4', resyncPeriod: '10m', leaderElectionId: 'x', metricsBindAddress: '0', healthProbeBindAddress: '0', rolloutPollMs: 100 },
+  captureIO(),
+  pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+)
+t.teardown(() => operator.stop())
+
+const cli = async (args: string[]) => {
+  const io = captureIO()
+  const code = await runCli([...args, '--kubeconfig', sandbox.kubeconfigPath], io)
+  return { code, out: io.out(), err: io.err() }
+}
+const fleet = async (): Promise<Cr[]> => ((await user.list(MC)).items as unknown as Cr[]).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+const rollout = async (name: string): Promise<RoStatus> => ((await user.get({ ...RO, name })).status ?? {}) as RoStatus
+const phase = (name: string, want: string) => eventually(`rollout ${name} ${want}`, async () => ((await rollout(name)).phase === want ? true : undefined), 60_000)
+const values = readChartFiles(own.dir).get('values.yaml')!
+// B: one pod annotation more. C: pods bound to a node that does not exist, so never ready.
+const dirB = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: b}') })
+const nameB = revisionName(chartFromFiles(readChartFiles(dirB), dirB))
+const pod = readChartFiles(own.dir).get('templates/_pod.ejs')!
+const dirC = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: c}'), 'templates/_pod.ejs': pod.replace(/^spec:\n/m, 'spec:\n  nodeName: no-such-node\n') })
+const nameC = revisionName(chartFromFiles(readChartFiles(dirC), dirC))
+
+// 12 CRs: 2 canaries, 10 more.
+const N = 12
+const objects = Array.from({ length: N }, (_, i) => ({ ...MC, metadata: { name: `mc-${String(i).padStart(2, '0')}`, namespace: i % 2 === 0 ? 'default' : 'team-a', labels: i < 2 ? { tier: 'canary' } : {} }, spec: { size: 1 } }))
+await user.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } })
+await kubectl(['apply', '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n'))
+await eventually('the fleet runs A', async () => ((await fleet()).every((cr) => cr.status?.chartRevision === nameA) ? true : undefined), 60_000)
+
+t.test('a rollout to B in waves: every CR on B, B promoted, no pin left; kubectl shows it', async (t) => {
+  t.equal((await cli(['chart', 'push', dirB])).code, 0)
+  const spec = { revision: nameB, maxInFlight: 2, healthDeadline: '60s', waves: [{ name: 'canary', selector: { matchLabels: { tier: 'canary' } } }, { percent: 25 }, { percent: 50 }] }
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'to-b' }, spec }))
+  await phase('to-b', 'Succeeded')
+  const crs = await fleet()
+  t.same(crs.filter((cr) => cr.status?.chartRevision !== nameB).map((cr) => cr.metadata.name), [], 'every CR runs B')
+  t.same(crs.filter((cr) => cr.spec.chartRevision !== undefined).map((cr) => cr.metadata.name), [], 'no pin is left')
+  const revisions = await kubectl(['get', 'chartrevisions', '-l', 'cache.example.com/default=true', '-o', 'jsonpath={.items[*].metadata.name}'])
+  t.equal(revisions, nameB, 'B is the default, alone')
+  const s = await rollout('to-b')
+  t.equal(s.progress, `${N}/${N}`)
+  t.equal(s.wave, '4/4', 'canary, 25%, 50%, the rest')
+  t.match(s.conditions?.find((c) => c.type === 'Ready'), { status: 'True', reason: 'Promoted' })
+  const table = await kubectl(['get', 'rollouts'])
+  t.match(table, /^NAME\s+REVISION\s+PHASE\s+WAVE\s+UPDATED\s+AGE/m, 'printer columns')
+  t.match(table, new RegExp(`^to-b\\s+${nameB}\\s+Succeeded\\s+4/4\\s+${N}/${N}\\s+\\d+s`, 'm'))
+  const events = await kubectl(['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.kind=Rollout,involvedObject.name=to-b', '-o', 'jsonpath={range .items[*]}{.reason}{"\\n"}{end}'])
+  t.same([...new Set(events.trim().split('\n'))].sort(), ['Promoted', 'Started', 'WaveComplete', 'WaveStarted'])
+  const status = await cli(['rollout', 'status', 'to-b'])
+  t.equal(status.code, 0)
+  t.match(status.out, `Rollout to-b to ${nameB}: Succeeded`)
+})
+
+t.test('a rollout to C whose pods never become ready halts in its first wave, which returns to B; no later wave is touched', async (t) => {
+  t.equal((await cli(['chart', 'push', dirC])).code, 0)
+  const spec = { revision: nameC, maxInFlight: 2, healthDeadline: '3s', waves: [{ name: 'canary', selector: { matchLabels: { tier: 'canary' } } }, { percent: 50 }] }
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'to-c' }, spec }))
+  await phase('to-c', 'Halted')
+  const s = await rollout('to-c')
+  t.equal(s.wave, '1/3')
+  t.match(s.conditions?.find((c) => c.type === 'Halted'), { status: 'True', reason: 'HealthGateFailed' })
+  t.match(s.message, /failed the health gate in wave 1\/3: not Ready and Available on memcached-[0-9a-f]+ within 3s: (Ready|Available)=False/)
+  t.same(s.members?.map((m) => [m.memcached, m.state, m.from]), [['default/mc-00', 'returned', nameB], ['team-a/mc-01', 'returned', nameB]])
+  await eventually('the canaries run B again', async () => {
+    const crs = await fleet()
+    return crs.filter((cr) => cr.metadata.labels?.['tier'] === 'canary').every((cr) => cr.status?.chartRevision === nameB && cr.spec.chartRevision === nameB) ? true : undefined
+  })
+  const later = (await fleet()).filter((cr) => cr.metadata.labels?.['tier'] !== 'canary')
+  t.same(later.filter((cr) => cr.spec.chartRevision !== undefined || cr.status?.chartRevision !== nameB).map((cr) => cr.metadata.name), [], 'no CR of a later wave was touched')
+  const defaults = await kubectl(['get', 'chartrevisions', '-l', 'cache.example.com/default=true', '-o', 'jsonpath={.items[*].metadata.name}'])
+  t.equal(defaults, nameB, 'C was not promoted')
+  const status = await cli(['rollout', 'status', 'to-c'])
+  t.equal(status.code, 1, 'rollout status exits 1 on a halted rollout')
+  t.match(status.out, /default\/mc-00 {2}returned \(from memcached-[0-9a-f]+\): not Ready and Available/)
+  const events = await kubectl(['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.kind=Rollout,involvedObject.name=to-c,type=Warning', '-o', 'jsonpath={.items[*].reason}'])
+  t.match(events, 'HealthGateFailed')
+  t.equal((await cli(['rollout', 'resume', 'to-c'])).code, 1, 'an ended rollout cannot be resumed')
+})
