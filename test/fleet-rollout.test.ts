@@ -113,3 +113,72 @@ t.test('a rollout to C whose pods never become ready halts in its first wave, wh
   t.match(events, 'HealthGateFailed')
   t.equal((await cli(['rollout', 'resume', 'to-c'])).code, 1, 'an ended rollout cannot be resumed')
 })
+
+// D and E: healthy changes (one more pod annotation each).
+const dirD = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: d}') })
+const nameD = revisionName(chartFromFiles(readChartFiles(dirD), dirD))
+const dirE = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: e}') })
+const nameE = revisionName(chartFromFiles(readChartFiles(dirE), dirE))
+
+t.test('a person\'s pin and a CR that moved after the plan are held, reported, and left where they are; pause from kubectl, resume from the CLI', async (t) => {
+  t.equal((await cli(['chart', 'push', dirD])).code, 0)
+  t.equal((await cli(['chart', 'push', dirE])).code, 0)
+  // A person pins mc-02 (kubectl's field manager, not the rollout's).
+  await kubectl(['patch', 'mc', 'mc-02', '-n', 'default', '--type', 'merge', '-p', JSON.stringify({ spec: { chartRevision: nameB } })])
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'to-d' }, spec: { revision: nameD, paused: true, healthDeadline: '60s', maxInFlight: 3 } }))
+  await phase('to-d', 'Paused')
+  const paused = await rollout('to-d')
+  t.match(paused.conditions?.find((c) => c.type === 'Progressing'), { status: 'False', reason: 'Paused' })
+  t.same((await fleet()).filter((cr) => cr.status?.chartRevision === nameD).map((cr) => cr.metadata.name), [], 'nothing moves while paused')
+  // mc-04's Deployment changes after the plan was made: its change is no longer the one planned.
+  await kubectl(['annotate', 'deployment', 'mc-04', '-n', 'default', 'team/owner=someone'])
+  const resumed = await cli(['rollout', 'resume', 'to-d'])
+  t.equal(resumed.code, 0, resumed.err)
+  t.equal(resumed.out, 'rollout.cache.example.com/to-d resumed\n')
+  await phase('to-d', 'Succeeded')
+  const crs = new Map((await fleet()).map((cr) => [cr.metadata.name, cr]))
+  t.same([crs.get('mc-02')!.spec.chartRevision, crs.get('mc-02')!.status?.chartRevision], [nameB, nameB], 'the person\'s pin holds mc-02 on B')
+  t.same([crs.get('mc-04')!.spec.chartRevision, crs.get('mc-04')!.status?.chartRevision], [nameB, nameB], 'mc-04 is held on B by the rollout\'s pin')
+  const held = (await user.get({ ...RO, name: 'to-d' })).status as { held?: { memcached: string; reason: string }[] }
+  t.match(held.held, [
+    { memcached: 'default/mc-02', reason: `pinned to ${nameB} by kubectl-patch` },
+    { memcached: 'default/mc-04', reason: /Deployment\/default\/mc-04: changed since the plan/ },
+  ])
+  t.same([...crs.values()].filter((cr) => !['mc-02', 'mc-04'].includes(cr.metadata.name) && (cr.status?.chartRevision !== nameD || cr.spec.chartRevision !== undefined)).map((cr) => cr.metadata.name), [], 'the others run D with no pin')
+  const events = await kubectl(['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.name=to-d', '-o', 'jsonpath={range .items[*]}{.reason}{"\\n"}{end}'])
+  t.match(events, /Paused[\s\S]*Resumed/)
+  t.match(events, /Held/)
+})
+
+t.test('pause from the CLI, abort from kubectl: the wave in flight returns to its previous revisions', async (t) => {
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'to-e' }, spec: { revision: nameE, bakeTime: '1h', healthDeadline: '60s', maxInFlight: 2, waves: [{ selector: { matchLabels: { tier: 'canary' } } }] } }))
+  await eventually('the canary wave bakes', async () => (/bakes until/.test((await rollout('to-e')).message ?? '') ? true : undefined), 60_000)
+  const paused = await cli(['rollout', 'pause', 'to-e'])
+  t.equal(paused.code, 0, paused.err)
+  await phase('to-e', 'Paused')
+  await kubectl(['patch', 'rollout', 'to-e', '--type', 'merge', '-p', '{"spec":{"abort":true}}'])
+  await phase('to-e', 'Aborted')
+  t.match((await rollout('to-e')).conditions?.find((c) => c.type === 'Halted'), { status: 'True', reason: 'Aborted' })
+  await eventually('the canaries run D again', async () => ((await fleet()).filter((cr) => cr.metadata.labels?.['tier'] === 'canary').every((cr) => cr.status?.chartRevision === nameD && cr.spec.chartRevision === nameD) ? true : undefined))
+  t.same((await fleet()).filter((cr) => cr.status?.chartRevision === nameE).map((cr) => cr.metadata.name), [], 'no CR stays on E')
+  const again = await cli(['rollout', 'abort', 'to-e'])
+  t.equal(again.code, 1)
+  t.match(again.err, 'has ended (Aborted)')
+  const missing = await cli(['rollout', 'status', 'nope'])
+  t.equal(missing.code, 1)
+  t.match(missing.err, 'Rollout "nope" does not exist')
+})
+
+t.test('a rollout to a revision that does not exist fails; a younger rollout waits for the older one', async (t) => {
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'to-nothing' }, spec: { revision: 'memcached-000000000000', paused: true } }))
+  await phase('to-nothing', 'Failed')
+  t.match((await rollout('to-nothing')).message, /memcached-000000000000.*does not exist/)
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'first' }, spec: { revision: nameE, paused: true } }))
+  await phase('first', 'Paused')
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'second' }, spec: { revision: nameE } }))
+  await eventually('second waits', async () => (/waits for Rollout first/.test((await rollout('second')).message ?? '') ? true : undefined))
+  t.equal((await rollout('second')).phase, 'Pending')
+  await cli(['rollout', 'abort', 'first'])
+  await cli(['rollout', 'abort', 'second'])
+  await phase('second', 'Aborted')
+})
