@@ -29,6 +29,19 @@ const RO = { apiVersion: ROLLOUT_API_VERSION, kind: ROLLOUT_KIND }
 const MC = { apiVersion: API_VERSION, kind: KIND }
 const REV = { apiVersion: REVISION_API_VERSION, kind: REVISION_KIND }
 
+/**
+ * Why a CR must be held rather than moved: its fresh plan against the one the rollout started
+ * with (fleet/plan.ts stillAsPlanned), the class included; a change that would not apply
+ * (invalid, conflict, error) is held whatever was planned.
+ */
+export function holdReasons(planned: PlannedCr | undefined, now: PlannedCr): string[] {
+  if (now.class === 'invalid' || now.class === 'conflict' || now.class === 'error') return [`its change is ${now.class}: ${now.error ?? now.objects.filter((o) => o.action === 'conflict').map((o) => `${o.kind} ${o.name}: ${o.reason ?? 'conflict'}`).join('; ')}`]
+  if (planned === undefined) return ['it was not in the plan the rollout started with (created since)']
+  const why = stillAsPlanned(planned, observedOf(now))
+  if (now.class !== planned.class) why.unshift(`its change is now ${now.class}, planned ${planned.class}`)
+  return why
+}
+
 /** The revisions the operator renders with (reconcile/revision.ts ChartRevisions). */
 export interface RevisionSource {
   resolve(cr: { spec?: unknown }): { chart: Chart; revision: string }
@@ -201,32 +214,39 @@ export class RolloutController {
       }
       m.message = h.why
     }
-    // Move the pending CRs, maxInFlight at a time, each planned again first.
+    // Move the pending CRs, maxInFlight at a time, each planned again first (the free slots' worth
+    // in one plan: one list per kind); a held CR takes no slot.
     let inFlight = members.filter((x) => x.state === 'moving').length
-    for (const m of members.filter((x) => x.state === 'pending')) {
-      if (inFlight >= settings.maxInFlight) break
-      const cr = byKey.get(m.memcached)
-      if (cr === undefined) {
+    const pending = members.filter((x) => x.state === 'pending')
+    while (inFlight < settings.maxInFlight && pending.length > 0) {
+      const batch = pending.splice(0, settings.maxInFlight - inFlight)
+      for (const m of batch.filter((x) => !byKey.has(x.memcached))) {
         m.state = 'held'
         m.message = 'deleted during the rollout'
-        continue
       }
-      const from = cr.status?.chartRevision ?? this.#o.revisions.defaultRevision().name
-      const reasons = await this.#stillPlanned(plan, chart, cr)
-      if (reasons.length > 0) {
-        await this.#pin(cr, from)
-        m.state = 'held'
+      const crsNow = batch.filter((x) => byKey.has(x.memcached)).map((x) => byKey.get(x.memcached)!)
+      if (crsNow.length === 0) continue
+      const namespaces = new Set(crsNow.map((cr) => cr.metadata.namespace ?? 'default'))
+      const fresh = await this.#plan(chart, crsNow, namespaces.size === 1 ? [...namespaces][0] : undefined)
+      for (const cr of crsNow) {
+        const m = batch.find((x) => x.memcached === crKey(cr))!
+        const from = cr.status?.chartRevision ?? this.#o.revisions.defaultRevision().name
+        const reasons = holdReasons(plan.get(crKey(cr)), fresh.get(crKey(cr))!)
+        if (reasons.length > 0) {
+          await this.#pin(cr, from)
+          m.state = 'held'
+          m.from = from
+          m.message = reasons.join('; ')
+          st.held = [...(st.held ?? []), { memcached: m.memcached, reason: m.message }]
+          await this.#event(ro, 'Warning', 'Held', `Memcached ${m.memcached} held on ${from}: ${m.message}`)
+          continue
+        }
+        await this.#pin(cr, target)
+        m.state = 'moving'
         m.from = from
-        m.message = reasons.join('; ')
-        st.held = [...(st.held ?? []), { memcached: m.memcached, reason: m.message }]
-        await this.#event(ro, 'Warning', 'Held', `Memcached ${m.memcached} held on ${from}: ${m.message}`)
-        continue
+        m.since = now.toISOString()
+        inFlight++
       }
-      await this.#pin(cr, target)
-      m.state = 'moving'
-      m.from = from
-      m.since = now.toISOString()
-      inFlight++
     }
     // The wave is done when nothing is pending or moving: bake, then the next wave.
     if (members.every((x) => x.state === 'updated' || x.state === 'held')) {
@@ -246,18 +266,6 @@ export class RolloutController {
   async #plan(chart: Chart, crs: readonly Memcached[], namespace?: string): Promise<Map<string, PlannedCr>> {
     this.#platform ??= await detectPlatform(this.#o.client)
     return planFleet(this.#o.client, chart, this.#o.own(), crs, this.#platform, namespace)
-  }
-
-  /** Why `cr` must be held rather than moved: a fresh plan of it against the one the rollout started with. */
-  async #stillPlanned(plan: Map<string, PlannedCr>, chart: Chart, cr: FleetCr & Memcached): Promise<string[]> {
-    const key = crKey(cr)
-    const now = (await this.#plan(chart, [cr], cr.metadata.namespace ?? 'default')).get(key)!
-    const planned = plan.get(key)
-    if (now.class === 'invalid' || now.class === 'conflict' || now.class === 'error') return [`its change is ${now.class}: ${now.error ?? now.objects.filter((o) => o.action === 'conflict').map((o) => `${o.kind} ${o.name}: ${o.reason ?? 'conflict'}`).join('; ')}`]
-    if (planned === undefined) return ['it was not in the plan the rollout started with (created since)']
-    const why = stillAsPlanned(planned, observedOf(now))
-    if (now.class !== planned.class) why.unshift(`its change is now ${now.class}, planned ${planned.class}`)
-    return why
   }
 
   /** Writes spec.chartRevision of `cr` under the rollout's field manager. */
