@@ -59,3 +59,15 @@ t.test('settings: defaults, and a clear error naming the field', async (t) => {
   t.throws(() => settingsOf({ revision: 'r', maxInFlight: 0 }), /spec\.maxInFlight must be a positive integer/)
   t.throws(() => settingsOf({ revision: 'r', waves: [{ percent: 101 }] }), /spec\.waves\[0\]\.percent must be an integer from 1 to 100/)
 })
+
+t.test('hold reasons: the fresh plan of a CR against the one the rollout started with', async (t) => {
+  const { holdReasons } = await import('../operator/fleet/rollout.ts')
+  const object = { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'x', action: 'update' as const, podsRestart: true, live: { uid: 'u', resourceVersion: '1', hash: 'h' }, desiredHash: 'd' }
+  const planned = { memcached: 'default/x', inCluster: true, generation: 1, objects: [object], class: 'restart' as const }
+  t.same(holdReasons(planned, planned), [], 'as planned: it moves')
+  t.same(holdReasons(planned, { ...planned, class: 'recreate', objects: [{ ...object, action: 'recreate' }] }), ['its change is now recreate, planned restart'])
+  t.same(holdReasons(planned, { ...planned, objects: [{ ...object, live: { ...object.live, hash: 'other' } }] }), ['Deployment/default/x: changed since the plan'])
+  t.same(holdReasons(undefined, planned), ['it was not in the plan the rollout started with (created since)'])
+  t.same(holdReasons(planned, { ...planned, class: 'conflict', objects: [{ ...object, action: 'conflict', reason: 'owned by helm' }] }), ['its change is conflict: Deployment x: owned by helm'])
+  t.same(holdReasons(planned, { ...planned, class: 'invalid', error: 'size: must be >= 0', objects: [] }), ['its change is invalid: size: must be >= 0'])
+})

@@ -182,3 +182,26 @@ t.test('a rollout to a revision that does not exist fails; a younger rollout wai
   await cli(['rollout', 'abort', 'second'])
   await phase('second', 'Aborted')
 })
+
+t.test('a wave that takes no CR is skipped; CRs deleted during their wave are reported, not waited for', async (t) => {
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...MC, metadata: { name: 'mc-extra', namespace: 'default', labels: { tier: 'canary' } }, spec: { size: 1 } }))
+  await eventually('mc-extra runs', async () => ((await user.get({ ...MC, namespace: 'default', name: 'mc-extra' })).status as { chartRevision?: string } | undefined)?.chartRevision)
+  // To C, whose pods never become ready, with a long deadline: the CRs moved stay in flight.
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'deleted' }, spec: { revision: nameC, maxInFlight: 2, healthDeadline: '10m', waves: [{ selector: { matchLabels: { tier: 'nobody' } } }, { selector: { matchLabels: { tier: 'canary' } } }] } }))
+  const moving = await eventually('two canaries in flight', async () => {
+    const s = await rollout('deleted')
+    return s.members?.filter((m) => m.state === 'moving').length === 2 ? s : undefined
+  })
+  t.equal(moving.wave, '2/3', 'the first wave took nothing: the canaries are the second')
+  t.same(moving.members?.map((m) => [m.memcached, m.state]), [['default/mc-00', 'moving'], ['default/mc-extra', 'moving'], ['team-a/mc-01', 'pending']])
+  await user.delete({ ...MC, namespace: 'default', name: 'mc-extra' })
+  await user.delete({ ...MC, namespace: 'team-a', name: 'mc-01' })
+  const after = await eventually('the deleted CRs reported', async () => {
+    const s = await rollout('deleted')
+    return s.members?.filter((m) => m.message === 'deleted during the rollout').length === 2 ? s : undefined
+  })
+  t.same(after.members?.map((m) => [m.memcached, m.state]), [['default/mc-00', 'moving'], ['default/mc-extra', 'held'], ['team-a/mc-01', 'held']])
+  t.equal((await cli(['rollout', 'abort', 'deleted'])).code, 0)
+  await phase('deleted', 'Aborted')
+  await eventually('mc-00 runs D again', async () => ((await user.get({ ...MC, namespace: 'default', name: 'mc-00' })).status as { chartRevision?: string } | undefined)?.chartRevision === nameD ? true : undefined)
+})
