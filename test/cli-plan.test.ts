@@ -185,3 +185,15 @@ t.test('prune of a kind the target no longer declares: the operator prunes over 
   t.same(r.classes, { 'default/big': 'none', 'default/small': 'prune' })
   t.same(r.plan.memcacheds.find((m) => m.memcached === 'default/small')!.objects.filter((o) => o.action === 'prune').map((o) => `${o.kind}/${o.name}`), ['NetworkPolicy/small'])
 })
+
+t.test('offline usage: a ChartRevision target, offline flags without --offline, a file that cannot be read', async (t) => {
+  const revision = await plan(['--offline', '/nonexistent.yaml', '--revision', 'x'])
+  t.equal(revision.code, 2)
+  t.match(revision.err, '--offline plans a chart directory: give --chart DIR, not --revision')
+  const current = await plan(['--chart', own.dir, '--current-chart', own.dir])
+  t.equal(current.code, 2)
+  t.match(current.err, '--current-chart and --timeout go with --offline')
+  const missing = await plan(['--offline', '/nonexistent.yaml', '--chart', own.dir])
+  t.equal(missing.code, 2)
+  t.match(missing.err, 'error: --offline /nonexistent.yaml: cannot read: ENOENT')
+})

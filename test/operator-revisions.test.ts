@@ -154,3 +154,26 @@ t.test('run --default-chart-revision names the default instead of the label', as
   await runs('b', nameB)
   t.equal(await annotation('b'), 'b')
 })
+
+t.test('chart push --promote pushes and promotes at once', async (t) => {
+  const r = await cli(['chart', 'push', dirB, '--promote'])
+  t.equal(r.code, 0, r.err)
+  t.equal(r.out, `chartrevision.cache.example.com/${nameB} unchanged\nchartrevision.cache.example.com/${ownName} no longer the default\nchartrevision.cache.example.com/${nameB} promoted: Memcacheds without spec.chartRevision run it\n`)
+})
+
+t.test('on a cluster without the ChartRevision CRD: chart push says so; the operator runs its own chart', async (t) => {
+  const bare = await startSandbox({ podReadyDelayMs: 10, installCRDs: [memcachedCRD(own) as unknown as KubeObject] })
+  t.teardown(() => bare.close())
+  const io = captureIO()
+  t.equal(await runCli(['chart', 'push', dirB, '--kubeconfig', bare.kubeconfigPath], io), 1)
+  t.match(io.err(), 'error: the cluster does not serve ChartRevisions: install their CRD (kubectl apply -k kustomize/crd)')
+  const op = await startOperator({ kubeconfig: bare.kubeconfigPath, namespace: [], concurrency: '1', resyncPeriod: '10m', leaderElectionId: 'x', metricsBindAddress: '0', healthProbeBindAddress: '0' }, captureIO(), pino({ level: 'silent' }))
+  t.teardown(() => op.stop())
+  const bareUser = clientFor(bare, 'test-user/1', 'test-user')
+  t.teardown(() => bareUser.close())
+  await bareUser.create({ ...MC, metadata: { name: 'c', namespace: 'default' }, spec: { size: 1, chartRevision: nameB } })
+  await eventually('c Degraded', async () => {
+    const c = (((await bareUser.get({ ...MC, namespace: 'default', name: 'c' })).status ?? {}) as Status).conditions?.find((x) => x.type === 'Degraded')
+    return c?.status === 'True' && /spec\.chartRevision: ChartRevision ".*": the cluster does not serve ChartRevisions/.test(c.message) ? true : undefined
+  })
+})
