@@ -205,3 +205,15 @@ t.test('a wave that takes no CR is skipped; CRs deleted during their wave are re
   await phase('deleted', 'Aborted')
   await eventually('mc-00 runs D again', async () => ((await user.get({ ...MC, namespace: 'default', name: 'mc-00' })).status as { chartRevision?: string } | undefined)?.chartRevision === nameD ? true : undefined)
 })
+
+t.test('a CR that stops being healthy while its wave bakes fails the wave; a CR a person pinned since is left to them', async (t) => {
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'bake' }, spec: { revision: nameE, bakeTime: '1h', healthDeadline: '60s', waves: [{ selector: { matchLabels: { tier: 'canary' } } }] } }))
+  await eventually('the canary wave bakes', async () => (/bakes until/.test((await rollout('bake')).message ?? '') ? true : undefined), 60_000)
+  // A person pins the only canary left to B while it bakes on E.
+  await kubectl(['patch', 'mc', 'mc-00', '-n', 'default', '--type', 'merge', '-p', JSON.stringify({ spec: { chartRevision: nameB } })])
+  await phase('bake', 'Halted')
+  const s = await rollout('bake')
+  t.match(s.message, /Memcached default\/mc-00 failed the health gate in wave 1\/2: healthy on memcached-[0-9a-f]+, then not during the bake/)
+  t.match(s.members, [{ memcached: 'default/mc-00', state: 'held', from: nameD, message: new RegExp(`not returned: spec.chartRevision was set to ${nameB} by kubectl-patch since`) }])
+  await eventually('mc-00 runs B, the person\'s pin', async () => ((await user.get({ ...MC, namespace: 'default', name: 'mc-00' })).status as { chartRevision?: string } | undefined)?.chartRevision === nameB ? true : undefined)
+})

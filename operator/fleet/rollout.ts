@@ -278,15 +278,19 @@ export class RolloutController {
     for (const m of st.members ?? []) {
       if (!['moving', 'updated', 'failed'].includes(m.state) || m.from === undefined) continue
       const cr = byKey.get(m.memcached)
+      let kept: string | undefined
       if (cr !== undefined) {
         try {
           await this.#pin(cr, m.from)
         } catch (err) {
-          if (!isNotFound(err)) throw err
+          // A person pinned it to another revision since (their field now): theirs to decide.
+          if (isConflict(err)) kept = `not returned: spec.chartRevision was set to ${pinOf(cr) ?? '?'} by ${personPin(cr) ?? 'another manager'} since`
+          else if (!isNotFound(err)) throw err
         }
       }
       if (m.state !== 'failed') m.message = why
-      m.state = 'returned'
+      if (kept !== undefined) m.message = m.state === 'failed' ? `${m.message}; ${kept}` : kept
+      m.state = kept !== undefined ? 'held' : 'returned'
     }
   }
 
