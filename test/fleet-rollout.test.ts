@@ -217,3 +217,18 @@ t.test('a CR that stops being healthy while its wave bakes fails the wave; a CR 
   t.match(s.members, [{ memcached: 'default/mc-00', state: 'held', from: nameD, message: new RegExp(`not returned: spec.chartRevision was set to ${nameB} by kubectl-patch since`) }])
   await eventually('mc-00 runs B, the person\'s pin', async () => ((await user.get({ ...MC, namespace: 'default', name: 'mc-00' })).status as { chartRevision?: string } | undefined)?.chartRevision === nameB ? true : undefined)
 })
+
+t.test('a CR of the wave that a person pins before it moves is held, not moved', async (t) => {
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ ...RO, metadata: { name: 'pinned-pending' }, spec: { revision: nameC, maxInFlight: 1, healthDeadline: '10m' } }))
+  const first = await eventually('one CR in flight', async () => {
+    const s = await rollout('pinned-pending')
+    return s.members?.some((m) => m.state === 'moving') ? s : undefined
+  })
+  const next = first.members!.find((m) => m.state === 'pending')!
+  const [namespace, name] = next.memcached.split('/') as [string, string]
+  await kubectl(['patch', 'mc', name, '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ spec: { chartRevision: nameD } })])
+  const held = await eventually('held', async () => (await rollout('pinned-pending')).members?.find((m) => m.memcached === next.memcached && m.state === 'held'))
+  t.equal(held.message, `pinned to ${nameD} by kubectl-patch`)
+  t.equal((await cli(['rollout', 'abort', 'pinned-pending'])).code, 0)
+  await phase('pinned-pending', 'Aborted')
+})

@@ -217,6 +217,13 @@ export class RolloutController {
     // Move the pending CRs, maxInFlight at a time, each planned again first (the free slots' worth
     // in one plan: one list per kind); a held CR takes no slot.
     let inFlight = members.filter((x) => x.state === 'moving').length
+    // A person who pinned a CR of the wave since it started decides for it.
+    for (const m of members.filter((x) => x.state === 'pending' && byKey.has(x.memcached) && personPin(byKey.get(x.memcached)!) !== undefined)) {
+      const cr = byKey.get(m.memcached)!
+      m.state = 'held'
+      m.message = `pinned to ${pinOf(cr)} by ${personPin(cr)}`
+      st.held = [...(st.held ?? []), { memcached: m.memcached, reason: m.message }]
+    }
     const pending = members.filter((x) => x.state === 'pending')
     while (inFlight < settings.maxInFlight && pending.length > 0) {
       const batch = pending.splice(0, settings.maxInFlight - inFlight)
@@ -224,7 +231,7 @@ export class RolloutController {
         m.state = 'held'
         m.message = 'deleted during the rollout'
       }
-      const crsNow = batch.filter((x) => byKey.has(x.memcached)).map((x) => byKey.get(x.memcached)!)
+      const crsNow = batch.filter((x) => x.state === 'pending').map((x) => byKey.get(x.memcached)!)
       if (crsNow.length === 0) continue
       const namespaces = new Set(crsNow.map((cr) => cr.metadata.namespace ?? 'default'))
       const fresh = await this.#plan(chart, crsNow, namespaces.size === 1 ? [...namespaces][0] : undefined)
