@@ -248,7 +248,13 @@ export class RolloutController {
           await this.#event(ro, 'Warning', 'Held', `Memcached ${m.memcached} held on ${from}: ${m.message}`)
           continue
         }
-        await this.#pin(cr, target)
+        try {
+          await this.#pin(cr, target)
+        } catch (err) {
+          if (!isConflict(err)) throw err
+          // Pinned by somebody else between the list and the apply: the next pass holds it.
+          continue
+        }
         m.state = 'moving'
         m.from = from
         m.since = now.toISOString()
