@@ -14,6 +14,7 @@ import t from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
+import { rolloutCRD } from '../operator/api/rollout-crd.ts'
 import { ApiError, KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { runCli } from '../operator/cli/program.ts'
 import { packageVersion } from '../operator/cli/io.ts'
@@ -93,6 +94,9 @@ t.test("the chart's CRD and the manager's rules are the generated ones", async (
   const revisions = await cli(['crd', '--kind', 'ChartRevision'])
   t.equal(revisions.code, 0)
   t.equal(readFileSync(join(CHART, 'crds/cache.example.com_chartrevisions.yaml'), 'utf8'), revisions.out, 'regenerate with: npx memcached-operator crd --kind ChartRevision > charts/memcached-operator/crds/cache.example.com_chartrevisions.yaml')
+  const rollouts = await cli(['crd', '--kind', 'Rollout'])
+  t.equal(rollouts.code, 0)
+  t.equal(readFileSync(join(CHART, 'crds/cache.example.com_rollouts.yaml'), 'utf8'), rollouts.out, 'regenerate with: npx memcached-operator crd --kind Rollout > charts/memcached-operator/crds/cache.example.com_rollouts.yaml')
   const chartYaml = parseAllDocuments(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'))[0]!.toJS() as { apiVersion: string; appVersion: string }
   t.equal(chartYaml.apiVersion, 'v2')
   t.equal(chartYaml.appVersion, packageVersion(), "the appVersion (the image's default tag) is the package's version")
@@ -107,6 +111,7 @@ t.test('helm template with the default values holds what kustomize/default build
   t.same(objects.map(key).sort(), kustomized.filter((o) => o.kind !== 'Namespace').map(key).sort(), 'the same kinds, names and namespaces')
   t.same(only(objects, 'CustomResourceDefinition', 'memcacheds.cache.example.com'), memcachedCRD(loadChart()), 'the CRD is what `memcached-operator crd` prints')
   t.same(only(objects, 'CustomResourceDefinition', 'chartrevisions.cache.example.com'), chartRevisionCRD(), 'the ChartRevision CRD is what `memcached-operator crd --kind ChartRevision` prints')
+  t.same(only(objects, 'CustomResourceDefinition', 'rollouts.cache.example.com'), rolloutCRD(), 'the Rollout CRD is what `memcached-operator crd --kind Rollout` prints')
   for (const o of objects) {
     if (o.kind === 'CustomResourceDefinition') continue
     t.match(o.metadata.labels, { 'app.kubernetes.io/part-of': 'memcached-operator', 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/managed-by': 'Helm' }, `${key(o)} is labelled`)
@@ -198,7 +203,7 @@ t.test('the ServiceAccount, RBAC, Service and pod metadata can be left out or na
     '--set', 'podLabels.team=cache,podAnnotations.example\\.com/owner=cache',
     '--set', 'priorityClassName=system-cluster-critical',
   )
-  t.same(objects.map((o) => o.kind).sort(), ['CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment'], 'the CRDs and the Deployment only')
+  t.same(objects.map((o) => o.kind).sort(), ['CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment'], 'the CRDs and the Deployment only')
   const d = only<Deployment>(objects, 'Deployment')
   const pod = d.spec.template.spec
   t.equal(pod.serviceAccountName, 'platform-operator')
@@ -236,7 +241,7 @@ t.test('rbac.inputSecretNamespaces: the input-secrets ClusterRole bound in those
 t.test('a second release is a shard of its own: its names, its Lease, its pods', async (t) => {
   const a = await render('--set', 'selector=cache.example.com/shard!=b')
   const b = await renderRelease('memcached-operator-shard-b', '--set', 'selector=cache.example.com/shard=b')
-  t.same(b.map(key).filter((k) => a.map(key).includes(k)), ['CustomResourceDefinition /chartrevisions.cache.example.com', 'CustomResourceDefinition /memcacheds.cache.example.com'], 'only the CRDs are shared (Helm installs them once)')
+  t.same(b.map(key).filter((k) => a.map(key).includes(k)), ['CustomResourceDefinition /chartrevisions.cache.example.com', 'CustomResourceDefinition /memcacheds.cache.example.com', 'CustomResourceDefinition /rollouts.cache.example.com'], 'only the CRDs are shared (Helm installs them once)')
   const args = (objects: KubeObject[]) => only<Deployment>(objects, 'Deployment').spec.template.spec.containers[0]!.args
   t.ok(args(a).includes('--selector=cache.example.com/shard!=b'))
   t.ok(args(b).includes('--selector=cache.example.com/shard=b'))

@@ -8,6 +8,7 @@ import { parse } from 'yaml'
 import type { KubeObject } from '../operator/controller/client.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
+import { rolloutCRD } from '../operator/api/rollout-crd.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { grantsFor, kustomize, kustomizeText, ROOT } from './deploy-manifests.ts'
@@ -30,7 +31,7 @@ const pod = deployment.spec.template.spec
 const manager = pod.containers[0]!
 
 t.test('kustomize/default: the namespace, the CRD, RBAC, the manager and a metrics Service, prefixed', async (t) => {
-  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
+  t.same(objects.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount'])
   t.equal(one('Namespace').metadata.name, NS)
   for (const o of objects) {
     if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') continue
@@ -42,6 +43,8 @@ t.test('kustomize/default: the namespace, the CRD, RBAC, the manager and a metri
   t.same(crd('memcacheds.cache.example.com'), parse(readFileSync(join(ROOT, 'kustomize/crd/bases/cache.example.com_memcacheds.yaml'), 'utf8')))
   t.same(crd('chartrevisions.cache.example.com'), chartRevisionCRD(), 'the ChartRevision CRD is what `memcached-operator crd --kind ChartRevision` prints')
   t.same(crd('chartrevisions.cache.example.com'), parse(readFileSync(join(ROOT, 'kustomize/crd/bases/cache.example.com_chartrevisions.yaml'), 'utf8')))
+  t.same(crd('rollouts.cache.example.com'), rolloutCRD(), 'the Rollout CRD is what `memcached-operator crd --kind Rollout` prints')
+  t.same(crd('rollouts.cache.example.com'), parse(readFileSync(join(ROOT, 'kustomize/crd/bases/cache.example.com_rollouts.yaml'), 'utf8')))
   t.notOk(objects.some((o) => o.kind === 'ServiceMonitor'), 'no ServiceMonitor in default/')
 })
 
@@ -58,7 +61,7 @@ t.test('no wildcard anywhere in the RBAC, and the bindings name the Deployment\'
   const sa = one('ServiceAccount')
   t.equal(pod.serviceAccountName, sa.metadata.name)
   const grants = grantsFor(objects, NS, sa.metadata.name ?? '')
-  t.same([...new Set(grants.map((g) => `${g.from} ${g.namespace ?? 'cluster-wide'}`))].sort(), [`ClusterRole/${PREFIX}chart-revision-role cluster-wide`, `ClusterRole/${PREFIX}manager-role cluster-wide`, `ClusterRole/${PREFIX}metrics-auth-role cluster-wide`, `Role/${NS}/${PREFIX}leader-election-role ${NS}`])
+  t.same([...new Set(grants.map((g) => `${g.from} ${g.namespace ?? 'cluster-wide'}`))].sort(), [`ClusterRole/${PREFIX}chart-revision-role cluster-wide`, `ClusterRole/${PREFIX}manager-role cluster-wide`, `ClusterRole/${PREFIX}metrics-auth-role cluster-wide`, `ClusterRole/${PREFIX}rollout-role cluster-wide`, `Role/${NS}/${PREFIX}leader-election-role ${NS}`])
   t.notOk(grants.some((g) => g.from.endsWith('metrics-reader')), 'the operator reads no metrics: the reader role is for scrapers')
 })
 

@@ -1,3 +1,4 @@
+import { goDuration } from '../kube/time.ts'
 import { readFileSync } from 'node:fs'
 
 /** The streams a command uses, injectable so that tests run commands in-process. */
@@ -62,12 +63,12 @@ export function processSignal(): AbortSignal {
   return controller.signal
 }
 
-const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-
-/** A Go duration (`10m`, `1h30m`, `500ms`) in milliseconds. */
+/** A Go duration (`10m`, `1h30m`, `500ms`) in milliseconds; a bad one is a usage error. */
 export function parseDuration(text: string): number {
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)]
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) throw new UsageError(`invalid duration ${JSON.stringify(text)} (use e.g. 30s, 10m, 1h30m)`)
-  return parts.reduce((ms, p) => ms + Number(p[1]) * UNITS[p[2]!]!, 0)
+  try {
+    return goDuration(text)
+  } catch (err) {
+    throw new UsageError((err as Error).message)
+  }
 }
 

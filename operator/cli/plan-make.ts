@@ -13,7 +13,7 @@ import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
 import { kindKey, type ChartKind } from '../render/kinds.ts'
 import { chartOfRevision, REVISION_API_VERSION, REVISION_KIND, revisionName, type ChartRevisionObject } from '../api/chart-revision.ts'
 import { FIELD_MANAGER } from '../reconcile/diff.ts'
-import { compareAll, liveByList } from './diff.ts'
+import { compareAll, liveByList } from '../fleet/compare.ts'
 import { InputError, packageVersion, type CliIO } from './io.ts'
 import { identityOf, loadKubeConfig } from './kubeconfig.ts'
 

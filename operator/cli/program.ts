@@ -9,7 +9,7 @@ import { InputError, packageVersion, UsageError, type CliIO } from './io.ts'
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value]
 
-const COMMANDS = ['render', 'lint', 'crd', 'rbac', 'run', 'diff', 'plan', 'chart', 'sandbox']
+const COMMANDS = ['render', 'lint', 'crd', 'rbac', 'run', 'diff', 'plan', 'chart', 'rollout', 'sandbox']
 
 /**
  * Commands register here; each returns its exit code. With `only`, the command being run is the
@@ -66,9 +66,9 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
   if (wanted('crd')) {
     program
       .command('crd')
-      .description('print the CustomResourceDefinition of memcacheds.cache.example.com (or, with --kind ChartRevision, of chartrevisions.cache.example.com)')
+      .description('print the CustomResourceDefinition of memcacheds.cache.example.com (or, with --kind ChartRevision or Rollout, of chartrevisions or rollouts.cache.example.com)')
       .option('--chart <dir>', 'chart directory (default: the bundled charts/memcached)')
-      .addOption(new Option('--kind <kind>', 'the CRD of which kind').choices(['Memcached', 'ChartRevision']).default('Memcached'))
+      .addOption(new Option('--kind <kind>', 'the CRD of which kind').choices(['Memcached', 'ChartRevision', 'Rollout']).default('Memcached'))
       .action(async (opts) => {
         const { runCrd } = await import('./crd.ts')
         setCode(runCrd(opts, io))
@@ -195,6 +195,37 @@ function buildProgram(io: CliIO, setCode: (code: number) => void, only?: string)
       .action(async (name: string, opts) => {
         const { runChartPromote } = await import('./chart.ts')
         setCode(await runChartPromote(name, opts, io))
+      })
+  }
+
+  if (wanted('rollout')) {
+    const rollout = program.command('rollout').description('control a Rollout (a staged move of the fleet to a ChartRevision, driven by the operator): pause, resume, abort, status (docs/fleet.md)')
+    for (const [action, what] of [
+      ['pause', 'stop moving Memcacheds (spec.paused: true); the ones in flight keep their health deadline'],
+      ['resume', 'move Memcacheds again (spec.paused: false)'],
+      ['abort', 'end the rollout for good (spec.abort: true): its current wave returns to its previous revisions'],
+    ] as const) {
+      rollout
+        .command(action)
+        .description(what)
+        .argument('<name>', 'the Rollout')
+        .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+        .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+        .action(async (name: string, opts) => {
+          const { runRolloutControl } = await import('./rollout.ts')
+          setCode(await runRolloutControl(action, name, opts, io))
+        })
+    }
+    rollout
+      .command('status')
+      .description('the phase, wave, progress, the current wave\'s Memcacheds and the held ones; exit 1 when the rollout halted, was aborted or failed')
+      .argument('<name>', 'the Rollout')
+      .addOption(new Option('-o, --output <format>', 'text, or json (the status as the operator wrote it)').choices(['text', 'json']).default('text'))
+      .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG or ~/.kube/config)')
+      .option('--context <name>', 'the kubeconfig context to use (default: its current-context)')
+      .action(async (name: string, opts) => {
+        const { runRolloutStatus } = await import('./rollout.ts')
+        setCode(await runRolloutStatus(name, opts, io))
       })
   }
 

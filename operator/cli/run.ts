@@ -29,6 +29,7 @@ import { selectorKeys } from '../reconcile/shard.ts'
 import { readPlatformOverlays } from './overlays-file.ts'
 import { ChartRevisions } from '../reconcile/revision.ts'
 import { DEFAULT_BUDGET, DEFAULT_MAX_PRUNE_FRACTION, type BudgetLimits } from '../reconcile/budget.ts'
+import { RolloutController } from '../fleet/rollout.ts'
 
 export { loadKubeConfig, parseDuration }
 
@@ -71,6 +72,8 @@ export interface RunOptions {
   informerStallMs?: number
   /** Server-side timeout of the informers' watches (default 300–600 s at random; for tests). */
   watchTimeoutSeconds?: number
+  /** How often the leader looks at Rollouts (default 2 s; for tests). */
+  rolloutPollMs?: number
   metricsBindAddress: string
   /** /metrics over HTTPS with authentication and authorization (controller-runtime's secure metrics). */
   metricsSecure?: boolean
@@ -256,6 +259,8 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
     log,
     metrics: controllerMetrics(metrics, runtimeMetrics),
   })
+  // Rollouts move the whole fleet: driven by an operator that watches all of it, and by its leader only.
+  const rollouts = opts.namespace.length === 0 && opts.selector === undefined ? new RolloutController({ client, revisions, own: chart, log: log.child({ controller: 'rollout' }), ...(platform !== 'auto' ? { platform } : {}), ...(opts.rolloutPollMs !== undefined ? { pollMs: opts.rolloutPollMs } : {}) }) : undefined
   let metricsTls: KeyPair | undefined
   try {
     metricsTls = opts.metricsSecure ? await metricsCertificate(opts.metricsCertDir ? resolve(io.cwd, opts.metricsCertDir) : undefined) : undefined
@@ -338,6 +343,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
         runtimeMetrics.setLeading(opts.leaderElectionId, true)
         led = true
         controller.runWorkers()
+        rollouts?.start()
       },
       onStoppedLeading: () => {
         runtimeMetrics.setLeading(opts.leaderElectionId, false)
@@ -358,7 +364,10 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
       return leaseDenied(e.lastError)
     }
     elector.start()
-  } else controller.runWorkers()
+  } else {
+    controller.runWorkers()
+    rollouts?.start()
+  }
 
   let stopped = false
   return {
@@ -375,7 +384,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
         log.warn('graceful shutdown timeout: aborting in-flight reconciles')
         work.abort()
       }, shutdownTimeoutMs)
-      await controller.stop()
+      await Promise.all([controller.stop(), rollouts?.stop()])
       revisions.stop()
       clearTimeout(deadline)
       if (elector) {

@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises'
 import { join, relative, resolve } from 'node:path'
 import { memcachedCRD } from '../api/crd.ts'
 import { chartRevisionCRD } from '../api/chart-revision-crd.ts'
+import { rolloutCRD } from '../api/rollout-crd.ts'
 import { parseMemcacheds } from '../api/memcached.ts'
 import { createLogger, resolveLevel, type Logger } from '../controller/log.ts'
 import { DEFAULT_CHART_DIR, loadChart, type Chart } from '../render/chart.ts'
@@ -147,7 +148,7 @@ export async function startSandboxCommand(opts: SandboxCommandOptions, io: CliIO
     sandbox = await startSandbox({
       port,
       podReadyDelayMs,
-      installCRDs: [memcachedCRD(chart) as unknown as KubeObject, chartRevisionCRD() as unknown as KubeObject],
+      installCRDs: [memcachedCRD(chart) as unknown as KubeObject, chartRevisionCRD() as unknown as KubeObject, rolloutCRD() as unknown as KubeObject],
       ...(opts.faults !== undefined ? { faults: opts.faults } : {}),
       ...(podFailures.length > 0 ? { podFailures } : {}),
       ...(opts.openshift ? { openshift: true } : {}),

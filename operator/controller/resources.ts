@@ -18,6 +18,7 @@ export const builtinResources: Record<string, ResourceInfo> = {
   'events.k8s.io/v1/Event': { group: 'events.k8s.io', version: 'v1', plural: 'events', namespaced: true },
   'cache.example.com/v1alpha1/Memcached': { group: 'cache.example.com', version: 'v1alpha1', plural: 'memcacheds', namespaced: true },
   'cache.example.com/v1alpha1/ChartRevision': { group: 'cache.example.com', version: 'v1alpha1', plural: 'chartrevisions', namespaced: false },
+  'cache.example.com/v1alpha1/Rollout': { group: 'cache.example.com', version: 'v1alpha1', plural: 'rollouts', namespaced: false },
 }
 
 /** Thrown for a kind missing from the resource table. */
