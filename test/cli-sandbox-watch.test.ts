@@ -23,19 +23,20 @@ t.test('--watch-chart applies every save: in place, renamed over, and editor saf
   const io = captureIO()
   const running = await startSandboxCommand({ kubeconfigOut: join(tempDir('mc-sbw-'), 'kubeconfig'), chart: dir, watchChart: true, podReadyDelay: '10' }, io, quiet)
   t.teardown(() => running.close())
-  const memory = async (): Promise<string | undefined> => {
+  const connections = async (): Promise<string | undefined> => {
     const res = await running.sandbox.cluster.handle({ verb: 'get', group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', name: 'memcached-sample', query: new URLSearchParams(), userAgent: 'test' } as Parameters<typeof running.sandbox.cluster.handle>[0])
     if (res.status !== 200) return undefined
     const args = (res.body as { spec: { template: { spec: { containers: { args: string[] }[] } } } }).spec.template.spec.containers[0]!.args
-    return args[args.indexOf('-m') + 1]
+    return args[args.indexOf('-c') + 1]
   }
-  await eventually('the Deployment', async () => ((await memory()) === '64' ? true : undefined))
+  await eventually('the Deployment', async () => ((await connections()) === '1024' ? true : undefined))
   const values = join(dir, 'values.yaml')
-  let current = 64
-  const set = (text: string, to: number) => text.replace(new RegExp(`^memoryMB: ${current}$`, 'm'), `memoryMB: ${to}`)
+  // maxConnections (-c) rolls the pods; a larger memoryMB alone would be taken in place, the template kept.
+  let current = 1024
+  const set = (text: string, to: number) => text.replace(new RegExp(`^maxConnections: ${current}$`, 'm'), `maxConnections: ${to}`)
 
   const saves: [string, (to: number) => Promise<void> | void][] = [
-    ['sed -i (a temporary file renamed over it)', async (to) => void (await promisify(execFile)('sed', ['-i', `s/^memoryMB: ${current}$/memoryMB: ${to}/`, values]))],
+    ['sed -i (a temporary file renamed over it)', async (to) => void (await promisify(execFile)('sed', ['-i', `s/^maxConnections: ${current}$/maxConnections: ${to}/`, values]))],
     ['an in-place write after the rename', (to) => writeFileSync(values, set(readFileSync(values, 'utf8'), to))],
     ['another in-place write', (to) => writeFileSync(values, set(readFileSync(values, 'utf8'), to))],
     [
@@ -58,7 +59,7 @@ t.test('--watch-chart applies every save: in place, renamed over, and editor saf
       },
     ],
     ['an in-place write after the editors', (to) => writeFileSync(values, set(readFileSync(values, 'utf8'), to))],
-    ['sed -i again', async (to) => void (await promisify(execFile)('sed', ['-i', `s/^memoryMB: ${current}$/memoryMB: ${to}/`, values]))],
+    ['sed -i again', async (to) => void (await promisify(execFile)('sed', ['-i', `s/^maxConnections: ${current}$/maxConnections: ${to}/`, values]))],
     ['and in place once more', (to) => writeFileSync(values, set(readFileSync(values, 'utf8'), to))],
   ]
   for (const [how, save] of saves) {
@@ -66,7 +67,7 @@ t.test('--watch-chart applies every save: in place, renamed over, and editor saf
     const reloads = io.out().split('changed: re-rendering').length
     await save(to)
     current = to
-    await eventually(`${how}: memoryMB ${to} applied`, async () => ((await memory()) === String(to) ? true : undefined), 10_000)
+    await eventually(`${how}: maxConnections ${to} applied`, async () => ((await connections()) === String(to) ? true : undefined), 10_000)
     t.ok(io.out().split('changed: re-rendering').length > reloads, `${how}: the reload is announced`)
   }
 })
@@ -76,19 +77,19 @@ t.test('--watch-chart refuses a chart whose template never ends, and keeps servi
   const io = captureIO()
   const running = await startSandboxCommand({ kubeconfigOut: join(tempDir('mc-sbw-'), 'kubeconfig'), chart: dir, watchChart: true, podReadyDelay: '10', chartDeadlineMs: 300 }, io, quiet)
   t.teardown(() => running.close())
-  const memory = async (): Promise<string | undefined> => {
+  const connections = async (): Promise<string | undefined> => {
     const res = await running.sandbox.cluster.handle({ verb: 'get', group: 'apps', version: 'v1', resource: 'deployments', namespace: 'default', name: 'memcached-sample', query: new URLSearchParams(), userAgent: 'test' } as Parameters<typeof running.sandbox.cluster.handle>[0])
     if (res.status !== 200) return undefined
     const args = (res.body as { spec: { template: { spec: { containers: { args: string[] }[] } } } }).spec.template.spec.containers[0]!.args
-    return args[args.indexOf('-m') + 1]
+    return args[args.indexOf('-c') + 1]
   }
-  await eventually('the Deployment', async () => ((await memory()) === '64' ? true : undefined))
+  await eventually('the Deployment', async () => ((await connections()) === '1024' ? true : undefined))
   const loop = join(dir, 'templates', 'configmap-loop.ejs')
   writeFileSync(loop, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n<% while (true) {} %>\n')
   await eventually('the endless template reported', () => (io.err().includes('did not finish') ? true : undefined), 10_000)
   t.match(io.err(), /chart \S+ not reloaded:\n  - minimal values \(size 1\): templates\/configmap-loop\.ejs: did not finish within 0\.3 s/)
   unlinkSync(loop)
   const values = join(dir, 'values.yaml')
-  writeFileSync(values, readFileSync(values, 'utf8').replace(/^memoryMB: 64$/m, 'memoryMB: 96'))
-  await eventually('the next save applied', async () => ((await memory()) === '96' ? true : undefined), 10_000)
+  writeFileSync(values, readFileSync(values, 'utf8').replace(/^maxConnections: 1024$/m, 'maxConnections: 2048'))
+  await eventually('the next save applied', async () => ((await connections()) === '2048' ? true : undefined), 10_000)
 })

@@ -43,7 +43,10 @@ t.test(`${CRS} CRs and random spec changes under injected faults all converge on
   t.teardown(() => void process.off('unhandledRejection', onUnhandled))
 
   const chart = loadChart()
-  const bed = await startBed({ concurrency: 4, sandbox: { requestLogSize: 500_000, podReadyDelayMs: 20 } })
+  // What is proved here is convergence under faults: no damage budget holds the churn's pod-template
+  // changes (operator-budget.test.ts holds it), and a cluster without pods/resize, so that a larger
+  // memoryMB rolls its pods as any change does (the sandbox's pods have no memcached to resize).
+  const bed = await startBed({ concurrency: 4, budget: { deletes: 0, restarts: 0, windowMs: 600_000 }, sandbox: { requestLogSize: 500_000, podReadyDelayMs: 20, podResize: false } })
   t.teardown(() => bed.stop())
   const c: KubeClient = bed.client
   const rand = seeded(SEED)

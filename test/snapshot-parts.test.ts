@@ -86,10 +86,10 @@ t.test('how a command starts', async (t) => {
 })
 
 t.test('the warm-up renders every sample three ways', async (t) => {
-  t.equal(await warmUp(ROOT), 9, 'three samples: as a file, from stdin as JSON, with flags')
+  t.equal(await warmUp(ROOT), 12, 'four samples: as a file, from stdin as JSON, with flags')
   const built = prepare([])
   const out: string[] = []
-  t.equal(await warmUp(ROOT, built), 12, 'and each once more with the snapshot’s command line')
+  t.equal(await warmUp(ROOT, built), 16, 'and each once more with the snapshot’s command line')
   built.io.target = { stdout: (text) => void out.push(text), stderr: (text) => void out.push(text), stdin: async () => '', cwd: join(ROOT, 'kustomize', 'samples') }
   t.equal(await built.render(['render', '-f', 'cache_v1alpha1_memcached.yaml', '-o', 'json']), 0, 'which parses again with none of the warm-up’s options left')
   t.match(out.join(''), /^\{\n  "apiVersion": "v1",\n  "kind": "List"/)

@@ -141,7 +141,7 @@ export async function watchesOpen(sandbox: Sandbox, userAgent = 'memcached-opera
  * creates is in the operator's caches from their first list (an object created later reaches them
  * through a watch, with its delay).
  */
-export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
+export async function startBed(opts: { sandbox?: SandboxOptions; chart?: Chart; concurrency?: number; resyncPeriodMs?: number; eventSuppressMs?: number; discoveryPeriodMs?: number; sustainedFailureMs?: number; podDialer?: PodDialer; reloadRetryMs?: number; reloadSettleMs?: number; budget?: BudgetLimits; before?: (sandbox: Sandbox) => Promise<void> } = {}): Promise<Bed> {
   const chart = opts.chart ?? loadChart()
   const sandbox = await startSandbox({ podReadyDelayMs: 20, installCRDs: [memcachedCRD(chart) as unknown as KubeObject], ...opts.sandbox })
   const client = clientFor(sandbox, 'test-user/1', 'test-user')
