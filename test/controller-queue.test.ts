@@ -122,6 +122,7 @@ t.test('a Memcached\'s update: a resync is queued behind the changes, a new gene
   t.equal(updatePriority(cr('b', 1), cr('b', 2)), PRIORITY.changed, 'a new generation')
   t.equal(updatePriority(cr('c', 1), cr('c', 1, { deletionTimestamp: '2026-11-27T00:00:00Z' })), PRIORITY.changed, 'deleting')
   t.equal(updatePriority(cr('d', 1), cr('d', 1, {}, { nodes: ['x'] })), undefined, 'a status write reconciles nothing')
+  t.equal(updatePriority(cr('e', 1), { ...cr('e', 1), metadata: { ...cr('e', 1).metadata, labels: { team: 'a' } } }), PRIORITY.changed, 'a label: the platform\'s overlays may select it now')
   // The controller's informer handlers, as they queue: three resyncs, then one CR's change.
   const { q } = queue()
   for (const name of ['r1', 'r2', 'r3']) {

@@ -1,7 +1,7 @@
 /**
  * The platform's overlays end to end: `run --overlays FILE` (the sample in kustomize/manager) against
  * the sandbox patches every Memcached's objects, and those its `memcachedSelector` picks, before
- * each CR's own overlays; a CR whose labels come to match is patched at its next reconcile.
+ * each CR's own overlays; a CR whose labels come to match is patched at once, with no spec change.
  */
 import { join, resolve } from 'node:path'
 import pino from 'pino'
@@ -39,11 +39,17 @@ t.test('every Memcached gets the platform\'s overlays, before its own', async (t
   t.equal(svc.metadata.annotations?.['platform.example.com/owner'], 'caches', 'every object its label selector matches')
 })
 
-t.test('a Memcached whose labels come to match is patched at its next reconcile', async (t) => {
-  await user.patch({ ...MC, namespace: 'default', name: 'plain' }, { metadata: { labels: { team: 'b' } }, spec: { size: 2 } }, { type: 'merge' })
-  const d = await eventually('the annotation', async () => {
+t.test('a Memcached whose labels come to match is patched, with no change of its spec', async (t) => {
+  await user.patch({ ...MC, namespace: 'default', name: 'plain' }, { metadata: { labels: { team: 'b' } } }, { type: 'merge' })
+  const patched = await eventually('the annotation', async () => {
     const o = await deployment('plain')
     return o?.metadata.annotations?.['platform.example.com/owner'] === 'caches' ? o : undefined
   })
-  t.equal(d.spec.replicas, 2)
+  t.equal(patched.spec.replicas, 1, 'the spec unchanged')
+  await user.patch({ ...MC, namespace: 'default', name: 'plain' }, { spec: { size: 2 } }, { type: 'merge' })
+  const d = await eventually('the new size', async () => {
+    const o = await deployment('plain')
+    return o?.spec.replicas === 2 ? o : undefined
+  })
+  t.equal(d.metadata.annotations?.['platform.example.com/owner'], 'caches', 'still selected')
 })

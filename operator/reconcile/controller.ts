@@ -65,6 +65,8 @@ export function updatePriority(before: KubeObject, after: KubeObject): number | 
   if (before.metadata.generation !== after.metadata.generation || before.metadata.deletionTimestamp !== after.metadata.deletionTimestamp) return PRIORITY.changed
   // The operator's own switches are annotations, which move no generation.
   for (const a of [PAUSED_ANNOTATION, ALLOW_MASS_PRUNE_ANNOTATION]) if (before.metadata.annotations?.[a] !== after.metadata.annotations?.[a]) return PRIORITY.changed
+  // Labels move no generation either, and the platform's overlays select CRs by them (keys in another order only cost a reconcile).
+  if (JSON.stringify(before.metadata.labels ?? {}) !== JSON.stringify(after.metadata.labels ?? {})) return PRIORITY.changed
   return undefined
 }
 
