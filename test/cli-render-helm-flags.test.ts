@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import t from 'tap'
-import { parseAllDocuments } from 'yaml'
+import YAML, { parseAllDocuments } from 'yaml'
 import { runCli } from '../operator/cli/program.ts'
-import { parseSetJson } from '../operator/render/values.ts'
+import { mergeAll, parseSetJson, withReplacements, type Values } from '../operator/render/values.ts'
 import { captureIO } from './support/io.ts'
 import { tempDir } from './support/tmp.ts'
 import { helmPath } from './support/tools.ts'
@@ -95,4 +95,31 @@ t.test('--set-json takes what helm template takes: several key=json pairs, one J
   t.equal(r.code, 0, r.err)
   t.same(docs(r.out)[0]!.spec.template.spec.tolerations, [{ key: 'k', operator: 'Exists' }], 'both keys of one flag reach the render')
   t.match(docs(r.out)[0]!.spec.template.spec.containers[0]!.args.join(' '), /-m 100/)
+})
+
+// pkg/cli/values/options.go MergeValues, run as the real helm runs it: values files merge, a
+// `--set-json key=json` replaces what they hold at its key, a whole JSON object merges, and the
+// chart's values.yaml merges beneath all of them.
+t.test('--set-json over values files as helm template merges them: key=json replaces, a JSON object merges', async (t) => {
+  const dir = tempDir('mc-helm-setjson-layers-')
+  const chartDir = join(dir, 'c')
+  mkdirSync(join(chartDir, 'templates'), { recursive: true })
+  writeFileSync(join(chartDir, 'Chart.yaml'), 'apiVersion: v2\nname: c\nversion: 0.1.0\n')
+  writeFileSync(join(chartDir, 'values.yaml'), 'a:\n  d: 0\nk: {p: 1}\n')
+  writeFileSync(join(chartDir, 'templates', 'values.yaml'), 'values: {{ toJson .Values }}\n')
+  const file = join(dir, 'v.yaml')
+  writeFileSync(file, 'a:\n  x: 1\n  z: 2\nk: {q: 2}\n')
+  const cases: string[][] = [['a={"x":3}'], ['a.x=3'], ['{"a":{"x":3}}'], ['a={"x":3}', 'a.w=4'], ['k={"r":3},a.x=5'], ['a=']]
+  for (const args of cases) {
+    const helm = spawnSync(helmPath(), ['template', 'r', chartDir, '-f', file, ...args.flatMap((a) => ['--set-json', a])], { encoding: 'utf8' })
+    t.equal(helm.status, 0, helm.stderr)
+    const theirs = JSON.parse(/^values: (.*)$/m.exec(helm.stdout)![1]!) as unknown
+    const ours = mergeAll([YAML.parse('a:\n  d: 0\nk: {p: 1}\n') as Values, ...withReplacements([YAML.parse(readFileSync(file, 'utf8')) as Values, ...args.map(parseSetJson)])])
+    t.same(JSON.parse(JSON.stringify(ours)), theirs, `-f v.yaml ${args.map((a) => `--set-json '${a}'`).join(' ')} → ${JSON.stringify(theirs)}`)
+  }
+  const values = join(dir, 'annotations.yaml')
+  writeFileSync(values, 'podAnnotations: {x: "1", z: "2"}\n')
+  const r = await run(['render', '-f', sample, '-s', 'templates/deployment.ejs', '--values', values, '--set-json', 'podAnnotations={"x":"3"}'])
+  t.equal(r.code, 0, r.err)
+  t.same((docs(r.out)[0]!.spec.template as unknown as { metadata: { annotations?: unknown } }).metadata.annotations, { x: '3' }, 'the values file\'s map is replaced, not merged')
 })

@@ -10,7 +10,7 @@ import { parseManifests, sortObjects, stamp, yamlText, type RenderedObject } fro
 import { dnsLabel, labelValue, sha256 } from './names.ts'
 import { Raw, quoteString, yamlScalar } from './scalar.ts'
 import { checkSecretName, OFFLINE_CHECKSUM, offlineSecrets, SecretKeysMissing, SecretsNotFound, type SecretSource } from './secrets.ts'
-import { cloneData, isPlainMap, mergeAll, type Values } from './values.ts'
+import { cloneData, isPlainMap, mergeAll, withReplacements, type Values } from './values.ts'
 import { compareQuantities, quantityOf, QuantityError } from '../kube/quantity.ts'
 import { applyOverlays, parseOverlays, platformOverlaysFor, type Overlay, type OverlayChange, type PlatformOverlay } from './overlays.ts'
 
@@ -75,10 +75,12 @@ export function resolveValues(chart: Chart, input: RenderInput): Values {
   // The operator's own fields of the spec (a revision pin…) are not the chart's values.
   const spec = chartValuesOf(given)
   const platform = input.platform !== undefined && Object.hasOwn(chart.platforms, input.platform) ? chart.platforms[input.platform]! : undefined
-  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), cloneData(spec) as Values, ...(input.overrides ?? [])])
+  // What a `--set-json key=json` replaces is taken out of the layers below it, the chart's excepted.
+  const user = withReplacements([cloneData(spec) as Values, ...(input.overrides ?? [])])
+  const values = mergeAll([chart.defaults, ...(platform ? [platform] : []), ...user])
   // The schema's rules judge what the CR and overrides say, without the chart's defaults, as the
   // API server judges a CR's spec (a null there is an unset field, as the server drops it).
-  const problems = chart.validate(values, mergeAll([cloneData(spec) as Values, ...(input.overrides ?? [])]))
+  const problems = chart.validate(values, mergeAll(user))
   if (problems.length > 0) throw new RenderError('values', problems.map((p) => blameDefaults(p, chart.defaults, platform && { file: `platforms/${input.platform}.yaml`, values: platform }, [spec, ...(input.overrides ?? [])])))
   return values
 }

@@ -94,7 +94,19 @@ export function parseSetValue(key: string, value: unknown, flag: string): Values
  * optional comma; an empty value is null. A later key of the same argument replaces an earlier one.
  */
 export function parseSetJson(arg: string): Values {
+  // A JSON object as the whole argument merges as a values file does (Helm 3.17's MergeValues: mergeMaps).
+  if (arg.trimStart().startsWith('{')) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(arg)
+    } catch (err) {
+      throw new RenderError('input', [`--set-json ${JSON.stringify(arg.slice(0, 40))}: invalid JSON object: ${(err as Error).message}`])
+    }
+    if (!isPlainMap(parsed)) throw new RenderError('input', [`--set-json ${JSON.stringify(arg.slice(0, 40))}: expected a JSON object or key=json`])
+    return cloneData(parsed) as Values
+  }
   const out: Values = Object.create(null)
+  const replaced: string[][] = []
   let i = 0
   const fail = (key: string, message: string): never => {
     throw new RenderError('input', [`--set-json ${key}: ${message}`])
@@ -131,9 +143,48 @@ export function parseSetJson(arg: string): Values {
     }
     if (arg[i] === ',') i++
     // Helm's set() leaves an empty key out.
-    if (key !== '') assignPath(out, splitUnescaped(key, '.', false).map(unescape), value, `${key} (--set-json)`)
+    if (key !== '') {
+      const path = splitUnescaped(key, '.', false).map(unescape)
+      assignPath(out, path, value, `${key} (--set-json)`)
+      replaced.push(path)
+    }
+  }
+  REPLACED.set(out, replaced)
+  return out
+}
+
+/**
+ * The key paths each `--set-json key=json` layer sets. Helm writes them into the user's values
+ * (pkg/cli/values/options.go MergeValues: strvals.ParseJSON into the values files' merge), so a
+ * JSON map replaces what the values files and earlier flags held at its key, where a values file
+ * merges; the chart's defaults still merge beneath (chartutil.CoalesceValues).
+ */
+const REPLACED = new WeakMap<Values, string[][]>()
+
+/** The user's layers (lowest first) with what each `--set-json key=json` layer sets taken out of the layers below it. */
+export function withReplacements(layers: Values[]): Values[] {
+  const out = [...layers]
+  for (const [i, layer] of layers.entries()) {
+    for (const path of REPLACED.get(layer) ?? []) {
+      // Up to a list: a list is replaced whole by the merge anyway.
+      const end = path.findIndex((step) => INDEX.test(step))
+      const keys = end === -1 ? path : [...path.slice(0, end), (INDEX.exec(path[end]!)?.[1] ?? '')]
+      for (let j = 0; j < i; j++) out[j] = withoutPath(out[j]!, keys)
+    }
   }
   return out
+}
+
+/** `v` without the value at `path` (a copy along the path; `v` itself when there is nothing there). */
+function withoutPath(v: Values, path: readonly string[]): Values {
+  const [head, ...rest] = path
+  if (head === undefined || !Object.hasOwn(v, head)) return v
+  const child = v[head]
+  if (rest.length > 0 && !isPlainMap(child)) return v
+  const copy: Values = Object.create(null)
+  for (const k of Object.keys(v)) if (k !== head) copy[k] = v[k]
+  if (rest.length > 0) copy[head] = withoutPath(child as Values, rest)
+  return copy
 }
 
 /** Where the JSON value that starts at `from` ends: brackets matched outside strings, a string, or a scalar token. */
