@@ -21,6 +21,7 @@ import { runCli } from '../operator/cli/program.ts'
 import { packageVersion } from '../operator/cli/io.ts'
 import { startOperator } from '../operator/cli/run.ts'
 import { loadChart } from '../operator/render/chart.ts'
+import { MAX_JSON_PATCH_OPS, MAX_OVERLAYS, OVERLAY_SCHEMA } from '../operator/render/overlay-schema.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { allowing, grantsFor, kustomize, ROOT, type Attributes, type Grant } from './deploy-manifests.ts'
 import { captureIO } from './support/io.ts'
@@ -328,6 +329,14 @@ t.test('platformOverlays of the wrong shape are refused by the schema', async (t
   await refused(['--set', 'platformOverlays[0].jsonPatch[0].op=merge', '--set', 'platformOverlays[0].jsonPatch[0].path=/spec'], /at '\/platformOverlays\/0\/jsonPatch\/0\/op': value must be one of/, 'an RFC 6902 operation')
   await refused(['--set', 'platformOverlays[0].memcachedSelector=true', '--set', 'platformOverlays[0].strategicMerge.metadata.labels.a=b'], /at '\/platformOverlays\/0\/memcachedSelector': got boolean, want string/, 'a selector is a string')
   await refused(['--set', 'platformOverlays[0].target.kinds=Deployment', '--set', 'platformOverlays[0].strategicMerge.metadata.labels.a=b'], /additional properties 'kinds' not allowed/, "a target's fields are kustomize's")
+  // The schema's copy of the operator's bounds and keys (operator/render/overlay-schema.ts) stays in step.
+  type Schema = { maxItems?: number; properties: Record<string, Schema> }
+  const schema = (JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as Schema).properties.platformOverlays!
+  const item = (schema as Schema & { items: Schema }).items
+  t.equal(schema.maxItems, MAX_OVERLAYS, 'as many overlays as the operator takes')
+  t.equal(item.properties.jsonPatch!.maxItems, MAX_JSON_PATCH_OPS, 'as many operations')
+  t.same(Object.keys(item.properties).sort(), [...Object.keys(OVERLAY_SCHEMA.properties), 'memcachedSelector'].sort(), "an overlay's keys and memcachedSelector")
+  t.same(Object.keys(item.properties.target!.properties).sort(), Object.keys(OVERLAY_SCHEMA.properties.target.properties).sort(), "a target's keys")
 })
 
 t.test('helm lint --strict passes, with the default and the namespaced values', async (t) => {
