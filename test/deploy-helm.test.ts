@@ -6,7 +6,7 @@
  * runs as its ServiceAccount on the chart's Roles and is refused Secrets in other namespaces.
  */
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
 import pino from 'pino'
@@ -16,10 +16,12 @@ import { memcachedCRD } from '../operator/api/crd.ts'
 import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
 import { rolloutCRD } from '../operator/api/rollout-crd.ts'
 import { ApiError, KubeClient, type KubeObject } from '../operator/controller/client.ts'
+import { readPlatformOverlays } from '../operator/cli/overlays-file.ts'
 import { runCli } from '../operator/cli/program.ts'
 import { packageVersion } from '../operator/cli/io.ts'
 import { startOperator } from '../operator/cli/run.ts'
 import { loadChart } from '../operator/render/chart.ts'
+import { MAX_JSON_PATCH_OPS, MAX_OVERLAYS, OVERLAY_SCHEMA } from '../operator/render/overlay-schema.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { allowing, grantsFor, kustomize, ROOT, type Attributes, type Grant } from './deploy-manifests.ts'
 import { captureIO } from './support/io.ts'
@@ -86,6 +88,11 @@ const cli = async (args: string[]) => {
 }
 
 const kustomized = kustomize('default')
+
+/** A values file whose platformOverlays are the overlays of the sample kustomize/manager/platform-overlays.yaml. */
+const SAMPLE_OVERLAYS = join(ROOT, 'kustomize/manager/platform-overlays.yaml')
+const overlaysValues = join(home, 'platform-overlays-values.yaml')
+writeFileSync(overlaysValues, JSON.stringify({ platformOverlays: (parseAllDocuments(readFileSync(SAMPLE_OVERLAYS, 'utf8'))[0]!.toJS() as { overlays: unknown[] }).overlays }))
 
 t.test("the chart's CRD and the manager's rules are the generated ones", async (t) => {
   const crd = await cli(['crd'])
@@ -277,8 +284,63 @@ t.test('bad values are refused with what and where', async (t) => {
   t.notOk(single.some((o) => o.metadata.name === 'memcached-operator-leader-election-role'), 'and no Lease Role')
 })
 
+t.test('platformOverlays: a ConfigMap holding the file of `run --overlays`, mounted into the manager with the flag', async (t) => {
+  const objects = await render('-f', overlaysValues)
+  const cm = only<KubeObject & { data: Record<string, string> }>(objects, 'ConfigMap', 'memcached-operator-platform-overlays')
+  t.equal(cm.metadata.namespace, NS)
+  t.same(Object.keys(cm.data), ['overlays.yaml'], 'one file')
+  const d = only<Deployment>(objects, 'Deployment')
+  const pod = d.spec.template.spec
+  const manager = pod.containers[0]!
+  const flags = manager.args.filter((a) => a.startsWith('--overlays'))
+  t.same(flags, ['--overlays=/etc/memcached-operator/platform-overlays/overlays.yaml'], 'the manager is given the file')
+  t.same(pod.volumes?.filter((v) => (v as { name: string }).name === 'platform-overlays'), [{ name: 'platform-overlays', configMap: { name: cm.metadata.name } }], "the ConfigMap is the pod's volume")
+  t.same((manager.volumeMounts as object[]).filter((m) => (m as { name: string }).name === 'platform-overlays'), [{ name: 'platform-overlays', mountPath: '/etc/memcached-operator/platform-overlays', readOnly: true }], 'mounted read-only where the flag points')
+  // The operator's own reader (`run --overlays`) takes the rendered file as it takes the sample.
+  const file = join(home, 'rendered-overlays.yaml')
+  writeFileSync(file, cm.data['overlays.yaml']!)
+  // (`who` names the file an overlay came from: the one path that differs.)
+  const unnamed = (overlays: ReturnType<typeof readPlatformOverlays>) => overlays.map(({ who, ...o }) => ({ name: who.replace(/^.*: /, ''), ...o }))
+  const read = unnamed(readPlatformOverlays(file, ROOT))
+  t.equal(read.length, 2)
+  t.same(read, unnamed(readPlatformOverlays(SAMPLE_OVERLAYS, ROOT)), 'the same overlays, selector included, as the sample file')
+  // A change of the overlays rolls the manager, which reads them once.
+  const checksum = (o: KubeObject[]) => (only<Deployment>(o, 'Deployment').spec.template.metadata as { annotations?: Record<string, string> }).annotations?.['checksum/platform-overlays']
+  const other = await render('-f', overlaysValues, '--set', 'platformOverlays[0].name=spot')
+  t.match(checksum(objects), /^[0-9a-f]{64}$/)
+  t.not(checksum(other), checksum(objects), 'another file, another pod template')
+
+  const none = await render()
+  t.notOk(none.some((o) => o.kind === 'ConfigMap'), 'unset: no ConfigMap')
+  const plain = only<Deployment>(none, 'Deployment').spec.template
+  t.notOk(plain.spec.containers[0]!.args.some((a) => a.startsWith('--overlays')), 'no flag')
+  t.notOk(JSON.stringify(plain).includes('platform-overlays'), 'no volume, mount or checksum')
+})
+
+t.test('platformOverlays of the wrong shape are refused by the schema', async (t) => {
+  const refused = async (args: string[], message: RegExp, what: string) => {
+    const r = await helm(['template', RELEASE, CHART, ...args])
+    t.not(r.code, 0, what)
+    t.match(r.stderr, message, what)
+  }
+  await refused(['--set', 'platformOverlays.name=x'], /at '\/platformOverlays': got object, want array/, 'a list')
+  await refused(['--set', 'platformOverlays[0].target.kind=Deployment'], /at '\/platformOverlays\/0': missing property 'strategicMerge'/, 'a patch is required')
+  await refused(['--set', 'platformOverlays[0].patch=x', '--set', 'platformOverlays[0].strategicMerge.metadata.labels.a=b'], /additional properties 'patch' not allowed/, 'no unknown key')
+  await refused(['--set', 'platformOverlays[0].jsonPatch[0].op=merge', '--set', 'platformOverlays[0].jsonPatch[0].path=/spec'], /at '\/platformOverlays\/0\/jsonPatch\/0\/op': value must be one of/, 'an RFC 6902 operation')
+  await refused(['--set', 'platformOverlays[0].memcachedSelector=true', '--set', 'platformOverlays[0].strategicMerge.metadata.labels.a=b'], /at '\/platformOverlays\/0\/memcachedSelector': got boolean, want string/, 'a selector is a string')
+  await refused(['--set', 'platformOverlays[0].target.kinds=Deployment', '--set', 'platformOverlays[0].strategicMerge.metadata.labels.a=b'], /additional properties 'kinds' not allowed/, "a target's fields are kustomize's")
+  // The schema's copy of the operator's bounds and keys (operator/render/overlay-schema.ts) stays in step.
+  type Schema = { maxItems?: number; properties: Record<string, Schema> }
+  const schema = (JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as Schema).properties.platformOverlays!
+  const item = (schema as Schema & { items: Schema }).items
+  t.equal(schema.maxItems, MAX_OVERLAYS, 'as many overlays as the operator takes')
+  t.equal(item.properties.jsonPatch!.maxItems, MAX_JSON_PATCH_OPS, 'as many operations')
+  t.same(Object.keys(item.properties).sort(), [...Object.keys(OVERLAY_SCHEMA.properties), 'memcachedSelector'].sort(), "an overlay's keys and memcachedSelector")
+  t.same(Object.keys(item.properties.target!.properties).sort(), Object.keys(OVERLAY_SCHEMA.properties.target.properties).sort(), "a target's keys")
+})
+
 t.test('helm lint --strict passes, with the default and the namespaced values', async (t) => {
-  for (const args of [[], ['--set', 'rbac.namespaced=true', '--set', 'namespaces={memcached}', '--set', 'serviceMonitor.enabled=true']]) {
+  for (const args of [[], ['--set', 'rbac.namespaced=true', '--set', 'namespaces={memcached}', '--set', 'serviceMonitor.enabled=true'], ['-f', overlaysValues]]) {
     const r = await helm(['lint', '--strict', CHART, ...args])
     const which = args.join(' ') || 'the default values'
     t.equal(r.code, 0, `${which}: ${r.stdout}${r.stderr}`)

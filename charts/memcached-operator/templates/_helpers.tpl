@@ -50,3 +50,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The platform's overlays file (`run --overlays`): the file format of kustomize/manager/platform-overlays.yaml. */}}
+{{- define "memcached-operator.platformOverlays" -}}
+{{ toYaml (dict "overlays" .Values.platformOverlays) }}
+{{- end -}}
