@@ -20,6 +20,11 @@ interface Summary {
   memcacheds: { memcached: string; inCluster: boolean; error?: string; objects: ObjectPrediction[] }[]
 }
 
+const deployment = (s: Summary, name: string): ObjectPrediction => s.memcacheds.flatMap((m) => m.objects).find((o) => o.kind === 'Deployment' && o.name === name)!
+
+/** A line of a unified diff that changes memcached's `-m` value (64 by default) in the pod template. */
+const memoryArgChange = /^[-+] +- ['"]?(32|64|128)['"]?$/m
+
 const actions = (s: Summary) => Object.fromEntries(s.memcacheds.flatMap((m) => m.objects.map((o) => [`${o.kind}/${o.namespace}/${o.name}`, `${o.action}${o.podsRestart ? ' (pods restart)' : ''}`])))
 
 t.test('diff marks a Service that would be deleted and re-created (headless → cluster IP), as the operator then does', async (t) => {
@@ -69,9 +74,32 @@ t.test('diff -o json: per CR and object, the action and whether pods restart; pr
   t.equal(actions(JSON.parse(scale.out()) as Summary)['Deployment/default/memcached-sample'], 'update', 'replicas only: no pod restarts')
   t.equal(actions(JSON.parse(scale.out()) as Summary)['PodDisruptionBudget/default/memcached-sample'], 'prune')
 
+  // A larger memoryMB alone: the operator resizes the pods in place (reconcile/resize.ts), the sandbox serving pods/resize.
   const memory = captureIO()
   t.equal(await runCli(['diff', '--all', ...kc, '-o', 'json', '--set', 'memoryMB=128'], memory), 1, memory.err())
-  t.equal(actions(JSON.parse(memory.out()) as Summary)['Deployment/default/memcached-sample'], 'update (pods restart)', 'a pod template change')
+  const grown = deployment(JSON.parse(memory.out()) as Summary, 'memcached-sample')
+  t.equal(`${grown.action}${grown.podsRestart ? ' (pods restart)' : ''}`, 'update', 'the pod template is held: no pod restarts')
+  t.match(grown.reason, /^memoryMB 64 -> 128: the pods are resized in place/)
+  const text = captureIO()
+  t.equal(await runCli(['diff', '--all', ...kc, '--set', 'memoryMB=128'], text), 1, text.err())
+  t.match(text.err(), /Memcached default\/memcached-sample: Deployment default\/memcached-sample: memoryMB 64 -> 128: the pods are resized in place/)
+  t.notMatch(text.out(), memoryArgChange, 'the diff does not change -m in the pod template')
+  t.match(text.out(), /128/, 'the workload\'s reload annotation carries the new size')
+  // A smaller one cannot be taken in place: the pods restart.
+  const shrink = captureIO()
+  t.equal(await runCli(['diff', '--all', ...kc, '-o', 'json', '--set', 'memoryMB=32'], shrink), 1, shrink.err())
+  const shrunk = deployment(JSON.parse(shrink.out()) as Summary, 'memcached-sample')
+  t.equal(`${shrunk.action}${shrunk.podsRestart ? ' (pods restart)' : ''}`, 'update (pods restart)', 'a shrink restarts the pods')
+  t.match(shrunk.reason, /refuses to lower a running container's memory limit/)
+  const shrinkText = captureIO()
+  t.equal(await runCli(['diff', '--all', ...kc, '--set', 'memoryMB=32'], shrinkText), 1, shrinkText.err())
+  t.match(shrinkText.out(), memoryArgChange, 'a shrink changes -m in the pod template')
+  // A growth with another change of the pod template: the pods restart.
+  const both = captureIO()
+  t.equal(await runCli(['diff', '--all', ...kc, '-o', 'json', '--set', 'memoryMB=128', '--set', 'podAnnotations.x=y'], both), 1, both.err())
+  const rolled = deployment(JSON.parse(both.out()) as Summary, 'memcached-sample')
+  t.equal(`${rolled.action}${rolled.podsRestart ? ' (pods restart)' : ''}`, 'update (pods restart)')
+  t.match(rolled.reason, /the pod template changes beyond memcached's memory/)
 
   const fresh = join(tempDir('mc-diff-'), 'new.yaml')
   writeFileSync(fresh, 'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: newone, namespace: default}\nspec: {size: 1}\n')
@@ -138,4 +166,25 @@ t.test('diff marks a StatefulSet the server refuses to change in place (its pods
   t.equal(await runCli(['diff', '-f', file, ...kc, ...change], text), 1)
   t.match(text.err(), /StatefulSet default\/sts: .* \(not re-created: its annotation .* is "never"; delete it to let it be re-created\); the operator would report ImmutableField/)
   t.notMatch(text.out(), /StatefulSet\.default\.sts/, 'no diff: it is not changed')
+})
+
+t.test('diff: a larger memoryMB restarts the pods on a cluster that does not serve pods/resize, as the operator then does', async (t) => {
+  const bed = await startBed({ sandbox: { podResize: false } })
+  t.teardown(() => bed.stop())
+  await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'noresize', namespace: 'default' }, spec: { size: 1 } })
+  await eventually('applied', async () => ((await bed.client.list({ apiVersion: 'apps/v1', kind: 'Deployment' }, { namespace: 'default' })).items.length === 1 ? true : undefined))
+  const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
+  const json = captureIO()
+  t.equal(await runCli(['diff', '--all', ...kc, '-o', 'json', '--set', 'memoryMB=128'], json), 1, json.err())
+  const d = deployment(JSON.parse(json.out()) as Summary, 'noresize')
+  t.equal(`${d.action}${d.podsRestart ? ' (pods restart)' : ''}`, 'update (pods restart)')
+  t.match(d.reason, /the cluster does not serve pods\/resize/)
+
+  // The operator rolls the pods: the Deployment's template takes -m 128.
+  await bed.client.patch({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', namespace: 'default', name: 'noresize' }, { spec: { memoryMB: 128 } }, { type: 'merge' })
+  await eventually('the template takes -m 128', async () => {
+    const dep = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'noresize' })
+    const args = (dep.spec as { template: { spec: { containers: { args?: string[] }[] } } }).template.spec.containers.flatMap((c) => c.args ?? [])
+    return args[args.indexOf('-m') + 1] === '128' ? true : undefined
+  })
 })

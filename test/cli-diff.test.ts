@@ -40,10 +40,11 @@ t.test('diff: nothing, then what a change would do, then what a chart change wou
   t.ok(bed.sandbox.requests.log().every((r) => !r.userAgent?.startsWith('memcached-operator-diff') || r.verb !== 'patch' || r.code < 300), 'its applies are dry runs that succeed')
 
   const some = captureIO()
-  t.equal(await runCli(['diff', '-f', sample, ...kc, '--set', 'size=1,memoryMB=128'], some), 1)
+  // A smaller memoryMB changes the pod template (a larger one alone is taken in place: cli-diff-predict.test.ts).
+  t.equal(await runCli(['diff', '-f', sample, ...kc, '--set', 'size=1,memoryMB=32'], some), 1)
   t.match(some.out(), /--- live\/apps\.v1\.Deployment\.default\.memcached-sample\n\+\+\+ merged\/apps\.v1\.Deployment\.default\.memcached-sample\n/)
   t.match(some.out(), /\n-  replicas: 3\n\+  replicas: 1\n/)
-  t.match(some.out(), /\n-            - "64"\n\+            - "128"\n/)
+  t.match(some.out(), /\n-            - "64"\n\+            - "32"\n/)
   t.match(some.out(), /--- live\/policy\.v1\.PodDisruptionBudget\.default\.memcached-sample\n\+\+\+ merged\/policy\.v1\.PodDisruptionBudget\.default\.memcached-sample\n@@ -1,\d+ \+0,0 @@\n-apiVersion: policy\/v1\n/, 'the PDB would be pruned')
   const dep = await bed.client.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'memcached-sample' })
   t.equal((dep.spec as { replicas: number }).replicas, 3, 'the cluster is unchanged')
@@ -92,14 +93,14 @@ t.test('diff --all reads the fleet with one list per kind, not a GET per object,
   for (const name of names) await bed.client.create({ apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name, namespace: 'default' }, spec: { size: 2 } })
   await eventually('applied', async () => ((await bed.client.list({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget' }, { namespace: 'default' })).items.length === 3 ? true : undefined))
   const kc = ['--kubeconfig', bed.sandbox.kubeconfigPath]
-  // Reads of objects; diff's one discovery request (the platform, as the operator asks it) is a GET without a resource.
+  // Reads of objects; diff's discovery requests (the platform, as the operator asks it, and whether pods/resize is served, for the larger memoryMB) are GETs without a resource.
   const diffReads = () => bed.sandbox.requests.log().filter((r) => r.userAgent?.startsWith('memcached-operator-diff') && (r.verb === 'get' || r.verb === 'list'))
   const reads = () => diffReads().filter((r) => r.resource !== '')
   bed.sandbox.requests.reset()
   const all = captureIO()
   t.equal(await runCli(['diff', '--all', '--set', 'memoryMB=128', ...kc], all), 1, all.err())
   t.same(reads().filter((r) => r.verb === 'get'), [], 'no GET')
-  t.equal(diffReads().filter((r) => r.resource === '').length, 1, 'one discovery request: the platform')
+  t.equal(diffReads().filter((r) => r.resource === '').length, 2, 'two discovery requests: the platform, pods/resize (once for the fleet)')
   t.equal(reads().filter((r) => r.verb === 'list').length, 1 + loadChart().kinds.length, 'the Memcacheds, then one list per kind the chart declares')
 
   const file = join(tempDir('mc-diff-'), 'fleet.yaml')

@@ -84,6 +84,18 @@ t.test('pod restart: the pod template changes; the text output names the objects
   t.match(text.out, /^Totals: none 0, update 0, restart 2, prune 0, recreate 0, conflict 0, invalid 0, error 0$/m)
 })
 
+t.test('a larger memoryMB alone is an update: the operator resizes the pods in place (the sandbox serves pods/resize); a smaller one restarts them', async (t) => {
+  const grow = await classes(['--chart', chartWithValues('memoryMB: 64', 'memoryMB: 128')])
+  t.equal(grow.code, 0)
+  t.same(grow.classes, { 'default/big': 'update', 'default/small': 'update' })
+  const big = grow.plan.memcacheds.find((m) => m.memcached === 'default/big')!.objects.find((o) => o.kind === 'Deployment')!
+  t.match(big, { action: 'update', podsRestart: false, reason: /^memoryMB 64 -> 128: the pods are resized in place/ })
+  t.match(grow.plan.totals, { update: 2, restart: 0 })
+  const shrink = await classes(['--chart', chartWithValues('memoryMB: 64', 'memoryMB: 32')])
+  t.same(shrink.classes, { 'default/big': 'restart', 'default/small': 'restart' })
+  t.match(shrink.plan.memcacheds[0]!.objects.find((o) => o.kind === 'Deployment'), { action: 'update', podsRestart: true, reason: /refuses to lower a running container's memory limit/ })
+})
+
 t.test('prune: a template no longer rendered; exit 1 unless --fail-on leaves prune out', async (t) => {
   const dir = chartWithValues('podDisruptionBudget:\n  # Rendered only when size > 1.\n  enabled: true', 'podDisruptionBudget:\n  enabled: false')
   const r = await classes(['--chart', dir])

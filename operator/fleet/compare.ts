@@ -20,6 +20,8 @@ import { diffObject, FIELD_MANAGER } from '../reconcile/diff.ts'
 import { hashDesired } from '../reconcile/applied.ts'
 import { describeObject, isControlledBy, stampOwner } from '../reconcile/owner.ts'
 import { immutableRefusal, keptImmutable, type ImmutableChange } from '../reconcile/recreate.ts'
+import { memoryDecision, podsResizeServed } from '../reconcile/resize.ts'
+import { isWorkload as isAppsWorkload } from '../reconcile/status.ts'
 import { splitSecretKey, unusableSecret } from '../reconcile/secrets.ts'
 import { comparable, conflictOf, isWorkload, liveHash, sameComparable, podsRestart, recreateReason, recreateRefused, type Action, type ObjectPrediction } from './diff-predict.ts'
 
@@ -182,6 +184,35 @@ export interface CompareContext {
 }
 
 
+/** Per comparison: whether the cluster serves pods/resize (one discovery request, asked when needed). */
+const resizeServed = new WeakMap<CompareContext, Promise<boolean>>()
+const resizeServedBy = (ctx: CompareContext): Promise<boolean> => {
+  let served = resizeServed.get(ctx)
+  if (!served) resizeServed.set(ctx, (served = podsResizeServed(ctx.client)))
+  return served
+}
+
+/**
+ * What the operator applies for `d`: a Deployment or StatefulSet whose memory grows alone keeps
+ * the live template's memory, its pods resized in place (reconcile/resize.ts, whose decision this
+ * is); otherwise `d`. With why, when the memory changes.
+ */
+async function toApply(ctx: CompareContext, d: RenderedObject, current: KubeObject | undefined): Promise<{ apply: RenderedObject; inPlace: boolean; why?: string }> {
+  if (!isAppsWorkload(d)) return { apply: d, inPlace: false }
+  let decision = memoryDecision(d, current, true)
+  if (decision.kind === 'inPlace' && !(await resizeServedBy(ctx))) decision = memoryDecision(d, current, false)
+  switch (decision.kind) {
+    case 'asRendered':
+      return { apply: d, inPlace: false }
+    case 'restart':
+      return { apply: d, inPlace: false, why: decision.why }
+    case 'notShrunk':
+      return { apply: decision.apply, inPlace: false, why: decision.why }
+    case 'inPlace':
+      return { apply: decision.apply, inPlace: true, why: `memoryMB ${decision.currentMB} -> ${decision.wantMB}: the pods are resized in place (pods/resize, then memcached's cache_memlimit); no pod restarts` }
+  }
+}
+
 /** Compares one CR: its render (with `ctx.chartOf(cr)`) against what the cluster holds, object by object. */
 async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResult> {
   const { client, live, overrides, platform, fromContext } = ctx
@@ -235,7 +266,6 @@ async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResu
     seen.add(fileName(d))
     let current: KubeObject | undefined
     let merged: KubeObject
-    const dryRun = () => client.apply(d, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
     // A kind the cluster does not serve reads as absent (404): its dry run says more, below.
     current = await live.object(d.apiVersion, d.kind, namespace, d.metadata.name)
     // Somebody else's object: the operator leaves it alone and reports OwnershipConflict.
@@ -250,8 +280,11 @@ async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResu
       recreate(d, current, kept)
       continue
     }
+    // A growth of memory the operator takes in place: what it applies is the held workload.
+    const memory = current ? await toApply(ctx, d, current) : { apply: d, inPlace: false }
+    const dryRun = () => client.apply(memory.apply, { fieldManager: FIELD_MANAGER, force: true, dryRun: true })
     // What the operator's reconcile finds equal it does not apply: no change, no dry run.
-    if (ctx.skipEqual && current && diffObject(d, current).equal) {
+    if (ctx.skipEqual && current && diffObject(memory.apply, current).equal) {
       record(d, 'none', false, undefined, current, d)
       continue
     }
@@ -278,7 +311,10 @@ async function compareOne(ctx: CompareContext, given: Memcached): Promise<CrResu
       continue
     }
     const changed = ctx.summaryOnly ? !sameComparable(current, merged) : patch(r.out, d, comparable(current), comparable(merged), 'merged')
-    record(d, !changed ? 'none' : current ? 'update' : 'create', changed ? podsRestart(d.kind, current, merged) : false, undefined, current, d)
+    const restarts = changed ? podsRestart(d.kind, current, merged) : false
+    if (changed && memory.inPlace && !restarts) r.err.push(`Memcached ${namespace}/${name}: ${describeObject(d)}: ${memory.why}\n`)
+    const why = changed && (memory.inPlace ? !restarts : restarts) ? memory.why : undefined
+    record(d, !changed ? 'none' : current ? 'update' : 'create', restarts, why, current, d)
   }
   if (liveCr?.metadata.uid) {
     for (const kind of ctx.pruneKinds ?? chart.kinds) {

@@ -46,7 +46,7 @@ interface ContainerLike {
   args?: string[]
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> }
 }
-interface Target {
+export interface Target {
   memoryMB: number
   container: string
   resources: NonNullable<ContainerLike['resources']>
@@ -93,47 +93,23 @@ export class Resizer {
    */
   async hold(cr: Memcached, d: RenderedObject, live: KubeObject | undefined): Promise<RenderedObject> {
     const uid = cr.metadata.uid ?? ''
-    const plan = safePlan(d)
-    if (!plan?.memory || !live) {
-      this.#targets.delete(uid)
-      return d
+    // Discovery is asked only when a growth could be taken in place.
+    let decision = memoryDecision(d, live, true)
+    if (decision.kind === 'inPlace' && !(await this.#resizeServed())) decision = memoryDecision(d, live, false)
+    if (decision.kind !== 'inPlace') this.#targets.delete(uid)
+    switch (decision.kind) {
+      case 'asRendered':
+        return d
+      case 'notShrunk':
+        await this.#announce(cr, `${decision.currentMB}->${decision.wantMB}`, RESIZE_REASONS.MemoryNotShrunk, decision.why)
+        return decision.apply
+      case 'restart':
+        await this.#announce(cr, `${decision.currentMB}->${decision.wantMB}`, RESIZE_REASONS.MemoryResizeRestart, decision.why)
+        return d
+      case 'inPlace':
+        this.#targets.set(uid, decision.target)
+        return decision.apply
     }
-    const name = plan.memory.container
-    const want = containerOf(d, name)
-    const have = containerOf(live, name)
-    const templateMB = memoryArg(have?.args)
-    const wantMB = plan.memory.memoryMB
-    if (!want || !have || templateMB === undefined) {
-      this.#targets.delete(uid)
-      return d
-    }
-    // What the pods run with: the size last applied to the workload (its annotation), which a growth in place leaves above its template's.
-    const currentMB = safePlan(live)?.memory?.memoryMB ?? templateMB
-    if (wantMB === templateMB) {
-      this.#targets.delete(uid)
-      if (currentMB <= wantMB) return d
-      await this.#announce(cr, `${currentMB}->${wantMB}`, RESIZE_REASONS.MemoryNotShrunk, `memoryMB ${wantMB} is what the pod template already gives, so nothing restarts the pods: they keep memoryMB ${currentMB} (grown in place) until they restart (kubectl rollout restart applies it)`)
-      // The workload keeps saying what the pods run with.
-      return withPlanMemory(d, currentMB)
-    }
-    const held = structuredClone(d) as RenderedObject
-    const heldContainer = containerOf(held, name)!
-    heldContainer.args = withMemoryArg(heldContainer.args ?? [], templateMB)
-    if (have.resources) heldContainer.resources = structuredClone(have.resources)
-    else delete heldContainer.resources
-    const templateChanges = diffObject(held, live).fields.filter((f) => f.startsWith('.spec.template'))
-    const why =
-      wantMB < currentMB ? `kube-apiserver refuses to lower a running container's memory limit (pods/resize), so the pods restart with memoryMB ${wantMB} (was ${currentMB})`
-      : templateChanges.length > 0 ? `the pod template changes beyond memcached's memory (${templateChanges.slice(0, 3).join(', ')}), so the pods restart with memoryMB ${wantMB} as well`
-      : !(await this.#resizeServed()) ? `the cluster does not serve pods/resize (in-place pod resize, Kubernetes 1.33 and later), so the pods restart with memoryMB ${wantMB} (was ${currentMB})`
-      : undefined
-    if (why !== undefined) {
-      this.#targets.delete(uid)
-      await this.#announce(cr, `${currentMB}->${wantMB}`, RESIZE_REASONS.MemoryResizeRestart, why)
-      return d
-    }
-    this.#targets.set(uid, { memoryMB: wantMB, container: name, resources: structuredClone(want.resources ?? {}) })
-    return held
   }
 
   /** A Normal event, once per change of size. */
@@ -207,20 +183,71 @@ export class Resizer {
     return { condition: { type: MEMORY_RESIZED, status: 'True', reason: RESIZE_REASONS.Resized, message: `every ready pod (${live.length}) runs with memoryMB ${target.memoryMB}, resized in place` } }
   }
 
-  /** Whether the cluster serves pods/resize (discovery of /api/v1, kept a few minutes). */
+  /** Whether the cluster serves pods/resize (kept a few minutes). */
   async #resizeServed(): Promise<boolean> {
     if (this.#served && this.#now() - this.#served.at < DISCOVERY_TTL_MS) return this.#served.value
-    let value = false
-    try {
-      const res = await this.#d.client.request({ method: 'GET', path: '/api/v1' })
-      const list = JSON.parse(res.body) as { resources?: { name?: string; verbs?: string[] }[] }
-      value = list.resources?.some((r) => r.name === 'pods/resize' && r.verbs?.includes('patch')) ?? false
-    } catch {
-      value = false
-    }
+    const value = await podsResizeServed(this.#d.client)
     this.#served = { value, at: this.#now() }
     return value
   }
+}
+
+/** Whether the cluster serves pods/resize with patch (discovery of /api/v1); false when it cannot be read. */
+export async function podsResizeServed(client: Pick<KubeClient, 'request'>): Promise<boolean> {
+  try {
+    const res = await client.request({ method: 'GET', path: '/api/v1' })
+    const list = JSON.parse(res.body) as { resources?: { name?: string; verbs?: string[] }[] }
+    return list.resources?.some((r) => r.name === 'pods/resize' && r.verbs?.includes('patch')) ?? false
+  } catch {
+    return false
+  }
+}
+
+/**
+ * What the operator applies for a rendered workload `d` over `live`, as to memcached's memory:
+ * - `asRendered`: `d` as it is (no memory to hold: no live workload, or no `-m` in it);
+ * - `notShrunk`: the template already gives the size asked, but the pods run with more (grown in
+ *   place): `apply` is `d` still saying what the pods run with, and nothing restarts them;
+ * - `restart`: `d` as rendered, its pods restart (`why`): a shrink, another change of the pod
+ *   template, or a cluster that does not serve pods/resize (`resizeServed`);
+ * - `inPlace`: `apply` is `d` with the live template's memory; the pods are resized to `target`.
+ * Pure: `diff` and `plan` predict with it what the resizer does.
+ */
+export type MemoryDecision =
+  | { kind: 'asRendered' }
+  | { kind: 'notShrunk'; apply: RenderedObject; currentMB: number; wantMB: number; why: string }
+  | { kind: 'restart'; currentMB: number; wantMB: number; why: string }
+  | { kind: 'inPlace'; apply: RenderedObject; currentMB: number; wantMB: number; target: Target }
+
+export function memoryDecision(d: RenderedObject, live: KubeObject | undefined, resizeServed: boolean): MemoryDecision {
+  const plan = safePlan(d)
+  if (!plan?.memory || !live) return { kind: 'asRendered' }
+  const name = plan.memory.container
+  const want = containerOf(d, name)
+  const have = containerOf(live, name)
+  const templateMB = memoryArg(have?.args)
+  const wantMB = plan.memory.memoryMB
+  if (!want || !have || templateMB === undefined) return { kind: 'asRendered' }
+  // What the pods run with: the size last applied to the workload (its annotation), which a growth in place leaves above its template's.
+  const currentMB = safePlan(live)?.memory?.memoryMB ?? templateMB
+  if (wantMB === templateMB) {
+    if (currentMB <= wantMB) return { kind: 'asRendered' }
+    // The workload keeps saying what the pods run with.
+    return { kind: 'notShrunk', apply: withPlanMemory(d, currentMB), currentMB, wantMB, why: `memoryMB ${wantMB} is what the pod template already gives, so nothing restarts the pods: they keep memoryMB ${currentMB} (grown in place) until they restart (kubectl rollout restart applies it)` }
+  }
+  const held = structuredClone(d) as RenderedObject
+  const heldContainer = containerOf(held, name)!
+  heldContainer.args = withMemoryArg(heldContainer.args ?? [], templateMB)
+  if (have.resources) heldContainer.resources = structuredClone(have.resources)
+  else delete heldContainer.resources
+  const templateChanges = diffObject(held, live).fields.filter((f) => f.startsWith('.spec.template'))
+  const why =
+    wantMB < currentMB ? `kube-apiserver refuses to lower a running container's memory limit (pods/resize), so the pods restart with memoryMB ${wantMB} (was ${currentMB})`
+    : templateChanges.length > 0 ? `the pod template changes beyond memcached's memory (${templateChanges.slice(0, 3).join(', ')}), so the pods restart with memoryMB ${wantMB} as well`
+    : !resizeServed ? `the cluster does not serve pods/resize (in-place pod resize, Kubernetes 1.33 and later), so the pods restart with memoryMB ${wantMB} (was ${currentMB})`
+    : undefined
+  if (why !== undefined) return { kind: 'restart', currentMB, wantMB, why }
+  return { kind: 'inPlace', apply: held, currentMB, wantMB, target: { memoryMB: wantMB, container: name, resources: structuredClone(want.resources ?? {}) } }
 }
 
 function safePlan(o: KubeObject | RenderedObject | undefined): ReloadPlan | undefined {
