@@ -4,8 +4,7 @@
  * (added / modified / removed paths) and removing a set of paths from an object.
  *
  * Over 600 lines: four operations over one schema walk (walk.ts) that share its list and map
- * helpers; the apply engine is being changed in parallel, and the file is split by operation once
- * those changes are in.
+ * helpers; a split by operation has to move those helpers first, which is not yet done.
  */
 import type { Json, JsonObject, Topology } from '../types.ts'
 import { builder, build, EMPTY as EMPTY_SET, isEmpty as isEmptySet, LEAF, make, type FieldSet, type SetBuilder, pathString } from './fieldset.ts'
