@@ -51,14 +51,17 @@ const cases: [number, string | undefined][] = [
 /**
  * maxConnections against threads. How many descriptors memcached needs before its first client
  * varies by a few with its listeners and what it inherits; the chart asks for 16 beyond 5 a thread,
- * so that some clients fit too. The refused cases here are below what memcached needs to start; one
- * within the 16 (5 × threads + 5 to + 15) starts, but serves almost no one. Where memcached itself
- * stops starting moves with the descriptors it inherits (with -c 1024 from a shell, 203 threads start
- * and 205 do not; 205 started under CI's tap), so the refused case near it is 210, 26 descriptors past.
+ * so that some clients fit too. The refused cases here are those memcached cannot start with at
+ * all, for want of descriptors (epoll_create, pipe or eventfd: Too many open files). Its own
+ * "Maxconns setting is too low" check is no judge: memcached.c main() runs it after
+ * `usleep(1000)`, counting the connections its threads have opened by then, so near the limit
+ * memcached starts or not with the machine's load (-c 1024 with 205 and 210 threads both did
+ * under CI, and not from a shell). One within the 16 (5 × threads + 5 to + 15) starts, but serves
+ * almost no one.
  */
 const connectionCases: [number, number | undefined][] = [
   [1, undefined], [20, undefined], [36, undefined], [1024, undefined],
-  [5, 1], [21, 1], [64, 13], [1024, 201], [1024, 210], [1024, 1024], [4096, 64],
+  [5, 1], [21, 1], [32, 13], [1024, 201], [1024, 400], [1024, 1024], [4096, 64],
 ]
 
 t.test('maxConnections and threads: what the chart accepts memcached starts with, what it refuses memcached refuses', async (t) => {
