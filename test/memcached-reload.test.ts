@@ -6,6 +6,7 @@
  * The Secret volumes are laid out as the kubelet writes them (test/support/atomic-writer.ts).
  */
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { X509Certificate } from 'node:crypto'
 import t from 'tap'
 import { MemcachedConnection, MemcachedError } from '../operator/memcached/connection.ts'
@@ -13,9 +14,9 @@ import { certificateSummary } from '../operator/memcached/certificate.ts'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
 import { writeAtomic } from './support/atomic-writer.ts'
-import { plain, setGet, stats, tls } from './support/memcached-client.ts'
+import { plain, setGet, stats, tls, tlsUsable } from './support/memcached-client.ts'
 import { podCommand, podOf, running, startArgs, startPod } from './support/memcached.ts'
-import { makePki, renewed } from './support/pki.ts'
+import { expired, makePki, renewed } from './support/pki.ts'
 import { eventually } from './support/operator.ts'
 
 const chart = loadChart()
@@ -79,6 +80,63 @@ t.test('clientAuth require with the auth file: the operator\'s connection presen
   t.equal(after.served(), certificateSummary({ stringData: { 'tls.crt': next.crt, 'tls.key': next.key } })?.fingerprint)
   after.close()
   t.equal(await failedAt(MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: { cert: next.crt, key: next.key }, credentials: { user: 'alice', password: 'wrong' } })), 'auth', 'a wrong password is refused')
+})
+
+/**
+ * The exporter sidecar as memcached_exporter v0.16.0 connects: a new client at every scrape
+ * (pkg/exporter/exporter.go Collect: memcache.New), whose TLS config prometheus/common v0.67.5
+ * made at start (config/http_config.go NewTLSConfigWithContext): the CA file read then, the
+ * client certificate and key read from their files at every handshake (GetClientCertificate).
+ * The exporter itself is not run (no registry this project reaches ships it); its flags are the
+ * rendered ones, its files the pod's.
+ */
+function exporterOf(objects: ReturnType<typeof render>, files: { path(p: string): string }) {
+  const pod = podOf(objects)
+  const exporter = pod.containers.find((c) => c.name === 'metrics')
+  if (!exporter) throw new Error('no exporter container rendered')
+  const flag = (name: string) => exporter.args?.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
+  const certFile = flag('memcached.tls.cert-file')
+  const keyFile = flag('memcached.tls.key-file')
+  const caFile = flag('memcached.tls.ca-file')
+  if (!certFile || !keyFile || !caFile) throw new Error(`the exporter's TLS flags: ${JSON.stringify(exporter.args)}`)
+  const ca = readFileSync(files.path(caFile), 'utf8')
+  const servername = flag('memcached.tls.server-name')
+  return {
+    container: exporter,
+    /** One scrape of memcached on `port` (the pod's loopback port is the test's). */
+    scrape: (port: number) => tlsUsable(port, { ca, ...(servername ? { servername } : {}), rejectUnauthorized: true, cert: readFileSync(files.path(certFile), 'utf8'), key: readFileSync(files.path(keyFile), 'utf8') }),
+  }
+}
+
+t.test('clientAuth require, the exporter across a renewal: its next scrape presents the renewed certificate from the files the kubelet swapped, so its old one expiring stops nothing', async (t) => {
+  const objects = render({ tls: { enabled: true, secretName: 'mc-tls', clientAuth: 'require' }, metrics: { enabled: true } })
+  const mc = running(await startPod(objects, { secrets: { 'mc-tls': { 'tls.crt': pki.crt, 'tls.key': pki.key, 'ca.crt': pki.ca } } }))
+  t.teardown(() => mc.stop())
+  const exporter = exporterOf(objects, mc.files)
+  const memcachedMount = podOf(objects).containers.find((c) => c.name === 'memcached')?.volumeMounts?.find((m) => m.name === 'tls')
+  t.same(exporter.container.volumeMounts, [memcachedMount], 'the exporter mounts the Secret\'s volume whole, as memcached does (a subPath mount is never updated by the kubelet)')
+  t.match(await exporter.scrape(mc.port), /^VERSION /, 'a scrape with the certificate it started with')
+
+  const old = expired(pki)
+  t.match(await tlsUsable(mc.port, { ca: pki.ca, cert: old.crt, key: old.key }), /^refused/, 'memcached refuses a client certificate past its expiry: what an exporter that kept its first certificate would meet')
+
+  const next = renewed(pki)
+  writeAtomic(mc.files.path('/etc/memcached/tls'), { 'tls.crt': next.crt, 'tls.key': next.key, 'ca.crt': pki.ca })
+  const op = await MemcachedConnection.open({ host: '127.0.0.1', port: mc.port, tls: { cert: next.crt, key: next.key } })
+  t.equal(await op.command('refresh_certs'), 'OK', 'the operator\'s refresh, with the Secret\'s certificate')
+  op.close()
+  t.match(await exporter.scrape(mc.port), /^VERSION /, 'the next scrape: the renewed certificate read from the swapped files, the renewed server certificate verified against the CA read at start')
+})
+
+t.test('clientAuth require, a new CA: memcached, still trusting the CA it started with, admits no client of the new one, so no refresh can reach it (a new CA takes a restart)', async (t) => {
+  const objects = render({ tls: { enabled: true, secretName: 'mc-tls', clientAuth: 'require' }, metrics: { enabled: true } })
+  const mc = running(await startPod(objects, { secrets: { 'mc-tls': { 'tls.crt': pki.crt, 'tls.key': pki.key, 'ca.crt': pki.ca } } }))
+  t.teardown(() => mc.stop())
+  const exporter = exporterOf(objects, mc.files)
+  const other = makePki()
+  writeAtomic(mc.files.path('/etc/memcached/tls'), { 'tls.crt': other.crt, 'tls.key': other.key, 'ca.crt': other.ca })
+  t.match(await tlsUsable(mc.port, { cert: other.crt, key: other.key }), /^refused/, 'the new CA\'s certificate, as the operator and the exporter would present it')
+  t.match(await exporter.scrape(mc.port), /^refused/, 'the exporter\'s next scrape, with the swapped files and the CA it read at start')
 })
 
 t.test('a key that does not match its certificate (or a chain newer than its key): memcached answers refresh_certs with an error and completes no handshake after (why the operator never asks for such a pair)', async (t) => {

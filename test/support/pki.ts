@@ -27,10 +27,10 @@ function ca(dir: string, name: string): void {
   openssl(dir, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`, '-days', '2', '-keyout', `${name}.key`, '-out', `${name}.crt`)
 }
 
-function signed(dir: string, caName: string, name: string): void {
+function signed(dir: string, caName: string, name: string, days = 2): void {
   writeFileSync(join(dir, `${name}.ext`), 'subjectAltName=DNS:localhost,DNS:cache.team.svc\nextendedKeyUsage=serverAuth,clientAuth\n')
   openssl(dir, 'req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`)
-  openssl(dir, 'x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`, '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.crt`)
+  openssl(dir, 'x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`, '-CAcreateserial', '-days', String(days), '-extfile', `${name}.ext`, '-out', `${name}.crt`)
 }
 
 export function makePki(): Pki {
@@ -49,5 +49,12 @@ let renewals = 0
 export function renewed(pki: Pki): { crt: string; key: string } {
   const name = `renewed-${++renewals}`
   signed(pki.dir, 'ca', name)
+  return { crt: readFileSync(join(pki.dir, `${name}.crt`), 'utf8'), key: readFileSync(join(pki.dir, `${name}.key`), 'utf8') }
+}
+
+/** A certificate of the same CA whose validity ended a day ago (openssl's negative -days): what a client that kept its old certificate holds after its expiry. */
+export function expired(pki: Pki): { crt: string; key: string } {
+  const name = `expired-${++renewals}`
+  signed(pki.dir, 'ca', name, -1)
   return { crt: readFileSync(join(pki.dir, `${name}.crt`), 'utf8'), key: readFileSync(join(pki.dir, `${name}.key`), 'utf8') }
 }
