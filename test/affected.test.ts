@@ -5,7 +5,8 @@ import { affectedTests, reachedByTests } from './support/affected.ts'
 const reached = new Map([
   ['test/a.test.ts', new Set(['test/a.test.ts', 'operator/render/engine.ts', 'operator/render/chart.ts'])],
   ['test/b.test.ts', new Set(['test/b.test.ts', 'operator/controller/queue.ts'])],
-  ['test/docs.test.ts', new Set(['test/docs.test.ts', 'test/support/operator.ts'])],
+  ['test/docs.test.ts', new Set(['test/docs.test.ts', 'test/support/docs.ts', 'test/support/operator.ts'])],
+  ['test/docs-cli.test.ts', new Set(['test/docs-cli.test.ts', 'test/support/docs.ts'])],
 ])
 
 t.test('a test file is affected by a file it imports, directly or not', async (t) => {
@@ -14,10 +15,10 @@ t.test('a test file is affected by a file it imports, directly or not', async (t
   t.same(affectedTests(['test/b.test.ts'], reached), ['test/b.test.ts'], 'a changed test file runs itself')
 })
 
-t.test('files read rather than imported: the chart through the render engine, the docs through the doc test', async (t) => {
+t.test('files read rather than imported: the chart through the render engine, the docs through the doc tests\' runner', async (t) => {
   t.same(affectedTests(['charts/memcached/templates/deployment.ejs'], reached), ['test/a.test.ts'])
-  t.same(affectedTests(['docs/cli.md'], reached), ['test/docs.test.ts'])
-  t.same(affectedTests(['README.md'], reached), ['test/docs.test.ts'])
+  t.same(affectedTests(['docs/cli.md'], reached), ['test/docs-cli.test.ts', 'test/docs.test.ts'])
+  t.same(affectedTests(['README.md'], reached), ['test/docs-cli.test.ts', 'test/docs.test.ts'])
 })
 
 t.test('a change no test reaches affects none', async (t) => {

@@ -1,105 +1,15 @@
 /**
- * The commands a user copies from the README and docs/ keep working: every ```sh block runs here,
- * in bash with `set -euo pipefail`, from a copy of the checkout, against a sandbox started as
- * `npm start` starts it (the operator running, the sample CR converged), with real kubectl on the
- * PATH and KUBECONFIG pointing at the sandbox. Each page gets a fresh sandbox and kubectl cache;
- * its blocks run in order. `sh long-running` blocks are started and left running for the page's
- * later blocks; `sh needs-docker` blocks are not run (no Docker engine here) and may hold only
- * docker and kind commands. The README's set-up block is checked against package.json and .ci/run, and `npm start`
- * is run as it is. Relative links and anchors must resolve.
+ * The commands a user copies from the README and docs/ keep working. This file checks the README's
+ * set-up block against package.json and .ci/run, runs `npm start` as it is, resolves every
+ * relative link and anchor, and holds that each page with commands has its own test file, which
+ * runs them (test/support/docs.ts runPage: every ```sh block, in order, on a fresh sandbox).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { cpSync, existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import t from 'tap'
 import { eventually } from './support/operator.ts'
-import { tempDir } from './support/tmp.ts'
+import { blocksOf, converged, copyOfCheckout, environment, pages, pageTestFile, root, runnableBlocks, start, stop } from './support/docs.ts'
 import { MEMCACHED_PACKAGES } from './support/memcached.ts'
-import { helmPath, kubectlPath } from './support/tools.ts'
-
-const root = resolve(import.meta.dirname, '..')
-// Every page starts a sandbox and runs its commands one by one.
-t.setTimeout(600_000)
-const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
-
-interface Block {
-  page: string
-  line: number
-  info: string[]
-  code: string
-}
-
-/** The fenced code blocks of a Markdown page, indented ones (in list items) included. */
-function blocksOf(page: string): Block[] {
-  const text = readFileSync(join(root, page), 'utf8')
-  const out: Block[] = []
-  const fence = /^( *)```([^\n`]*)\n([\s\S]*?)^\1```[ \t]*$/gm
-  for (const m of text.matchAll(fence)) {
-    const indent = m[1]!.length
-    const code = m[3]!
-      .split('\n')
-      .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
-      .join('\n')
-    out.push({ page, line: text.slice(0, m.index).split('\n').length, info: m[2]!.trim().split(/\s+/).filter(Boolean), code })
-  }
-  return out
-}
-
-let copy: string | undefined
-/**
- * A copy of the checkout to run commands in (the docs may write files), sharing node_modules; one
- * for the whole file, so that node's compile cache of its sources serves every page.
- */
-function copyOfCheckout(): string {
-  if (copy) return copy
-  const dir = (copy = tempDir('mc-docs-'))
-  const skip = new Set(['node_modules', '.git', '.tap', 'coverage'])
-  for (const entry of readdirSync(root)) if (!skip.has(entry)) cpSync(join(root, entry), join(dir, entry), { recursive: true })
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
-  return dir
-}
-
-interface Proc {
-  child: ChildProcess
-  output(): string
-  exited: Promise<number | null>
-}
-
-/** Starts a command in its own process group (so that a signal reaches all of it, as Ctrl-C does). */
-function start(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Proc {
-  const child = spawn(command, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)))
-  return { child, output: () => out, exited }
-}
-
-async function stop(p: Proc, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  if (p.child.exitCode === null && p.child.signalCode === null) process.kill(-p.child.pid!, signal)
-  return p.exited
-}
-
-function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    PATH: [dirname(kubectlPath()), dirname(helmPath()), process.env.PATH].join(':'),
-    // The start-up snapshot was built for the checkout, not for the copy: the sources run.
-    MEMCACHED_OPERATOR_SNAPSHOT: 'off',
-    ...extra,
-  }
-}
-
-/** Runs one block to its end; resolves with its exit code and output. */
-async function runBlock(code: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
-  const p = start('bash', ['-euo', 'pipefail', '-c', code], cwd, env)
-  const timer = setTimeout(() => void stop(p, 'SIGKILL'), 120_000)
-  const exit = await p.exited
-  clearTimeout(timer)
-  return { code: exit, output: p.output() }
-}
-
-const converged = /^default\/memcached-sample: size 3, ready 3, status\.nodes \["memcached-sample-[^"]+","memcached-sample-[^"]+","memcached-sample-[^"]+"\]$/m
 
 t.test("the README's set-up commands are the package's own, and CI runs nothing else", async (t) => {
   const setup = blocksOf('README.md').find((b) => b.info[0] === 'sh')
@@ -163,47 +73,11 @@ t.test('relative links and anchors in the README and docs/ resolve', async (t) =
   }
 })
 
-for (const page of pages) {
-  const blocks = blocksOf(page).filter((b) => b.info[0] === 'sh')
-  // The README's set-up block is the test above; `npm install` is what brought this test here.
-  const runnable = page === 'README.md' ? blocks.slice(1) : blocks
-  if (runnable.length === 0) continue
-  t.test(`${page}: every sh block works as written`, async (t) => {
-    for (const b of runnable.filter((b) => b.info[1] === 'needs-docker')) {
-      for (const line of b.code.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))) t.match(line, /^(docker|kind) /, `${page}:${b.line} runs only docker and kind`)
-    }
-    const toRun = runnable.filter((b) => b.info[1] !== 'needs-docker')
-    if (toRun.length === 0) return
-    for (const b of toRun) t.ok(b.info.length === 1 || b.info[1] === 'long-running', `${page}:${b.line}: a known marker (${b.info.join(' ')})`)
-    const dir = copyOfCheckout()
-    const kubeconfig = join(tempDir('mc-docs-kubeconfig-'), 'kubeconfig')
-    const sandbox = start(process.execPath, ['operator/cli/main.js', 'sandbox', '--kubeconfig-out', kubeconfig, '--pod-ready-delay', '100'], dir, environment())
-    const background: Proc[] = []
-    t.teardown(async () => {
-      for (const p of background) await stop(p, 'SIGKILL')
-      await stop(sandbox, 'SIGKILL')
-    })
-    await eventually(`${page}: the sandbox and the sample`, () => (converged.test(sandbox.output()) ? true : undefined), 60_000)
-    // And kubectl's own discovery cache, as on a machine that never saw this server: the cache is
-    // kept by host and port, and another test's sandbox may have had this port before.
-    const env = environment({ KUBECONFIG: kubeconfig, KUBECACHEDIR: tempDir('mc-docs-kubectl-cache-') })
-    for (const b of toRun) {
-      const where = `${page}:${b.line}`
-      if (b.info[1] === 'long-running') {
-        const p = start('bash', ['-euo', 'pipefail', '-c', b.code], dir, env)
-        background.push(p)
-        await eventually(`${where}: some output`, () => (p.output() !== '' ? true : undefined), 30_000).catch(() => undefined)
-        await new Promise((r) => setTimeout(r, 2000))
-        t.equal(p.child.exitCode, null, `${where} is still running`, { output: p.output() })
-        continue
-      }
-      const began = Date.now()
-      const r = await runBlock(b.code, dir, env)
-      t.equal(r.code, 0, `${where} (${((Date.now() - began) / 1000).toFixed(1)} s)`, { code: b.code, output: r.output })
-    }
-    for (const p of background.splice(0)) {
-      const code = await stop(p)
-      t.ok(code === 0 || code === null, 'a long-running command stops cleanly on SIGTERM', { output: p.output() })
-    }
-  })
-}
+t.test('every page with commands has its test file, which runs that page', async (t) => {
+  for (const page of pages) {
+    if (runnableBlocks(page).length === 0) continue
+    const file = pageTestFile(page)
+    t.ok(existsSync(join(root, file)), `${page}: ${file}`)
+    if (existsSync(join(root, file))) t.match(readFileSync(join(root, file), 'utf8'), `runPage(t, '${page}')`, `${file} runs ${page}`)
+  }
+})

@@ -31,7 +31,7 @@ const READS: { changed: RegExp; reads: (file: string) => boolean }[] = [
   { changed: /^charts\/memcached\//, reads: (f) => f === 'operator/render/chart.ts' },
   { changed: /^charts\/memcached-operator\//, reads: names('charts/memcached-operator') },
   { changed: /^kustomize\//, reads: names('kustomize/') },
-  { changed: /^(docs\/.*\.md|README\.md)$/, reads: (f) => f === 'test/docs.test.ts' },
+  { changed: /^(docs\/.*\.md|README\.md)$/, reads: (f) => f === 'test/support/docs.ts' },
 ]
 
 function git(args: string[]): string[] {
