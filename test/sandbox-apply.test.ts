@@ -627,6 +627,28 @@ t.test('a preserved-unknown field that turns from a map into a string takes its 
   t.same(owners, { b: { 'f:spec': { 'f:extra': {} } } }, 'a kept nothing: spec.extra went to b, spec.extra.b is gone')
 })
 
+t.test('typed/merge.go: a null applied over a preserved-unknown map leaves its entries and their owner; over a list or a scalar there it replaces the value', async (t) => {
+  // Below a preserved-unknown field the type is `__untyped_deduced_` (typed/parser.go): maps
+  // separable, lists atomic. A null's atom is the whole deduced atom, whose map part handleAtom
+  // picks (typed/helpers.go); doMap keeps a live map's entries and makes a list or scalar a leaf
+  // that the null replaces (a change, so a conflict with its owner).
+  const cr = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: {}, preserveUnknown: true } } })
+  const object = (extra: unknown): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'default' }, spec: { extra } }) as unknown as KubeObject
+  const opts = (manager: string, now: string, force: boolean): ApplyOptions => ({ manager, force, topology: cr, now, apiVersion: 'example.com/v1' })
+  const a = serverSideApply(undefined, object({ m: { k: 1 }, l: [1], s: 'x' }), opts('a', T0, false))
+  if (!a.ok) throw new Error(a.message)
+  const refused = serverSideApply(a.object, object({ m: null, l: null, s: null }), opts('b', T1, false))
+  t.same(refused.ok ? [] : refused.conflicts.map((c) => c.field).sort(), ['.spec.extra.l', '.spec.extra.s'], 'the list and the scalar change; the map does not')
+  const b = serverSideApply(a.object, object({ m: null, l: null, s: null }), opts('b', T1, true))
+  if (!b.ok) throw new Error(b.message)
+  t.same(b.object.spec, { extra: { m: { k: 1 }, l: null, s: null } })
+  const owners = Object.fromEntries((b.object.metadata.managedFields ?? []).map((e) => [e.manager, e.fieldsV1]))
+  t.same(owners, {
+    a: { 'f:spec': { 'f:extra': { '.': {}, 'f:m': { '.': {}, 'f:k': {} } } } },
+    b: { 'f:spec': { 'f:extra': { '.': {}, 'f:l': {}, 'f:m': {}, 'f:s': {} } } },
+  }, 'a keeps the map and its entry, shared with b; the list and the scalar went to b (spec.extra, undeclared, is a member of both: typed/tofieldset.go)')
+})
+
 t.test('a null applied over an object field the applier filled leaves the field null once its members are pruned (typed/remove.go)', async (t) => {
   const cr = customResourceTopology({ type: 'struct', fields: { spec: { type: 'struct', fields: { opts: { type: 'struct', fields: { a: { type: 'scalar' } } } } } } })
   const object = (opts: unknown): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'default' }, spec: { opts } }) as unknown as KubeObject

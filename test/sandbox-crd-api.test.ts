@@ -70,3 +70,42 @@ t.test('kubectl get shows a custom resource with its printer columns', async (t)
   t.match(header, /^NAME\s+SIZE\s+READY\s+AGE$/)
   t.match(row, /^cache\s+5\s+\d+s$/, "an absent value is an empty cell, as on a real cluster")
 })
+
+/** A PATCH over the sandbox's HTTP listener, as a client sends it; the answer's status and body. */
+async function patchOverHttp(sb: { url: string }, path: string, contentType: string, body: unknown): Promise<{ status: number; body: Obj }> {
+  const res = await fetch(sb.url + path, { method: 'PATCH', headers: { Authorization: 'Bearer sandbox', 'Content-Type': contentType }, body: JSON.stringify(body) })
+  return { status: res.status, body: (await res.json()) as Obj }
+}
+
+function fieldsOf(o: Obj, manager: string): Obj | undefined {
+  return (o.metadata.managedFields as Obj[]).find((e) => e.manager === manager)?.fieldsV1
+}
+
+// structured-merge-diff v6.3.0 merge/multiple_appliers_test.go TestMultipleAppliersDeducedType
+// (multiple_appliers_recursive_map_deduced), on a preserved-unknown field: everything under
+// spec.extra is `__untyped_deduced_` (kube-openapi schemaconv parseObject), whose maps are
+// separable. A null applied against one of its maps merges like a null against any granular map
+// (typed/merge.go doMap: the live entries against a nil map stay), so the first applier keeps
+// what it owns under it; when that applier then drops the map, prune removes the entry it alone
+// applied (merge/update.go prune, typed/remove.go) with what a controller wrote inside it.
+t.test('merge/multiple_appliers_test.go (structured-merge-diff): a null applied over a preserved-unknown map leaves it and its owner; the owner dropping it removes what a controller wrote inside', async (t) => {
+  const { sb } = await sandbox(t)
+  const path = '/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/x'
+  const apply = 'application/apply-patch+yaml'
+  const one = await patchOverHttp(sb, `${path}?fieldManager=apply-one`, apply, mc('x', { size: 1, extra: { a: { b: null }, c: { d: null } } }))
+  t.equal(one.status, 201)
+  const two = await patchOverHttp(sb, `${path}?fieldManager=apply-two`, apply, mc('x', { size: 1, extra: { a: null, c: { d: null } } }))
+  t.equal(two.status, 200)
+  t.same(two.body.spec.extra, { a: { b: null }, c: { d: null } }, 'the null leaves the live map as it is')
+  t.same(fieldsOf(two.body, 'apply-one'), { 'f:spec': { 'f:extra': { 'f:a': { '.': {}, 'f:b': {} }, 'f:c': { '.': {}, 'f:d': {} } }, 'f:size': {} } }, 'the first applier still owns extra.a.b')
+  t.same(fieldsOf(two.body, 'apply-two'), { 'f:spec': { 'f:extra': { 'f:a': {}, 'f:c': { '.': {}, 'f:d': {} } }, 'f:size': {} } })
+  const controller = await patchOverHttp(sb, `${path}?fieldManager=controller`, 'application/merge-patch+json', { spec: { extra: { a: { b: { c: 'x' } } } } })
+  t.equal(controller.status, 200)
+  t.same(fieldsOf(controller.body, 'controller'), { 'f:spec': { 'f:extra': { 'f:a': { 'f:b': { 'f:c': {} } } } } }, 'a null that becomes a map is not itself modified: the controller owns only what it added')
+  const dropped = await patchOverHttp(sb, `${path}?fieldManager=apply-one`, apply, mc('x', { size: 1 }))
+  t.equal(dropped.status, 200)
+  t.same(dropped.body.spec.extra, { a: null, c: { d: null } }, 'extra.a.b goes whole, the map it emptied left null')
+  t.same(fieldsOf(dropped.body, 'apply-one'), { 'f:spec': { 'f:size': {} } })
+  t.same(fieldsOf(dropped.body, 'apply-two'), { 'f:spec': { 'f:extra': { 'f:a': {}, 'f:c': { '.': {}, 'f:d': {} } }, 'f:size': {} } })
+  t.equal(fieldsOf(dropped.body, 'controller'), undefined, 'the controller lost all it owned with the removed entry')
+})

@@ -18,9 +18,10 @@
  * Known differences from a real API server:
  * - Fields a topology does not declare merge like Go struct fields: refusing them (`field not
  *   declared in schema`) is the server's job before it calls the engine (pipeline/apply.ts).
- * - A `null` in an applied configuration replaces a scalar, atomic or deduced field and leaves a
- *   granular one as it is (structured-merge-diff's merge); it is kept in a custom resource (whose
- *   CRD defaulting drops the non-nullable ones) and dropped from a built-in kind's object.
+ * - A `null` in an applied configuration replaces a scalar, an atomic node or an empty container
+ *   and leaves a granular one (a deduced map too) as it is (structured-merge-diff's merge); it is
+ *   kept in a custom resource (whose CRD defaulting drops the non-nullable ones) and dropped from
+ *   a built-in kind's object.
  * - An ownership-only apply keeps the applier's old timestamp (a brand-new entry gets `now`).
  * - No conversion between apiVersions: managers of other versions are compared as is.
  * `test/sandbox-apply-smd-tables.test.ts` runs structured-merge-diff's own merge tables against

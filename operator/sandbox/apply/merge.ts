@@ -107,7 +107,8 @@ function addChildren(n: SetBuilder, v: unknown, t: Topology, trail: string[]): v
  * nodes; structs and maps merge member by member; associative lists merge item by item with the
  * configuration's order and live-only items kept in place. The result is a fresh tree (nothing is
  * shared with either input), so callers may mutate it. A null in the configuration replaces a
- * scalar, atomic or deduced field and leaves a granular one unchanged (typed/merge.go). Nulls are
+ * scalar, an atomic node or an empty container and leaves a granular one (a deduced map too)
+ * unchanged (typed/merge.go). Nulls are
  * values of a custom resource (its CRD's defaulting then drops those of non-nullable fields, as
  * the API server does) and are dropped from a built-in kind's, as decoding into its Go type drops
  * them.
@@ -134,10 +135,14 @@ const copyOf = <T>(v: T): T => (keepNulls ? clone(v) : cloneDropNull(v))
 function merge(l: Json | undefined, r: Json | undefined, t: Topology, trail: string[]): Json | undefined {
   if (r === undefined) return l === undefined || (l === null && !keepNulls) ? undefined : clone(l)
   if (r === null) {
-    // typed/merge.go: null merged into a typed granular map, struct or list changes nothing below
-    // it (the live items stay); on a scalar, an atomic node or a deduced value it replaces it, and
-    // on an empty container too (both sides empty or null are a leaf: `emptyPromoteToLeaf`).
-    if (l === undefined || l === null || t.type === 'any' || kindOf(t, l) === LEAF_KIND) return keepNulls ? null : undefined
+    // typed/merge.go: null merged into a granular map, struct or list changes nothing below it
+    // (the live items stay); on a scalar or an atomic node it replaces it, and on an empty
+    // container too (both sides empty or null are a leaf: `emptyPromoteToLeaf`). A deduced value
+    // (`__untyped_deduced_`, typed/parser.go) is granular when it is a map: the null's atom is the
+    // whole deduced atom, whose map part wins in handleAtom (typed/helpers.go), so doMap runs with
+    // the live map against a nil one and keeps its entries. Its lists are atomic and its scalars
+    // leaves, which the null replaces.
+    if (l === undefined || l === null || kindOf(t, l) === LEAF_KIND) return keepNulls ? null : undefined
     if (keepNulls && isEmptyContainer(l)) return null
     return clone(l)
   }
