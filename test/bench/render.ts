@@ -93,7 +93,7 @@ console.log(`  ratio through npx/helm (median)              ${(median(variants[3
 const snapshotDir = resolve(process.env.MEMCACHED_OPERATOR_SNAPSHOT_DIR || join(root, 'node_modules', '.cache', 'memcached-operator'))
 const lines = (files: string[]) => files.reduce((n, f) => n + readFileSync(join(root, f), 'utf8').split('\n').length - 1, 0)
 const code = ['operator/cli/memcached-operator', ...readdirSync(join(root, 'operator/snapshot')).map((f) => `operator/snapshot/${f}`)]
-const tests = ['test/snapshot.test.ts', 'test/snapshot-parts.test.ts']
+const tests = ['test/cli-snapshot.test.ts', 'test/cli-snapshot-parts.test.ts']
 // Bytes a build adds to the disk: its files but the hard link to the node binary that built it.
 const own = (dir: string) => readdirSync(dir).reduce((n, f) => {
   const st = statSync(join(dir, f))
