@@ -5,7 +5,8 @@
 import type { Chart } from '../render/chart.ts'
 import { isPlainMap } from '../render/values.ts'
 import { OPERATOR_SPEC_FIELDS } from '../render/spec-fields.ts'
-import { API_VERSION, GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from './memcached.ts'
+import { crdOf } from './crd-envelope.ts'
+import { API_VERSION, KIND, PLURAL, SHORT_NAMES, SINGULAR } from './memcached.ts'
 
 const STATUS_SCHEMA = {
   type: 'object',
@@ -70,51 +71,33 @@ export function specSchema(chart: Pick<Chart, 'schema'>): Record<string, unknown
 
 /** The CRD object `memcached-operator crd` prints. */
 export function memcachedCRD(chart: Chart): Record<string, unknown> {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: {
-      name: `${PLURAL}.${GROUP}`,
-      labels: { 'app.kubernetes.io/name': 'memcached-operator', 'app.kubernetes.io/part-of': 'memcached-operator' },
+  return crdOf({ kind: KIND, plural: PLURAL, singular: SINGULAR, shortNames: SHORT_NAMES, categories: ['all'] }, 'Namespaced', {
+    subresources: {
+      status: {},
+      scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
     },
-    spec: {
-      group: GROUP,
-      names: { kind: KIND, listKind: `${KIND}List`, plural: PLURAL, singular: SINGULAR, shortNames: SHORT_NAMES, categories: ['all'] },
-      scope: 'Namespaced',
-      versions: [
-        {
-          name: VERSION,
-          served: true,
-          storage: true,
-          subresources: {
-            status: {},
-            scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
-          },
-          additionalPrinterColumns: [
-            { name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'Desired number of memcached pods' },
-            { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods that are ready' },
-            { name: 'Servers', type: 'integer', jsonPath: '.status.servers', description: 'Servers listed in status.serverList for clients' },
-            { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Reconciled, or why the instance is not Ready (the Ready condition\'s reason)' },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-          ],
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              description: `${KIND} runs memcached, rendered from the ${chart.name} chart (${API_VERSION}).`,
-              properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
-                spec: specSchema(chart),
-                status: STATUS_SCHEMA,
-              },
-              required: ['spec'],
-            },
-          },
+    additionalPrinterColumns: [
+      { name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'Desired number of memcached pods' },
+      { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods that are ready' },
+      { name: 'Servers', type: 'integer', jsonPath: '.status.servers', description: 'Servers listed in status.serverList for clients' },
+      { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Reconciled, or why the instance is not Ready (the Ready condition\'s reason)' },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        description: `${KIND} runs memcached, rendered from the ${chart.name} chart (${API_VERSION}).`,
+        properties: {
+          apiVersion: { type: 'string' },
+          kind: { type: 'string' },
+          metadata: { type: 'object' },
+          spec: specSchema(chart),
+          status: STATUS_SCHEMA,
         },
-      ],
+        required: ['spec'],
+      },
     },
-  }
+  })
 }
 
 const CRD_KEYWORDS = new Set([

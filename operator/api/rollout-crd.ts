@@ -5,6 +5,7 @@
  * with are: a rollout decides what every namespace runs. Its schema is fixed;
  * `memcached-operator crd --kind Rollout` prints it.
  */
+import { crdOf } from './crd-envelope.ts'
 import { GROUP, VERSION } from './memcached.ts'
 
 export const ROLLOUT_KIND = 'Rollout'
@@ -111,71 +112,53 @@ const duration = (description: string) => ({ type: 'string', pattern: '^([0-9]+(
 
 /** The CRD object. */
 export function rolloutCRD(): Record<string, unknown> {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: {
-      name: `${ROLLOUT_PLURAL}.${GROUP}`,
-      labels: { 'app.kubernetes.io/name': 'memcached-operator', 'app.kubernetes.io/part-of': 'memcached-operator' },
-    },
-    spec: {
-      group: GROUP,
-      names: { kind: ROLLOUT_KIND, listKind: `${ROLLOUT_KIND}List`, plural: ROLLOUT_PLURAL, singular: 'rollout', shortNames: ['mcro'] },
-      scope: 'Cluster',
-      versions: [
-        {
-          name: VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: 'Revision', type: 'string', jsonPath: '.spec.revision', description: 'The ChartRevision the fleet moves to' },
-            { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Pending, Progressing, Paused, Succeeded, Halted, Aborted or Failed' },
-            { name: 'Wave', type: 'string', jsonPath: '.status.wave', description: 'The current wave, of how many' },
-            { name: 'Updated', type: 'string', jsonPath: '.status.progress', description: 'Memcacheds on the revision and healthy, of the fleet' },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-          ],
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              description: `${ROLLOUT_KIND} moves the Memcacheds to a ChartRevision wave by wave, each CR healthy on it before the next moves, and promotes the revision at the end; a wave that fails its health gate is returned to its previous revisions and the rollout halts (docs/fleet.md).`,
-              properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
-                spec: {
+  return crdOf({ kind: ROLLOUT_KIND, plural: ROLLOUT_PLURAL, singular: 'rollout', shortNames: ['mcro'] }, 'Cluster', {
+    subresources: { status: {} },
+    additionalPrinterColumns: [
+      { name: 'Revision', type: 'string', jsonPath: '.spec.revision', description: 'The ChartRevision the fleet moves to' },
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Pending, Progressing, Paused, Succeeded, Halted, Aborted or Failed' },
+      { name: 'Wave', type: 'string', jsonPath: '.status.wave', description: 'The current wave, of how many' },
+      { name: 'Updated', type: 'string', jsonPath: '.status.progress', description: 'Memcacheds on the revision and healthy, of the fleet' },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        description: `${ROLLOUT_KIND} moves the Memcacheds to a ChartRevision wave by wave, each CR healthy on it before the next moves, and promotes the revision at the end; a wave that fails its health gate is returned to its previous revisions and the rollout halts (docs/fleet.md).`,
+        properties: {
+          apiVersion: { type: 'string' },
+          kind: { type: 'string' },
+          metadata: { type: 'object' },
+          spec: {
+            type: 'object',
+            required: ['revision'],
+            'x-kubernetes-validations': [{ rule: 'self.revision == oldSelf.revision', message: 'the revision of a Rollout cannot change: create another Rollout' }],
+            properties: {
+              revision: { type: 'string', minLength: 1, description: 'The ChartRevision to move the fleet to (kubectl get chartrevisions).' },
+              waves: {
+                type: 'array',
+                maxItems: 20,
+                description: 'The waves, in order. A wave takes the Memcacheds its selector matches among those no earlier wave took, at most percent of the fleet (rounded up). The Memcacheds no wave takes make a last wave. Absent: one wave of every Memcached.',
+                items: {
                   type: 'object',
-                  required: ['revision'],
-                  'x-kubernetes-validations': [{ rule: 'self.revision == oldSelf.revision', message: 'the revision of a Rollout cannot change: create another Rollout' }],
                   properties: {
-                    revision: { type: 'string', minLength: 1, description: 'The ChartRevision to move the fleet to (kubectl get chartrevisions).' },
-                    waves: {
-                      type: 'array',
-                      maxItems: 20,
-                      description: 'The waves, in order. A wave takes the Memcacheds its selector matches among those no earlier wave took, at most percent of the fleet (rounded up). The Memcacheds no wave takes make a last wave. Absent: one wave of every Memcached.',
-                      items: {
-                        type: 'object',
-                        properties: {
-                          name: { type: 'string' },
-                          selector: selectorSchema,
-                          percent: { type: 'integer', minimum: 1, maximum: 100, description: 'At most this share of the fleet, rounded up; absent: every Memcached the selector matches.' },
-                        },
-                      },
-                    },
-                    maxInFlight: { type: 'integer', minimum: 1, description: 'Memcacheds moved and not yet healthy at once (default 1).' },
-                    bakeTime: duration('How long every Memcached of a wave must stay healthy before the next wave starts (default 0s).'),
-                    healthDeadline: duration('How long a moved Memcached has to run the revision Ready and Available (default 5m); past it the wave fails.'),
-                    paused: { type: 'boolean', description: 'No Memcached is moved while true.' },
-                    abort: { type: 'boolean', description: 'Ends the rollout and returns the current wave to its previous revisions.' },
+                    name: { type: 'string' },
+                    selector: selectorSchema,
+                    percent: { type: 'integer', minimum: 1, maximum: 100, description: 'At most this share of the fleet, rounded up; absent: every Memcached the selector matches.' },
                   },
                 },
-                status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
               },
-              required: ['spec'],
+              maxInFlight: { type: 'integer', minimum: 1, description: 'Memcacheds moved and not yet healthy at once (default 1).' },
+              bakeTime: duration('How long every Memcached of a wave must stay healthy before the next wave starts (default 0s).'),
+              healthDeadline: duration('How long a moved Memcached has to run the revision Ready and Available (default 5m); past it the wave fails.'),
+              paused: { type: 'boolean', description: 'No Memcached is moved while true.' },
+              abort: { type: 'boolean', description: 'Ends the rollout and returns the current wave to its previous revisions.' },
             },
           },
+          status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
         },
-      ],
+        required: ['spec'],
+      },
     },
-  }
+  })
 }
