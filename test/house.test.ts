@@ -10,7 +10,7 @@
 import t from 'tap'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
-import { build } from 'esbuild'
+import { metafileOf } from './support/import-graph.ts'
 
 type Kind = 'static' | 'dynamic' | 'type'
 interface Edge {
@@ -64,19 +64,9 @@ function typeImports(file: string): Edge[] {
 }
 
 async function importGraph(): Promise<Edge[]> {
-  const result = await build({
-    entryPoints: sources,
-    bundle: true,
-    write: false,
-    metafile: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    outdir: '/nonexistent',
-    logLevel: 'silent',
-  })
+  const metafile = await metafileOf(sources, process.cwd())
   const edges: Edge[] = []
-  for (const [from, input] of Object.entries(result.metafile.inputs)) {
+  for (const [from, input] of Object.entries(metafile.inputs)) {
     if (!from.startsWith('operator/')) continue
     for (const i of input.imports) {
       if (i.external || !i.path.startsWith('operator/')) continue

@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
+import { metafileOf } from './import-graph.ts'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -49,20 +49,9 @@ export function changedFiles(base?: string): string[] {
 
 /** Each test file (all of them unless named) with the local files it reaches through its imports (itself included). */
 export async function reachedByTests(tests = (readdirSync(join(root, 'test'), { recursive: true }) as string[]).filter((f) => f.endsWith('.test.ts')).map((f) => `test/${f}`)): Promise<Map<string, Set<string>>> {
-  const result = await build({
-    absWorkingDir: root,
-    entryPoints: tests,
-    bundle: true,
-    write: false,
-    metafile: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    outdir: '/nonexistent',
-    logLevel: 'silent',
-  })
+  const metafile = await metafileOf(tests, root)
   const next = new Map<string, string[]>()
-  for (const [file, input] of Object.entries(result.metafile.inputs)) next.set(file, input.imports.filter((i) => !i.external).map((i) => i.path))
+  for (const [file, input] of Object.entries(metafile.inputs)) next.set(file, input.imports.filter((i) => !i.external).map((i) => i.path))
   const out = new Map<string, Set<string>>()
   for (const test of tests) {
     const seen = new Set([test])
