@@ -10,11 +10,10 @@ import pino from 'pino'
 import t, { type Test } from 'tap'
 import { ApiError, type KubeClient, type KubeObject } from '../operator/controller/client.ts'
 import { DEFAULT_CHART_DIR, loadChart } from '../operator/render/chart.ts'
-import { AppliedMemory } from '../operator/reconcile/applied.ts'
-import { CONTROLLER_INDEX, kindKey, Reconciler, type Cache, type MemcachedObject } from '../operator/reconcile/reconciler.ts'
 import { memcachedCRD } from '../operator/api/crd.ts'
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { chartWith } from './support/chart.ts'
+import { fakeCr, fakeReconciler, stamped } from './support/fake-reconciler.ts'
 import { eventually, operatorWrites, startBed, startOperatorOn, clientFor, type Bed } from './support/operator.ts'
 
 const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
@@ -205,7 +204,7 @@ t.test('a foreign object is never deleted: an adopted orphan the server refuses 
 t.test('a second identical refusal after a re-creation does not delete again: Degraded ImmutableField until the render changes', async (t) => {
   // A server (or a webhook) that refuses every change of the Service once it exists: the
   // re-created object is refused too, on the next drift.
-  const cr = { ...MC, metadata: { name: 'loop', namespace: 'default', uid: 'cr-uid', resourceVersion: '1', generation: 1 }, spec: { size: 1 } } as MemcachedObject
+  const cr = fakeCr('loop')
   const stored = new Map<string, KubeObject>()
   const calls: string[] = []
   let n = 0
@@ -223,9 +222,8 @@ t.test('a second identical refusal after a re-creation does not delete again: De
       // As kube-apiserver: a uid the object does not have is refused (rest/update.go BeforeUpdate).
       if (there && obj.metadata.uid !== undefined && obj.metadata.uid !== there.metadata.uid) throw new ApiError(422, 'Invalid', `${obj.kind} "loop" is invalid: metadata.uid: Invalid value: "${obj.metadata.uid}": field is immutable`, { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.uid', message: `Invalid value: "${obj.metadata.uid}": field is immutable` }] })
       if (obj.kind === 'Service' && there) throw refusal()
-      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
-      stored.set(obj.kind, live)
-      return live
+      stored.set(obj.kind, stamped(obj, ++n))
+      return stored.get(obj.kind)
     },
     async delete(ref: { kind: string }, opts: { preconditions?: { uid?: string } }) {
       calls.push(`delete ${ref.kind} ${opts.preconditions?.uid}`)
@@ -233,34 +231,15 @@ t.test('a second identical refusal after a re-creation does not delete again: De
       return { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success' }
     },
   } as unknown as KubeClient
-  const chart = loadChart()
-  const cache = (kind: string): Cache => ({
-    get: () => {
-      const o = stored.get(kind)
-      // Drift by another manager: every reconcile has something to apply.
-      return o ? ({ ...o, metadata: { ...o.metadata, resourceVersion: `${o.metadata.resourceVersion}-drifted`, labels: {} } } as KubeObject) : undefined
-    },
-    byIndex: (index) => (index === CONTROLLER_INDEX && stored.has(kind) ? [stored.get(kind) as KubeObject] : []),
-  })
-  const recorded: string[] = []
-  const reconciler = new Reconciler({
-    client,
-    chart: () => chart,
-    memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
-    pods: { get: () => undefined, byIndex: () => [] },
-    memory: new AppliedMemory(),
-    events: { record: async (_o, type, reason) => void recorded.push(`${type} ${reason}`) },
-    metrics: { applied() {}, skipped() {}, pruned() {}, failed() {} },
-  })
+  const { reconciler, recorded } = fakeReconciler({ cr, client, stored })
   const log = pino({ level: 'silent' })
   await reconciler.reconcile('default', 'loop', log) // creates everything
   const first = stored.get('Service')?.metadata.uid
   await reconciler.reconcile('default', 'loop', log) // refused: deleted and re-created
   t.same(calls.filter((c) => c.startsWith('delete')), [`delete Service ${first}`], 'deleted once, on its uid')
-  t.ok(recorded.includes('Normal Recreated'))
+  t.ok(recorded.some((r) => r.startsWith('Normal Recreated:')))
   await t.rejects(reconciler.reconcile('default', 'loop', log), { name: 'ReconcileError', message: /not re-created: it was already re-created for this render/ })
   await t.rejects(reconciler.reconcile('default', 'loop', log), { name: 'ReconcileError' })
   t.equal(calls.filter((c) => c.startsWith('delete')).length, 1, 'never deleted again for the same render')
-  t.ok(recorded.includes('Warning ImmutableField'))
+  t.ok(recorded.some((r) => r.startsWith('Warning ImmutableField:')))
 })

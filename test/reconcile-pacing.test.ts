@@ -2,17 +2,18 @@
 import pino from 'pino'
 import t from 'tap'
 import { ApiError, type KubeClient } from '../operator/controller/client.ts'
-import { loadChart } from '../operator/render/chart.ts'
-import { AppliedMemory } from '../operator/reconcile/applied.ts'
-import { CONTROLLER_INDEX, kindKey, Reconciler, type Cache, type MemcachedObject } from '../operator/reconcile/reconciler.ts'
 import type { KubeObject } from '../operator/controller/client.ts'
 import type { RenderedObject } from '../operator/render/manifest.ts'
 import { objectKey } from '../operator/reconcile/owner.ts'
 import { planRecreations, RecreationPacer, type RecreationRequest } from '../operator/reconcile/pacing.ts'
 import { immutableWorkloadField } from '../operator/reconcile/recreate.ts'
+import { fakeCr, fakeReconciler, stamped } from './support/fake-reconciler.ts'
 
 const ref = (name: string, kind = 'Deployment'): RenderedObject => ({ apiVersion: 'apps/v1', kind, metadata: { name, namespace: 'default' } })
 const req = (name: string, owner = `uid-${name}`): RecreationRequest => ({ key: `apps/v1/Deployment/default/${name}`, owner, crKey: `default/${name}`, what: `Deployment default/${name}`, field: 'spec.selector', replaces: `old-${name}`, ref: ref(name) })
+
+/** The refusal of a Deployment's selector change, as kube-apiserver words it (apps/validation ValidateDeploymentUpdate). */
+const selectorRefusal = (name: string) => new ApiError(422, 'Invalid', `Deployment.apps "${name}" is invalid: spec.selector: Invalid value: {}: field is immutable`, { causes: [{ reason: 'FieldValueInvalid', field: 'spec.selector', message: 'Invalid value: {}: field is immutable' }] })
 
 function pacer(max: number, timeoutMs = 1000) {
   let now = 0
@@ -153,13 +154,12 @@ t.test('planRecreations: asks only for workloads that need it, gives back what i
 })
 
 t.test('a re-creation the plan did not foresee (the server refuses a field that looked unchanged) waits for a slot too: no delete, RecreationQueued', async (t) => {
-  const cr = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'w', namespace: 'default', uid: 'cr-w', resourceVersion: '1', generation: 1 }, spec: { size: 1 } } as MemcachedObject
+  const cr = fakeCr('w')
   const stored = new Map<string, KubeObject>()
   const calls: string[] = []
   const statuses: unknown[] = []
   let n = 0
   // A webhook that refuses every change of the Deployment once it exists, as the selector's refusal words it.
-  const refusal = () => new ApiError(422, 'Invalid', 'Deployment.apps "w" is invalid: spec.selector: Invalid value: {}: field is immutable', { causes: [{ reason: 'FieldValueInvalid', field: 'spec.selector', message: 'Invalid value: {}: field is immutable' }] })
   const client = {
     async apply(obj: KubeObject, opts: { subresource?: string }) {
       if (opts.subresource === 'status') {
@@ -167,16 +167,14 @@ t.test('a re-creation the plan did not foresee (the server refuses a field that 
         return { ...cr, status: obj.status }
       }
       calls.push(`apply ${obj.kind}`)
-      if (obj.kind === 'Deployment' && stored.has('Deployment')) throw refusal()
-      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
-      stored.set(obj.kind, live)
-      return live
+      if (obj.kind === 'Deployment' && stored.has('Deployment')) throw selectorRefusal('w')
+      stored.set(obj.kind, stamped(obj, ++n))
+      return stored.get(obj.kind)
     },
     async create(obj: KubeObject) {
       calls.push(`create ${obj.kind}`)
-      const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
-      stored.set(obj.kind, live)
-      return live
+      stored.set(obj.kind, stamped(obj, ++n))
+      return stored.get(obj.kind)
     },
     async delete(ref: { kind: string }) {
       calls.push(`delete ${ref.kind}`)
@@ -184,29 +182,9 @@ t.test('a re-creation the plan did not foresee (the server refuses a field that 
       return { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success' }
     },
   } as unknown as KubeClient
-  const chart = loadChart()
-  const cache = (kind: string): Cache => ({
-    // Drift by another manager (a label): the next reconcile applies again.
-    get: () => {
-      const o = stored.get(kind)
-      return o ? ({ ...o, metadata: { ...o.metadata, resourceVersion: `${o.metadata.resourceVersion}-drifted`, labels: {} } } as KubeObject) : undefined
-    },
-    byIndex: (index) => (index === CONTROLLER_INDEX && stored.has(kind) ? [stored.get(kind) as KubeObject] : []),
-  })
   const { p } = pacer(1)
   p.request(req('elsewhere', 'other-cr'))
-  const recorded: string[] = []
-  const reconciler = new Reconciler({
-    client,
-    chart: () => chart,
-    memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
-    pods: { get: () => undefined, byIndex: () => [] },
-    memory: new AppliedMemory(),
-    events: { record: async (_o, type, reason, message) => void recorded.push(`${type} ${reason}: ${message}`) },
-    metrics: { applied() {}, skipped() {}, pruned() {}, failed() {} },
-    pacer: p,
-  })
+  const { reconciler, recorded } = fakeReconciler({ cr, client, stored, pacer: p })
   const log = pino({ level: 'silent' })
   await reconciler.reconcile('default', 'w', log) // creates everything
   calls.length = 0
@@ -225,12 +203,11 @@ t.test('a re-creation the plan did not foresee (the server refuses a field that 
 })
 
 t.test('a re-created workload whose name somebody else took meanwhile: OwnershipConflict, and the slot goes back at once', async (t) => {
-  const cr = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached', metadata: { name: 'v', namespace: 'default', uid: 'cr-v', resourceVersion: '1', generation: 1 }, spec: { size: 1 } } as MemcachedObject
+  const cr = fakeCr('v')
   const stored = new Map<string, KubeObject>()
   const statuses: unknown[] = []
   let n = 0
   let deleted = false
-  const refusal = () => new ApiError(422, 'Invalid', 'Deployment.apps "v" is invalid: spec.selector: Invalid value: {}: field is immutable', { causes: [{ reason: 'FieldValueInvalid', field: 'spec.selector', message: 'Invalid value: {}: field is immutable' }] })
   // Somebody else's Deployment, created between our delete and our re-creating apply.
   const theirs = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'v', namespace: 'default', uid: 'theirs', resourceVersion: '99' }, spec: {} } as KubeObject
   const client = {
@@ -242,11 +219,10 @@ t.test('a re-created workload whose name somebody else took meanwhile: Ownership
       // The apply that can only create carries a fresh uid: an existing object refuses it, as kube-apiserver's ValidateObjectMetaUpdate does.
       if (obj.metadata.uid !== undefined) {
         if (obj.kind === 'Deployment' && deleted) throw new ApiError(422, 'Invalid', `Deployment.apps "v" is invalid: metadata.uid: Invalid value: "${obj.metadata.uid}": field is immutable`, { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.uid', message: `Invalid value: "${obj.metadata.uid}": field is immutable` }] })
-        const live = { ...obj, metadata: { ...obj.metadata, uid: `${obj.kind}-${++n}`, resourceVersion: String(n) } } as KubeObject
-        stored.set(obj.kind, live)
-        return live
+        stored.set(obj.kind, stamped(obj, ++n))
+        return stored.get(obj.kind)
       }
-      if (obj.kind === 'Deployment' && stored.has('Deployment')) throw refusal()
+      if (obj.kind === 'Deployment' && stored.has('Deployment')) throw selectorRefusal('v')
       return stored.get(obj.kind) ?? obj
     },
     async get() {
@@ -257,26 +233,8 @@ t.test('a re-created workload whose name somebody else took meanwhile: Ownership
       return { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success' }
     },
   } as unknown as KubeClient
-  const chart = loadChart()
-  const cache = (kind: string): Cache => ({
-    get: () => {
-      const o = stored.get(kind)
-      return o ? ({ ...o, metadata: { ...o.metadata, resourceVersion: `${o.metadata.resourceVersion}-drifted`, labels: {} } } as KubeObject) : undefined
-    },
-    byIndex: (index) => (index === CONTROLLER_INDEX && stored.has(kind) ? [stored.get(kind) as KubeObject] : []),
-  })
   const { p } = pacer(1)
-  const reconciler = new Reconciler({
-    client,
-    chart: () => chart,
-    memcacheds: { get: () => cr, byIndex: () => [cr] },
-    children: new Map(chart.kinds.map((k) => [kindKey(k), cache(k.kind)])),
-    pods: { get: () => undefined, byIndex: () => [] },
-    memory: new AppliedMemory(),
-    events: { record: async () => {} },
-    metrics: { applied() {}, skipped() {}, pruned() {}, failed() {} },
-    pacer: p,
-  })
+  const { reconciler } = fakeReconciler({ cr, client, stored, pacer: p })
   const log = pino({ level: 'silent' })
   await reconciler.reconcile('default', 'v', log) // creates everything
   const result = await reconciler.reconcile('default', 'v', log)
