@@ -9,6 +9,7 @@ import { SAMPLES_DIR } from '../operator/cli/lint.ts'
 import { chartWith } from './support/chart.ts'
 import { captureIO } from './support/io.ts'
 import { tempDir } from './support/tmp.ts'
+import { withoutTapHooks } from './support/tap-env.ts'
 
 const root = resolve(import.meta.dirname, '..')
 const sample = join(SAMPLES_DIR, 'cache_v1alpha1_memcached.yaml')
@@ -246,7 +247,7 @@ t.test('the executable: exit codes and stdin through a real process', async (t) 
   t.equal(stderr, '', 'and no stack trace')
   const shebang = readFileSync(bin, 'utf8').split('\n')[0]!.replace(/^#!\/usr\/bin\/env -S node\s*/, '')
   t.match(readFileSync(join(root, 'operator/cli/memcached-operator'), 'utf8'), `\nexec node ${shebang} "$cli/main.js" "$@"\n`, 'the executable runs main.js with the flags of its shebang')
-  const viaNpx = execFileSync('npx', ['--no-install', 'memcached-operator', '--version'], { cwd: root, encoding: 'utf8' })
+  const viaNpx = execFileSync('npx', ['--no-install', 'memcached-operator', '--version'], { cwd: root, encoding: 'utf8', env: withoutTapHooks(process.env) })
   t.match(viaNpx.trim(), /^\d+\.\d+\.\d+$/, 'npx memcached-operator works from the checkout')
 })
 

@@ -15,6 +15,7 @@ import { dirname, join, resolve } from 'node:path'
 import type { Test } from 'tap'
 import { eventually } from './operator.ts'
 import { tempDir } from './tmp.ts'
+import { withoutTapHooks } from './tap-env.ts'
 import { helmPath, kubectlPath } from './tools.ts'
 
 export const root = resolve(import.meta.dirname, '..', '..')
@@ -77,7 +78,7 @@ let linked: string | undefined
 export function linkedBin(dir: string): string {
   if (linked) return linked
   const prefix = tempDir('mc-docs-prefix-')
-  const r = spawnSync('npm', ['link', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, env: { ...process.env, npm_config_prefix: prefix }, encoding: 'utf8' })
+  const r = spawnSync('npm', ['link', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, env: { ...withoutTapHooks(process.env), npm_config_prefix: prefix }, encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`npm link in ${dir}: ${r.stderr}`)
   return (linked = join(prefix, 'bin'))
 }
@@ -103,9 +104,13 @@ export async function stop(p: Proc, signal: NodeJS.Signals = 'SIGTERM'): Promise
   return p.exited
 }
 
+/**
+ * The commands' environment: kubectl and helm on the PATH, and not tap's coverage hooks (the
+ * commands run the copy's sources, whose coverage counts for nothing).
+ */
 export function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
-    ...process.env,
+    ...withoutTapHooks(process.env),
     PATH: [dirname(kubectlPath()), dirname(helmPath()), process.env.PATH].join(':'),
     // The start-up snapshot was built for the checkout, not for the copy: the sources run.
     MEMCACHED_OPERATOR_SNAPSHOT: 'off',
