@@ -58,6 +58,12 @@ export interface RolloutControllerOptions {
   pollMs?: number
   platform?: string
   now?: () => Date
+  /**
+   * The Memcacheds as the operator's informer caches them (with the owners of spec.chartRevision
+   * kept of their managedFields: reconcile/cache-summary.ts), read instead of a list of the whole
+   * fleet at every pass. Absent: a list per pass.
+   */
+  memcacheds?: () => (FleetCr & Memcached)[]
 }
 
 /** Drives the Rollouts of the cluster. */
@@ -131,7 +137,7 @@ export class RolloutController {
     } catch (err) {
       return this.#end(ro, st, 'Failed', 'InvalidSpec', (err as Error).message)
     }
-    const crs = (await this.#o.client.list<KubeObject & Memcached>(MC)).items as unknown as (FleetCr & Memcached)[]
+    const crs = this.#o.memcacheds?.() ?? ((await this.#o.client.list<KubeObject & Memcached>(MC)).items as unknown as (FleetCr & Memcached)[])
     const byKey = new Map(crs.map((cr) => [crKey(cr), cr]))
     if (ro.spec.abort) {
       await this.#returnWave(st, byKey, 'the rollout was aborted')

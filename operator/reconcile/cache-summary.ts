@@ -33,11 +33,21 @@ export function podStatusKey(pod: KubeObject): string {
   return `${phase ?? ''}/${podIP ?? ''}/${conditions?.[0]?.status ?? ''}`
 }
 
-/** A Memcached as cached: its managedFields are never read. */
-export function withoutManagedFields(o: KubeObject): KubeObject {
-  if (!o.metadata.managedFields) return o
+type ManagedFieldsEntry = { manager?: string; operation?: string; fieldsV1?: { 'f:spec'?: Record<string, unknown> } }
+
+/**
+ * A Memcached as cached. Of its managedFields a reconcile reads nothing; a rollout reads who set
+ * spec.chartRevision (a person's pin holds the CR: fleet/rollout-waves.ts personPin), so the
+ * entries that own it are kept, reduced to that field.
+ */
+export function memcachedSummary(o: KubeObject): KubeObject {
+  const entries = o.metadata.managedFields as ManagedFieldsEntry[] | undefined
+  if (!entries) return o
   const { managedFields: _, ...metadata } = o.metadata
-  return { ...o, metadata }
+  const pins = entries
+    .filter((m) => m.fieldsV1?.['f:spec'] !== undefined && 'f:chartRevision' in m.fieldsV1['f:spec'])
+    .map((m) => ({ ...(m.manager !== undefined ? { manager: m.manager } : {}), ...(m.operation !== undefined ? { operation: m.operation } : {}), fieldsV1: { 'f:spec': { 'f:chartRevision': {} } } }))
+  return { ...o, metadata: pins.length > 0 ? ({ ...metadata, managedFields: pins } as KubeObject['metadata']) : metadata }
 }
 
 /**

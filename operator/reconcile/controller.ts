@@ -37,7 +37,7 @@ import { Resizer } from './resize.ts'
 import { selectorKeys, shardSelector } from './shard.ts'
 import type { WorkloadLike } from './status.ts'
 import { CONTROLLER_INDEX, INSTANCE_INDEX, INSTANCE_LABEL, kindKey, Reconciler, ReconcileError, type Cache, type MemcachedObject, type ReconcilerDeps } from './reconciler.ts'
-import { childSummary, podStatusKey, podSummary, withoutManagedFields } from './cache-summary.ts'
+import { childSummary, memcachedSummary, podStatusKey, podSummary } from './cache-summary.ts'
 
 /** The label every object the operator renders carries; the informers of children select by it. */
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=memcached-operator'
@@ -205,7 +205,7 @@ export class MemcachedController {
             ...(labelSelector ? { labelSelector } : {}),
             // Pods are many and only their names, labels, deletion, phase, IP and readiness matter: cache just that.
             // Secrets: never their content, only its checksum.
-            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? withoutManagedFields(o) : childSummary(o)) as T,
+            transform: (o) => (kind === 'Pod' ? podSummary(o) : kind === 'Secret' ? secretSummary(o) : kind === KIND ? memcachedSummary(o) : childSummary(o)) as T,
             onError: onError(kind),
             ...(opts.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: opts.watchTimeoutSeconds } : {}),
             ...(kind === KIND ? { resyncPeriodMs: opts.resyncPeriodMs } : {}),
@@ -482,6 +482,11 @@ export class MemcachedController {
   /** What the child and pod caches hold, as `Kind namespace/name` (for diagnostics). */
   cachedObjects(): string[] {
     return [...this.#children.values(), this.#pods].flatMap((set) => set.list().map((o) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`))
+  }
+
+  /** The Memcacheds as cached (memcachedSummary: with the owners of spec.chartRevision), for the rollout. */
+  memcacheds(): MemcachedObject[] {
+    return this.#memcacheds.list()
   }
 
   /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */
