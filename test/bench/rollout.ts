@@ -3,8 +3,9 @@
  * (BENCH_CRS, default 1,000; size 1) converge on the bundled chart with the operator as `run`
  * starts it (rollouts polled every 200 ms). Then a Rollout to revision B (one pod annotation more)
  * in four waves of 25 %, BENCH_IN_FLIGHT CRs in flight (default 50), until it succeeded; then a
- * Rollout to revision C (pods bound to a node that does not exist: never ready) with a 10 s
- * health deadline, until it halted in its first wave, and the time until that wave runs B again.
+ * Rollout to revision C (an image whose pods the sandbox's kubelet runs and never reports ready: a
+ * NeverReady pod-failure rule) with a 10 s health deadline, until it halted in its first wave, and
+ * the time until that wave runs B again.
  * Prints figures (seconds, requests, the final states); asserts nothing.
  */
 import pino from 'pino'
@@ -27,7 +28,7 @@ const RO = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Rollout' } as cons
 type Cr = { metadata: { name: string; labels?: Record<string, string> }; spec?: { chartRevision?: string }; status?: { chartRevision?: string; observedGeneration?: number } }
 
 const chart = loadChart()
-const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 0, installCRDs: [memcachedCRD(chart), chartRevisionCRD(), rolloutCRD()] as unknown as KubeObject[] })
+const sandbox = await startSandbox({ podReadyDelayMs: 10, requestLogSize: 0, podFailures: [{ image: ':unready$', failure: 'NeverReady' }], installCRDs: [memcachedCRD(chart), chartRevisionCRD(), rolloutCRD()] as unknown as KubeObject[] })
 const user = clientFor(sandbox, 'bench', 'bench')
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const fleet = async (): Promise<Cr[]> => (await user.list(MC)).items as unknown as Cr[]
@@ -59,7 +60,7 @@ const figures: Record<string, unknown> = { crs: N, inFlight: IN_FLIGHT, converge
 
 const values = readChartFiles(chart.dir).get('values.yaml')!
 const b = revisionOf({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {rollout: b}') })
-const c = revisionOf({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {rollout: c}'), 'templates/_pod.ejs': readChartFiles(chart.dir).get('templates/_pod.ejs')!.replace(/^spec:\n/m, 'spec:\n  nodeName: no-such-node\n') })
+const c = revisionOf({ 'values.yaml': values.replace('tag: 1.6.38-alpine', 'tag: unready') })
 await user.create(b as unknown as KubeObject)
 await user.create(c as unknown as KubeObject)
 const quarter = { percent: 25 }
