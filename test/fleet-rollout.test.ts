@@ -96,6 +96,7 @@ t.test('a rollout to C whose pods never become ready halts in its first wave, wh
   t.equal(s.wave, '1/3')
   t.match(s.conditions?.find((c) => c.type === 'Halted'), { status: 'True', reason: 'HealthGateFailed' })
   t.match(s.message, /failed the health gate in wave 1\/3: not Ready and Available on memcached-[0-9a-f]+ within 3s: (Ready|Available)=False/)
+  t.match(s.message, /: (Ready|Available)=False [^;]*; pod mc-0[01]-[a-z0-9]+-[a-z0-9]+: container memcached running, not ready/, 'and why, as the kubelet reports it: the container runs and is never ready')
   t.same(s.members?.map((m) => [m.memcached, m.state, m.from]), [['default/mc-00', 'returned', nameB], ['team-a/mc-01', 'returned', nameB]])
   await eventually('the canaries run B again', async () => {
     const crs = await fleet()
