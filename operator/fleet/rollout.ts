@@ -226,7 +226,7 @@ export class RolloutController {
         continue
       }
       if (m.budgetSince !== undefined) {
-        m.since = new Date(Date.parse(m.since ?? '') + now.getTime() - Date.parse(m.budgetSince)).toISOString()
+        if (m.since !== undefined) m.since = new Date(Date.parse(m.since) + now.getTime() - Date.parse(m.budgetSince)).toISOString()
         delete m.budgetSince
       }
       if (m.state === 'updated' || now.getTime() - Date.parse(m.since ?? '') > settings.deadlineMs) {
