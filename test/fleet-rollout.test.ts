@@ -3,8 +3,8 @@
  * operator's own chart) moves to revision B in waves (by label, then by percentage) and ends with
  * every CR on B, B promoted and no pin left; a revision C whose pods never become ready halts in
  * its first wave, which goes back to B by itself, no later wave is touched, and the Rollout says why.
- * C's pods never become ready because its pod template binds them to a node that does not exist
- * (spec.nodeName): the sandbox's kubelet runs only the pods bound to its own node, as a kubelet does.
+ * C's image is one the sandbox's kubelet runs and never reports ready (a NeverReady pod-failure rule:
+ * sandbox/controllers/pod-failures.ts), as a kubelet reports a readiness probe that never passes.
  */
 import pino from 'pino'
 import t from 'tap'
@@ -29,7 +29,7 @@ const RO = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Rollout' } as cons
 type Cr = { metadata: { name: string; namespace: string; labels?: Record<string, string> }; spec: { chartRevision?: string }; status?: { chartRevision?: string } }
 type RoStatus = { phase?: string; wave?: string; progress?: string; message?: string; members?: { memcached: string; state: string; from?: string; message?: string }[]; conditions?: { type: string; status: string; reason: string; message: string }[] }
 
-const sandbox = await startSandbox({ podReadyDelayMs: 10, installCRDs: [memcachedCRD(own), chartRevisionCRD(), rolloutCRD()] as unknown as KubeObject[] })
+const sandbox = await startSandbox({ podReadyDelayMs: 10, podFailures: [{ image: ':unready$', failure: 'NeverReady' }], installCRDs: [memcachedCRD(own), chartRevisionCRD(), rolloutCRD()] as unknown as KubeObject[] })
 t.teardown(() => sandbox.close())
 const kubectl = kubectlFor(sandbox.kubeconfigPath)
 const user = clientFor(sandbox, 'test-user/1', 'test-user')
@@ -50,11 +50,10 @@ const fleet = async (): Promise<Cr[]> => ((await user.list(MC)).items as unknown
 const rollout = async (name: string): Promise<RoStatus> => ((await user.get({ ...RO, name })).status ?? {}) as RoStatus
 const phase = (name: string, want: string) => eventually(`rollout ${name} ${want}`, async () => ((await rollout(name)).phase === want ? true : undefined), 60_000)
 const values = readChartFiles(own.dir).get('values.yaml')!
-// B: one pod annotation more. C: pods bound to a node that does not exist, so never ready.
+// B: one pod annotation more. C: an image whose pods run and never become ready (the sandbox's rule).
 const dirB = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: b}') })
 const nameB = revisionName(chartFromFiles(readChartFiles(dirB), dirB))
-const pod = readChartFiles(own.dir).get('templates/_pod.ejs')!
-const dirC = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: c}'), 'templates/_pod.ejs': pod.replace(/^spec:\n/m, 'spec:\n  nodeName: no-such-node\n') })
+const dirC = chartWith({ 'values.yaml': values.replace('tag: 1.6.38-alpine', 'tag: unready') })
 const nameC = revisionName(chartFromFiles(readChartFiles(dirC), dirC))
 
 // 12 CRs: 2 canaries, 10 more.
@@ -97,6 +96,7 @@ t.test('a rollout to C whose pods never become ready halts in its first wave, wh
   t.equal(s.wave, '1/3')
   t.match(s.conditions?.find((c) => c.type === 'Halted'), { status: 'True', reason: 'HealthGateFailed' })
   t.match(s.message, /failed the health gate in wave 1\/3: not Ready and Available on memcached-[0-9a-f]+ within 3s: (Ready|Available)=False/)
+  t.match(s.message, /: (Ready|Available)=False [^;]*; pod mc-0[01]-[a-z0-9]+-[a-z0-9]+: container memcached running, not ready/, 'and why, as the kubelet reports it: the container runs and is never ready')
   t.same(s.members?.map((m) => [m.memcached, m.state, m.from]), [['default/mc-00', 'returned', nameB], ['team-a/mc-01', 'returned', nameB]])
   await eventually('the canaries run B again', async () => {
     const crs = await fleet()
@@ -194,6 +194,11 @@ t.test('a wave that takes no CR is skipped; CRs deleted during their wave are re
   })
   t.equal(moving.wave, '2/3', 'the first wave took nothing: the canaries are the second')
   t.same(moving.members?.map((m) => [m.memcached, m.state]), [['default/mc-00', 'moving'], ['default/mc-extra', 'moving'], ['team-a/mc-01', 'pending']])
+  const pods = await eventually('mc-00 runs a pod of C that is never ready', async () => {
+    const out = await kubectl(['get', 'pods', '-n', 'default', '-l', 'app.kubernetes.io/instance=mc-00', '-o', 'jsonpath={range .items[*]}{.spec.containers[0].image} {.status.phase} {.status.containerStatuses[0].ready}{"\\n"}{end}'])
+    return /^memcached:unready Running false$/m.test(out) ? out : undefined
+  })
+  t.match(pods, /^memcached:1\.6\.38-alpine Running true$/m, 'the pod of the revision before serves meanwhile: the Deployment keeps it until the new one is ready')
   await user.delete({ ...MC, namespace: 'default', name: 'mc-extra' })
   await user.delete({ ...MC, namespace: 'team-a', name: 'mc-01' })
   const after = await eventually('the deleted CRs reported', async () => {

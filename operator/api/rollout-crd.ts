@@ -52,8 +52,10 @@ export interface WaveMember {
   /** The revision it ran before the rollout moved it (status.chartRevision). */
   from?: string
   state: MemberState
-  /** When it was moved (RFC 3339). */
+  /** When it was moved (RFC 3339); moved later by the time the damage budget held it, during which its deadline does not run. */
   since?: string
+  /** Since when the operator's damage budget holds its change (RFC 3339), while it does. */
+  budgetSince?: string
   message?: string
 }
 

@@ -1,11 +1,12 @@
 /**
  * The pure parts of a rollout (fleet/rollout.ts): which Memcacheds a wave takes, whether a CR is
- * healthy on the target revision, who pinned a CR's revision, and the settings of a Rollout's spec
- * checked and defaulted.
+ * healthy on the target revision or waits for the operator's damage budget, who pinned a CR's
+ * revision, and the settings of a Rollout's spec checked and defaulted.
  */
 import type { Condition } from '../api/memcached.ts'
 import type { LabelSelector, RolloutSpec, WaveSpec } from '../api/rollout-crd.ts'
 import { goDuration } from '../kube/time.ts'
+import { CONDITION_TYPES, REASONS } from '../reconcile/conditions.ts'
 
 /** The field manager a rollout writes spec.chartRevision with; any other owner of that field is a person's pin. */
 export const ROLLOUT_MANAGER = 'memcached-operator-rollout'
@@ -100,6 +101,18 @@ export function health(cr: FleetCr, revision: string): { healthy: true } | { hea
     if (c?.status !== 'True') return { healthy: false, why: c === undefined ? `no ${type} condition` : `${type}=${c.status} (${c.reason}: ${c.message})` }
   }
   return { healthy: true }
+}
+
+/**
+ * Whether the operator's damage budget holds a CR's change (reconcile/budget.ts): its Progressing
+ * condition is BudgetExhausted for its current generation, nothing of the change applied. Then
+ * which budget (`--max-restarts` or `--max-deletes`) and the CR's message.
+ */
+export function budgetWait(cr: FleetCr): { budget: 'restarts' | 'deletes'; message: string } | undefined {
+  const c = (cr.status?.conditions ?? []).find((x) => x.type === CONDITION_TYPES.Progressing)
+  if (c?.reason !== REASONS.BudgetExhausted || c.status !== 'True') return undefined
+  if ((c.observedGeneration ?? cr.status?.observedGeneration) !== cr.metadata.generation) return undefined
+  return { budget: c.message.includes('--max-deletes') ? 'deletes' : 'restarts', message: c.message }
 }
 
 /** A Rollout's settings, checked and defaulted. */

@@ -22,12 +22,15 @@ import { CHART_LABEL, DEFAULT_LABEL, PROMOTED_AT, REVISION_API_VERSION, REVISION
 import { setCondition, type ConditionInput } from '../reconcile/conditions.ts'
 import { observedOf, stillAsPlanned, type PlannedCr } from './plan.ts'
 import { planFleet } from './rollout-plan.ts'
-import { crKey, countWaves, health, personPin, pinOf, pinOwners, ROLLOUT_MANAGER, settingsOf, takeWave, type FleetCr, type RolloutSettings } from './rollout-waves.ts'
+import { whyPodsFail } from './rollout-pods.ts'
+import { budgetWait, crKey, countWaves, health, personPin, pinOf, pinOwners, ROLLOUT_MANAGER, settingsOf, takeWave, type FleetCr, type RolloutSettings } from './rollout-waves.ts'
 
 const TERMINAL: readonly RolloutPhase[] = ['Succeeded', 'Halted', 'Aborted', 'Failed']
 const RO = { apiVersion: ROLLOUT_API_VERSION, kind: ROLLOUT_KIND }
 const MC = { apiVersion: API_VERSION, kind: KIND }
 const REV = { apiVersion: REVISION_API_VERSION, kind: REVISION_KIND }
+/** The failing CRs of a wave whose pods a halt reads and names (rollout-pods.ts). */
+const CRS_NAMED = 3
 
 /**
  * Why a CR must be held rather than moved: its fresh plan against the one the rollout started
@@ -197,6 +200,8 @@ export class RolloutController {
     }
     const members = st.members!
     // The gate: every CR moved must be healthy on the target within the deadline.
+    const failed: { m: WaveMember; cr: FleetCr & Memcached }[] = []
+    const budgets = new Set<string>()
     for (const m of members.filter((x) => x.state === 'moving' || x.state === 'updated')) {
       const cr = byKey.get(m.memcached)
       if (cr === undefined) {
@@ -208,18 +213,31 @@ export class RolloutController {
       if (h.healthy) {
         m.state = 'updated'
         delete m.message
+        delete m.budgetSince
         continue
+      }
+      // A change the operator's damage budget holds has not been applied: the CR waits, and so
+      // does its deadline, which runs again from where it stopped once the budget lets it through.
+      const wait = m.state === 'moving' ? budgetWait(cr) : undefined
+      if (wait !== undefined) {
+        m.budgetSince ??= now.toISOString()
+        m.message = `waits on the damage budget: ${wait.message}`
+        budgets.add(wait.budget)
+        continue
+      }
+      if (m.budgetSince !== undefined) {
+        if (m.since !== undefined) m.since = new Date(Date.parse(m.since) + now.getTime() - Date.parse(m.budgetSince)).toISOString()
+        delete m.budgetSince
       }
       if (m.state === 'updated' || now.getTime() - Date.parse(m.since ?? '') > settings.deadlineMs) {
         m.message = m.state === 'updated' ? `healthy on ${target}, then not during the bake: ${h.why}` : `not Ready and Available on ${target} within ${ro.spec.healthDeadline ?? '5m'}: ${h.why}`
         m.state = 'failed'
-        const why = `Memcached ${m.memcached} failed the health gate in wave ${(st.currentWave ?? 0) + 1}/${waves}: ${m.message}`
-        await this.#returnWave(st, byKey, why)
-        await this.#event(ro, 'Warning', 'HealthGateFailed', why)
-        return this.#end(ro, st, 'Halted', 'HealthGateFailed', `${why}; the wave was returned to its previous revisions and no later wave was started`, crs, waves)
+        failed.push({ m, cr })
+        continue
       }
       m.message = h.why
     }
+    if (failed.length > 0) return this.#halt(ro, st, byKey, failed, crs, waves)
     // Move the pending CRs, maxInFlight at a time, each planned again first (the free slots' worth
     // in one plan: one list per kind); a held CR takes no slot.
     let inFlight = members.filter((x) => x.state === 'moving').length
@@ -278,7 +296,49 @@ export class RolloutController {
         st.message = `wave ${st.currentWave}/${waves} complete`
       } else st.message = `wave ${(st.currentWave ?? 0) + 1}/${waves} bakes until ${st.bakeUntil}`
     } else st.message = `wave ${(st.currentWave ?? 0) + 1}/${waves}: ${members.filter((x) => x.state === 'moving').length} moving, ${members.filter((x) => x.state === 'pending').length} pending`
+    await this.#budgetCondition(ro, st, members, budgets, waves)
     await this.#write(ro, this.#counted(st, crs, target, waves))
+  }
+
+  /**
+   * Progressing says when the wave waits on the operator's damage budget (`budgets`: the ones
+   * that hold its CRs), with a Normal event when it starts to, and says so no longer once it
+   * does not.
+   */
+  async #budgetCondition(ro: Rollout, st: RolloutStatus, members: WaveMember[], budgets: ReadonlySet<string>, waves: number): Promise<void> {
+    const before = (st.conditions ?? []).find((c) => c.type === 'Progressing')?.reason === 'BudgetExhausted'
+    if (budgets.size === 0) {
+      if (before) this.#setPhase(st, 'Progressing', 'Moving', st.message ?? '')
+      return
+    }
+    const held = members.filter((m) => m.budgetSince !== undefined).length
+    const flags = [...budgets].sort().reverse().map((b) => (b === 'restarts' ? 'pod restarts (--max-restarts)' : 'deletes (--max-deletes)'))
+    const count = (state: string) => members.filter((m) => m.state === state).length
+    const message = `wave ${(st.currentWave ?? 0) + 1}/${waves} waits on the damage budget: ${held} of its Memcacheds wait for the operator's budget of ${flags.join(' and ')}; their health deadline does not run meanwhile (${count('moving')} moving, ${count('pending')} pending)`
+    this.#setPhase(st, 'Progressing', 'BudgetExhausted', message)
+    if (!before) await this.#event(ro, 'Normal', 'BudgetExhausted', message)
+  }
+
+  /**
+   * The wave failed its gate: what the kubelet says of the failing CRs' pods is added to their
+   * messages (for the first {@link CRS_NAMED}: a bounded read), the wave is returned, and the
+   * rollout halts naming them.
+   */
+  async #halt(ro: Rollout, st: RolloutStatus, byKey: Map<string, FleetCr>, failed: { m: WaveMember; cr: FleetCr & Memcached }[], crs: FleetCr[], waves: number): Promise<void> {
+    const named = failed.slice(0, CRS_NAMED)
+    for (const { m, cr } of named) {
+      const pods = await whyPodsFail(this.#o.client, cr)
+      if (pods !== undefined) m.message = `${m.message}; ${pods}`
+    }
+    const [first, ...others] = named.map(({ m }) => `Memcached ${m.memcached}`)
+    let why = `${first} failed the health gate in wave ${(st.currentWave ?? 0) + 1}/${waves}: ${named[0]!.m.message}`
+    for (const [i, other] of others.entries()) why += `; ${other} too: ${named[i + 1]!.m.message}`
+    if (failed.length > named.length) why += `; ${failed.length - named.length} more Memcacheds of the wave failed it too`
+    // The others of the wave say why they were returned, naming who failed: the details are the rollout's message.
+    const names = named.map(({ m }) => m.memcached).join(', ')
+    await this.#returnWave(st, byKey, `returned with its wave: ${names}${failed.length > named.length ? ` and ${failed.length - named.length} more` : ''} failed the health gate`)
+    await this.#event(ro, 'Warning', 'HealthGateFailed', why)
+    return this.#end(ro, st, 'Halted', 'HealthGateFailed', `${why}; the wave was returned to its previous revisions and no later wave was started`, crs, waves)
   }
 
   /** The plan of `crs`, with the platform found once. */

@@ -926,8 +926,10 @@ export class Reconciler {
     const workloadFailure = events ? failedCreateCause(liveWorkload, (uid) => events.byIndex(INVOLVED_UID_INDEX, uid)) : undefined
     const resumed = resumedCondition(cr)
     const status = computeStatus({ cr, desiredWorkload, liveWorkload, pods, outcome, also: resumed ? [...also, resumed] : also, ...(workloadFailure !== undefined ? { workloadFailure } : {}), now: this.#now() })
-    // The revision the objects run: the one just applied, else (a failure: nothing applied) the one before.
-    const chartRevision = outcome.kind === 'ok' ? this.#revisions.get(cr.metadata.uid ?? '') : cr.status?.chartRevision
+    // The revision the objects run: the one just applied, else (a failure, or a change that waits
+    // for the damage budget or a re-creation slot: nothing applied) the one before.
+    const moved = outcome.kind === 'ok' && outcome.budget === undefined && outcome.queued === undefined
+    const chartRevision = moved ? this.#revisions.get(cr.metadata.uid ?? '') : cr.status?.chartRevision
     if (chartRevision !== undefined) status.chartRevision = chartRevision
     if (statusEqual(status, cr.status)) return
     await this.#putStatus(cr, status, log)
