@@ -104,14 +104,16 @@ export function health(cr: FleetCr, revision: string): { healthy: true } | { hea
 }
 
 /**
- * Whether the operator's damage budget holds a CR's change (reconcile/budget.ts): its Progressing
- * condition is BudgetExhausted for its current generation, nothing of the change applied. Then
- * which budget (`--max-restarts` or `--max-deletes`) and the CR's message.
+ * Whether the operator's damage budget holds a CR's change (reconcile/budget.ts), or its turn to
+ * re-create a workload (reconcile/pacing.ts): its Progressing condition is BudgetExhausted or
+ * RecreationQueued for its current generation, nothing of the change applied. Then which limit
+ * (`--max-restarts`, `--max-deletes` or `--max-concurrent-recreations`) and the CR's message.
  */
-export function budgetWait(cr: FleetCr): { budget: 'restarts' | 'deletes'; message: string } | undefined {
+export function budgetWait(cr: FleetCr): { budget: 'restarts' | 'deletes' | 'recreations'; message: string } | undefined {
   const c = (cr.status?.conditions ?? []).find((x) => x.type === CONDITION_TYPES.Progressing)
-  if (c?.reason !== REASONS.BudgetExhausted || c.status !== 'True') return undefined
+  if ((c?.reason !== REASONS.BudgetExhausted && c?.reason !== REASONS.RecreationQueued) || c.status !== 'True') return undefined
   if ((c.observedGeneration ?? cr.status?.observedGeneration) !== cr.metadata.generation) return undefined
+  if (c.reason === REASONS.RecreationQueued) return { budget: 'recreations', message: c.message }
   return { budget: c.message.includes('--max-deletes') ? 'deletes' : 'restarts', message: c.message }
 }
 

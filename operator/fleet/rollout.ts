@@ -312,7 +312,8 @@ export class RolloutController {
       return
     }
     const held = members.filter((m) => m.budgetSince !== undefined).length
-    const flags = [...budgets].sort().reverse().map((b) => (b === 'restarts' ? 'pod restarts (--max-restarts)' : 'deletes (--max-deletes)'))
+    const flag: Record<string, string> = { restarts: 'pod restarts (--max-restarts)', deletes: 'deletes (--max-deletes)', recreations: 're-creations at a time (--max-concurrent-recreations)' }
+    const flags = ['restarts', 'deletes', 'recreations'].filter((b) => budgets.has(b)).map((b) => flag[b]!)
     const count = (state: string) => members.filter((m) => m.state === state).length
     const message = `wave ${(st.currentWave ?? 0) + 1}/${waves} waits on the damage budget: ${held} of its Memcacheds wait for the operator's budget of ${flags.join(' and ')}; their health deadline does not run meanwhile (${count('moving')} moving, ${count('pending')} pending)`
     this.#setPhase(st, 'Progressing', 'BudgetExhausted', message)
