@@ -261,6 +261,7 @@ export async function startOperator(opts: RunOptions, io: CliIO, log: Logger = c
   })
   // Rollouts move the whole fleet: driven by an operator that watches all of it, and by its leader only.
   const rollouts = opts.namespace.length === 0 && opts.selector === undefined ? new RolloutController({ client, revisions, own: chart, log: log.child({ controller: 'rollout' }), memcacheds: () => controller.memcacheds(), ...(platform !== 'auto' ? { platform } : {}), ...(opts.rolloutPollMs !== undefined ? { pollMs: opts.rolloutPollMs } : {}) }) : undefined
+  if (rollouts) controller.onMemcachedChange(() => rollouts.kick())
   let metricsTls: KeyPair | undefined
   try {
     metricsTls = opts.metricsSecure ? await metricsCertificate(opts.metricsCertDir ? resolve(io.cwd, opts.metricsCertDir) : undefined) : undefined

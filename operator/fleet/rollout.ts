@@ -57,8 +57,14 @@ export interface RolloutControllerOptions {
   /** The operator's own chart: the kinds it watches and prunes over. */
   own: () => Chart
   log: Logger
-  /** How often Rollouts are looked at (default 2 s): a rollout is driven by time (deadlines, bake) as much as by events. */
+  /**
+   * How often Rollouts are looked at (default 2 s): a rollout is driven by time (deadlines, bake)
+   * as much as by events. A change of a Memcached ({@link RolloutController.kick}) brings the next
+   * pass forward.
+   */
   pollMs?: number
+  /** The least time between the end of a pass and a pass brought forward by a kick (default 200 ms). */
+  kickMs?: number
   platform?: string
   now?: () => Date
   /**
@@ -75,6 +81,14 @@ export class RolloutController {
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
   #stopped = false
+  /** When the next pass is due (ms since the epoch), while one is scheduled. */
+  #due: number | undefined
+  /** When the last pass ended. */
+  #lastEnd = 0
+  /** A kick came while a pass ran: the next one is brought forward once it ends. */
+  #kicked = false
+  /** The pass asks to be run again at this time (a bake's end), if before the next poll. */
+  #wakeAt: number | undefined
   #platform: string | undefined
   /** The plan each Rollout started with, by its uid, then by `namespace/name`. */
   #plans = new Map<string, Map<string, PlannedCr>>()
@@ -88,17 +102,51 @@ export class RolloutController {
     return this.#o.now?.() ?? new Date()
   }
 
-  /** Starts looking at Rollouts every pollMs. */
+  /** Starts looking at Rollouts every pollMs, and sooner when {@link kick}ed. */
   start(): void {
-    const loop = (): void => {
-      if (this.#stopped) return
-      this.#running = this.tick()
-        .catch((err: unknown) => this.#o.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'rollouts: a pass failed; retrying'))
-        .finally(() => {
-          if (!this.#stopped) this.#timer = setTimeout(loop, this.#o.pollMs ?? 2000)
-        })
+    this.#pass()
+  }
+
+  #pass(): void {
+    this.#due = undefined
+    if (this.#stopped) return
+    this.#kicked = false
+    this.#wakeAt = undefined
+    this.#running = this.tick()
+      .catch((err: unknown) => this.#o.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'rollouts: a pass failed; retrying'))
+      .finally(() => {
+        this.#running = undefined
+        this.#lastEnd = Date.now()
+        const poll = this.#o.pollMs ?? 2000
+        const kick = this.#o.kickMs ?? 200
+        // (The bake's end is on the rollout's clock, `now`; never sooner than a kick's spacing.)
+        this.#schedule(this.#kicked ? kick : Math.min(poll, Math.max(kick, (this.#wakeAt ?? Infinity) - this.#now().getTime())))
+      })
+  }
+
+  /** Schedules the next pass `ms` from now, unless one is due sooner. */
+  #schedule(ms: number): void {
+    if (this.#stopped) return
+    const at = Date.now() + ms
+    if (this.#due !== undefined && this.#due <= at) return
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#due = at
+    this.#timer = setTimeout(() => this.#pass(), ms)
+  }
+
+  /**
+   * Something a rollout waits on changed (a Memcached's status, as the operator's informer sees
+   * it): the next pass comes at most `kickMs` after the last one ended, not at the next poll, so
+   * that each step of a wave follows the fleet's own pace. Kicks while a pass runs bring one pass
+   * forward after it; the polls go on for what time alone moves (deadlines, bake).
+   */
+  kick(): void {
+    if (this.#stopped || (this.#due === undefined && this.#running === undefined)) return
+    if (this.#running !== undefined) {
+      this.#kicked = true
+      return
     }
-    loop()
+    this.#schedule(Math.max(0, this.#lastEnd + (this.#o.kickMs ?? 200) - Date.now()))
   }
 
   async stop(): Promise<void> {
@@ -430,6 +478,10 @@ export class RolloutController {
 
   /** Writes the status when it changed (a PUT of /status: a conflict is retried at the next pass). */
   async #write(ro: Rollout, st: RolloutStatus): Promise<void> {
+    // A step taken (a phase or wave begun) may let the next one be taken at once: the next pass
+    // comes kickMs after this one, not at the poll. A bake ends at its time.
+    if (ro.status?.phase !== st.phase || ro.status?.currentWave !== st.currentWave) this.#kicked = true
+    if (st.bakeUntil !== undefined && !TERMINAL.includes(st.phase as RolloutPhase)) this.#wakeAt = Math.min(this.#wakeAt ?? Infinity, Date.parse(st.bakeUntil))
     if (JSON.stringify(ro.status ?? {}) === JSON.stringify(st)) return
     try {
       await this.#o.client.replaceStatus({ ...RO, metadata: ro.metadata, spec: ro.spec, status: st } as unknown as KubeObject)

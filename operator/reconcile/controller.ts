@@ -489,6 +489,15 @@ export class MemcachedController {
     return this.#memcacheds.list()
   }
 
+  /** Calls `fn` at every change the Memcached cache sees (created, updated, its status among them, deleted): the rollout's kick. */
+  onMemcachedChange(fn: () => void): void {
+    for (const i of this.#memcacheds.informers) {
+      i.onAdd(() => fn())
+      i.onUpdate(() => fn())
+      i.onDelete(() => fn())
+    }
+  }
+
   /** What the Secret cache holds: metadata and checksums (for diagnostics; never a Secret's content). */
   cachedSecrets(): SecretSummary[] {
     return this.#secrets.list()
