@@ -2,7 +2,8 @@
 // namespace as placeholders is reused for other names only when that gives exactly what parsing
 // the real text gives. Names that are DNS names and yet YAML 1.1 numbers, booleans or nulls
 // (`3`, `y`, `on`, `1e3`, `0x1f`, `12:30`) must be parsed for real where they stand as a whole
-// plain scalar; explicit tags, escapes and block headers that hold them are never served from the cache.
+// plain scalar; explicit tags, escapes and block headers that hold them, and escaped keys, are never
+// served from the cache.
 import t from 'tap'
 import { loadChart } from '../operator/render/chart.ts'
 import { renderInstance } from '../operator/render/engine.ts'
@@ -39,12 +40,16 @@ const TEMPLATES: Record<string, (n: string, ns: string) => string> = {
   'a tag that holds the name': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  v: !!${n} 12\n`,
   'a key that holds the name five times': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  ${n}-${n}-${n}-${n}-${n}: v\n`,
   'a collection as a key': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  ? [${n}, b]\n  : v\n`,
+  // An escaped value that holds no name is the same string for every name (the chart's reload annotation).
+  'an escaped value beside the name': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: ${n}\n  annotations:\n    a: "{\\"port\\":11211,\\"x\\":\\"\\x66oo\\"}"\n    b: "\\x66oo"\ndata:\n  ${n}: a\n`,
+  'an escaped value that spells a placeholder': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: ${n}\ndata:\n  v: "\\x71qzname0qq"\n`,
+  'an escaped key that spells no name': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: ${n}\ndata:\n  "\\x71": a\n`,
   // For `b` the text is `qqzname0b`, whose placeholder text is that of `xzname0qq` for `x`.
   'a placeholder\'s beginning next to the name': (n) => `apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\ndata:\n  v: ${n === 'b' ? 'qqzname0b' : `${n}zname0qq`}\n`,
 }
 
-/** Templates the cache must never serve: a placeholder would stand in a tagged scalar, an escaped string, a header; or the text is an error. */
-const NEVER_SERVED = new Set(['an escaped key that spells a name', 'a tag that holds the name', 'a collection as a key', 'tags', 'escaped double quotes', 'block header', 'a document that is not a map (an error, never cached)'])
+/** Templates the cache must never serve: a placeholder would stand in a tagged scalar, an escaped string, a header; a key is escaped; or the text is an error. */
+const NEVER_SERVED = new Set(['an escaped key that spells a name', 'an escaped key that spells no name', 'an escaped value that spells a placeholder', 'a tag that holds the name', 'a collection as a key', 'tags', 'escaped double quotes', 'block header', 'a document that is not a map (an error, never cached)'])
 
 /** What parsing gives, or the error it throws, without the caches. */
 function uncached(file: string, text: string): unknown {

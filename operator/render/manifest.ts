@@ -48,13 +48,13 @@ export interface RenderedFor {
  * ({@link placeholders}): CRs of one spec render the same text but for their names, and one parse
  * serves them all. An entry is made for a generic text seen a second time, when parsing the
  * placeholder text gives, placeholders put back, exactly what parsing the real text gave, and the
- * text has no escaped double-quoted scalar, no collection as a key, no tag holding a placeholder,
- * and no scalar holding one with an explicit tag or a block header that holds one. Every plain
- * scalar that holds one is kept, since another name could change its type (`3`, `true`, `1e3`
- * are DNS names), and every key, whose length could pass YAML's 1,024: each use checks, with the
- * schema's own tests, that each still resolves as a string and each key stays under 1,000
- * characters, and parses the real text when one does not. `null`: the text was found unfit, do
- * not try it again.
+ * text has no escaped double-quoted key nor escaped scalar holding a placeholder, no collection as
+ * a key, no tag holding a placeholder, and no scalar holding one with an explicit tag or a block
+ * header that holds one. Every plain scalar that holds one is kept, since another name could
+ * change its type (`3`, `true`, `1e3` are DNS names), and every key, whose length could pass
+ * YAML's 1,024: each use checks, with the schema's own tests, that each still resolves as a string
+ * and each key stays under 1,000 characters, and parses the real text when one does not. `null`:
+ * the text was found unfit, do not try it again.
  */
 const generic = new Map<string, GenericEntry | null>()
 /** Generic texts seen once (an entry is made at the second): a single render pays no second parse. */
@@ -176,8 +176,9 @@ function genericEntry(genericText: string, json: string, marks: { toReal(t: stri
         if (holds(node.tag)) fit = false
         const [start, end] = node.range ?? [0, 0]
         const source = genericText.slice(start, end)
-        // An escape can spell a name where the text does not (a key equal to it, a duplicate).
-        if (node.type === 'QUOTE_DOUBLE' && source.includes('\\')) fit = false
+        // An escape can spell a name where the text does not: as a key, one equal to the name's
+        // key for some name (a duplicate). As a value the string is what it spells for every name.
+        if (node.type === 'QUOTE_DOUBLE' && source.includes('\\') && (key === 'key' || holds(source) || holds(node.value as string))) fit = false
         if (!holds(typeof node.value === 'string' ? node.value : undefined)) return
         if (key === 'key') keys.push(node.value as string)
         if (node.tag !== undefined) fit = false
