@@ -7,56 +7,25 @@
  * (fleet/rollout-pods.ts), on statuses in the shape a kubelet writes them (core/v1 ContainerStatus:
  * pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses), and the bounds of the message.
  */
-import pino from 'pino'
 import t from 'tap'
 import { parse } from 'yaml'
-import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
-import { memcachedCRD } from '../operator/api/crd.ts'
-import { rolloutCRD } from '../operator/api/rollout-crd.ts'
-import { revisionName } from '../operator/api/chart-revision.ts'
-import type { KubeObject } from '../operator/controller/client.ts'
 import { runCli } from '../operator/cli/program.ts'
-import { startOperator } from '../operator/cli/run.ts'
 import { containerWhy, podSelector, podsWhy, podWhy, type PodView } from '../operator/fleet/rollout-pods.ts'
-import { chartFromFiles, loadChart, readChartFiles } from '../operator/render/chart.ts'
-import { startSandbox } from '../operator/sandbox/index.ts'
-import { chartWith } from './support/chart.ts'
+import { MC, RO, startFleetBed, valuesRevision, type RoStatus } from './support/fleet.ts'
 import { captureIO } from './support/io.ts'
-import { kubectlFor } from './support/kubectl.ts'
-import { clientFor, eventually } from './support/operator.ts'
+import { eventually } from './support/operator.ts'
 
-const own = loadChart()
-const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
-const RO = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Rollout' } as const
-type RoStatus = { phase?: string; message?: string; members?: { memcached: string; state: string; message?: string }[]; conditions?: { type: string; status: string; reason: string; message: string }[] }
-
-const sandbox = await startSandbox({
-  podReadyDelayMs: 10,
-  podFailures: [
-    { image: '^registry\\.invalid/', failure: 'ImagePull' },
-    { image: ':crash$', failure: 'CrashLoop' },
-  ],
-  installCRDs: [memcachedCRD(own), chartRevisionCRD(), rolloutCRD()] as unknown as KubeObject[],
+const { sandbox, user, kubectl, push } = await startFleetBed(t, {
+  sandbox: {
+    podFailures: [
+      { image: '^registry\\.invalid/', failure: 'ImagePull' },
+      { image: ':crash$', failure: 'CrashLoop' },
+    ],
+  },
 })
-t.teardown(() => sandbox.close())
-const kubectl = kubectlFor(sandbox.kubeconfigPath)
-const user = clientFor(sandbox, 'test-user/1', 'test-user')
-t.teardown(() => user.close())
-const operator = await startOperator(
-  { kubeconfig: sandbox.kubeconfigPath, namespace: [], concurrency: '4', resyncPeriod: '10m', leaderElectionId: 'x', metricsBindAddress: '0', healthProbeBindAddress: '0', rolloutPollMs: 100 },
-  captureIO(),
-  pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-)
-t.teardown(() => operator.stop())
 
-const values = readChartFiles(own.dir).get('values.yaml')!
 /** A revision of the bundled chart with `from` replaced by `to` in values.yaml, pushed. */
-async function revision(from: string, to: string): Promise<string> {
-  const dir = chartWith({ 'values.yaml': values.replace(from, to) })
-  const io = captureIO()
-  t.equal(await runCli(['chart', 'push', dir, '--kubeconfig', sandbox.kubeconfigPath], io), 0, io.err())
-  return revisionName(chartFromFiles(readChartFiles(dir), dir))
-}
+const revision = (from: string, to: string): Promise<string> => push(valuesRevision(from, to))
 /** The Rollout as `kubectl get rollout NAME -o yaml` prints it, once it halted. */
 async function halted(name: string): Promise<RoStatus> {
   return eventually(`rollout ${name} halted`, async () => {

@@ -6,55 +6,24 @@
  * C's image is one the sandbox's kubelet runs and never reports ready (a NeverReady pod-failure rule:
  * sandbox/controllers/pod-failures.ts), as a kubelet reports a readiness probe that never passes.
  */
-import pino from 'pino'
 import t from 'tap'
-import { chartRevisionCRD } from '../operator/api/chart-revision-crd.ts'
-import { memcachedCRD } from '../operator/api/crd.ts'
-import { rolloutCRD } from '../operator/api/rollout-crd.ts'
-import type { KubeObject } from '../operator/controller/client.ts'
 import { runCli } from '../operator/cli/program.ts'
-import { startOperator } from '../operator/cli/run.ts'
-import { chartFromFiles, loadChart, readChartFiles } from '../operator/render/chart.ts'
-import { revisionName } from '../operator/api/chart-revision.ts'
-import { startSandbox } from '../operator/sandbox/index.ts'
-import { chartWith } from './support/chart.ts'
+import { MC, nameA, RO, revisionOf, startFleetBed, valuesRevision } from './support/fleet.ts'
 import { captureIO } from './support/io.ts'
-import { kubectlFor } from './support/kubectl.ts'
-import { clientFor, eventually } from './support/operator.ts'
+import { eventually } from './support/operator.ts'
 
-const own = loadChart()
-const nameA = revisionName(own)
-const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as const
-const RO = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Rollout' } as const
-type Cr = { metadata: { name: string; namespace: string; labels?: Record<string, string> }; spec: { chartRevision?: string }; status?: { chartRevision?: string } }
-type RoStatus = { phase?: string; wave?: string; progress?: string; message?: string; members?: { memcached: string; state: string; from?: string; message?: string }[]; conditions?: { type: string; status: string; reason: string; message: string }[] }
-
-const sandbox = await startSandbox({ podReadyDelayMs: 10, podFailures: [{ image: ':unready$', failure: 'NeverReady' }], installCRDs: [memcachedCRD(own), chartRevisionCRD(), rolloutCRD()] as unknown as KubeObject[] })
-t.teardown(() => sandbox.close())
-const kubectl = kubectlFor(sandbox.kubeconfigPath)
-const user = clientFor(sandbox, 'test-user/1', 'test-user')
-t.teardown(() => user.close())
-const operator = await startOperator(
-  { kubeconfig: sandbox.kubeconfigPath, namespace: [], concurrency: '4', resyncPeriod: '10m', leaderElectionId: 'x', metricsBindAddress: '0', healthProbeBindAddress: '0', rolloutPollMs: 100 },
-  captureIO(),
-  pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-)
-t.teardown(() => operator.stop())
+const { sandbox, user, kubectl, fleet, rollout, phase } = await startFleetBed(t, { sandbox: { podFailures: [{ image: ':unready$', failure: 'NeverReady' }] } })
 
 const cli = async (args: string[]) => {
   const io = captureIO()
   const code = await runCli([...args, '--kubeconfig', sandbox.kubeconfigPath], io)
   return { code, out: io.out(), err: io.err() }
 }
-const fleet = async (): Promise<Cr[]> => ((await user.list(MC)).items as unknown as Cr[]).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
-const rollout = async (name: string): Promise<RoStatus> => ((await user.get({ ...RO, name })).status ?? {}) as RoStatus
-const phase = (name: string, want: string) => eventually(`rollout ${name} ${want}`, async () => ((await rollout(name)).phase === want ? true : undefined), 60_000)
-const values = readChartFiles(own.dir).get('values.yaml')!
 // B: one pod annotation more. C: an image whose pods run and never become ready (the sandbox's rule).
-const dirB = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: b}') })
-const nameB = revisionName(chartFromFiles(readChartFiles(dirB), dirB))
-const dirC = chartWith({ 'values.yaml': values.replace('tag: 1.6.38-alpine', 'tag: unready') })
-const nameC = revisionName(chartFromFiles(readChartFiles(dirC), dirC))
+const dirB = valuesRevision('podAnnotations: {}', 'podAnnotations: {revision: b}')
+const nameB = revisionOf(dirB)
+const dirC = valuesRevision('tag: 1.6.38-alpine', 'tag: unready')
+const nameC = revisionOf(dirC)
 
 // 12 CRs: 2 canaries, 10 more.
 const N = 12
@@ -115,10 +84,10 @@ t.test('a rollout to C whose pods never become ready halts in its first wave, wh
 })
 
 // D and E: healthy changes (one more pod annotation each).
-const dirD = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: d}') })
-const nameD = revisionName(chartFromFiles(readChartFiles(dirD), dirD))
-const dirE = chartWith({ 'values.yaml': values.replace('podAnnotations: {}', 'podAnnotations: {revision: e}') })
-const nameE = revisionName(chartFromFiles(readChartFiles(dirE), dirE))
+const dirD = valuesRevision('podAnnotations: {}', 'podAnnotations: {revision: d}')
+const nameD = revisionOf(dirD)
+const dirE = valuesRevision('podAnnotations: {}', 'podAnnotations: {revision: e}')
+const nameE = revisionOf(dirE)
 
 t.test('a person\'s pin and a CR that moved after the plan are held, reported, and left where they are; pause from kubectl, resume from the CLI', async (t) => {
   t.equal((await cli(['chart', 'push', dirD])).code, 0)
