@@ -18,6 +18,7 @@ import { chartFromFiles, loadChart, readChartFiles } from '../operator/render/ch
 import { startSandbox } from '../operator/sandbox/index.ts'
 import { chartWith } from './support/chart.ts'
 import { captureIO } from './support/io.ts'
+import { startFleetBed } from './support/fleet.ts'
 import { clientFor, eventually } from './support/operator.ts'
 
 const own = loadChart()
@@ -52,4 +53,15 @@ t.test('with a ten-minute poll, a rollout of two waves and a bake still runs to 
   const crs = (await user.list(MC)).items as unknown as Cr[]
   t.same(crs.map((cr) => [cr.metadata.name, cr.status?.chartRevision, cr.spec.chartRevision]), ['mc-0', 'mc-1', 'mc-2', 'mc-3'].map((n) => [n, nameB, undefined]), 'every CR runs B, unpinned')
   t.not(nameA, nameB)
+})
+
+t.test('with no rollout in progress, a fleet that converges draws no list of Rollouts beyond the polls: a Memcached\'s change moves nothing then', async (t) => {
+  // Before, each of the fleet's status writes brought a pass (a list of Rollouts) forward to 200 ms after the last.
+  const { sandbox, createFleet } = await startFleetBed(t, { sandbox: { requestLogSize: 100_000 }, flags: { rolloutPollMs: 600_000 } })
+  await createFleet(8)
+  await new Promise((r) => setTimeout(r, 500))
+  const lists = sandbox.requests.log().filter((r) => r.userAgent?.startsWith('memcached-operator/') && r.verb === 'list' && r.resource === 'rollouts')
+  t.equal(lists.length, 1, 'the pass at start, alone')
+  const writes = sandbox.requests.log().filter((r) => r.userAgent?.startsWith('memcached-operator/') && r.resource === 'memcacheds' && r.subresource === 'status')
+  t.ok(writes.length >= 8, `the fleet's status writes were seen (${writes.length})`)
 })

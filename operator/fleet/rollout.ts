@@ -87,6 +87,12 @@ export class RolloutController {
   #lastEnd = 0
   /** A kick came while a pass ran: the next one is brought forward once it ends. */
   #kicked = false
+  /**
+   * The last pass found a Rollout that has not ended. Only then do kicks bring passes forward: with
+   * no rollout in progress a Memcached's change moves nothing, and a fleet converging would
+   * otherwise draw a list of Rollouts every `kickMs`. A new Rollout is found at the next poll.
+   */
+  #inProgress = false
   /** The pass asks to be run again at this time (a bake's end), if before the next poll. */
   #wakeAt: number | undefined
   #platform: string | undefined
@@ -120,7 +126,7 @@ export class RolloutController {
         const poll = this.#o.pollMs ?? 2000
         const kick = this.#o.kickMs ?? 200
         // (The bake's end is on the rollout's clock, `now`; never sooner than a kick's spacing.)
-        this.#schedule(this.#kicked ? kick : Math.min(poll, Math.max(kick, (this.#wakeAt ?? Infinity) - this.#now().getTime())))
+        this.#schedule(this.#kicked && this.#inProgress ? kick : Math.min(poll, Math.max(kick, (this.#wakeAt ?? Infinity) - this.#now().getTime())))
       })
   }
 
@@ -143,9 +149,11 @@ export class RolloutController {
   kick(): void {
     if (this.#stopped || (this.#due === undefined && this.#running === undefined)) return
     if (this.#running !== undefined) {
+      // (Whether it counts is known when the pass ends: it may find a rollout.)
       this.#kicked = true
       return
     }
+    if (!this.#inProgress) return
     this.#schedule(Math.max(0, this.#lastEnd + (this.#o.kickMs ?? 200) - Date.now()))
   }
 
@@ -161,9 +169,13 @@ export class RolloutController {
     try {
       rollouts = (await this.#o.client.list(RO)).items as unknown as Rollout[]
     } catch (err) {
-      if (isNotFound(err)) return // the CRD is not installed: no rollout to drive
+      if (isNotFound(err)) {
+        this.#inProgress = false
+        return // the CRD is not installed: no rollout to drive
+      }
       throw err
     }
+    this.#inProgress = rollouts.some((ro) => !TERMINAL.includes(ro.status?.phase as RolloutPhase))
     rollouts.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name))
     let active: Rollout | undefined
     for (const ro of rollouts) {
