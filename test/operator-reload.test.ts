@@ -28,13 +28,18 @@ type Condition = { type: string; status: string; reason: string; message: string
 /** The memcached process behind each sandbox pod, by pod name. */
 const processes = new Map<string, Memcached>()
 const sidecars: ChildProcess[] = []
+/** Dials by pod name: each a try of the operator's to reach that pod's memcached. */
+const dials = new Map<string, number>()
 const bed = await startBed({
   chart,
   reloadRetryMs: 100,
   // No wait for a quiet Secret here (reconcile-reload.test.ts has it).
   reloadSettleMs: 0,
   // A pod without a process: a port nothing listens on (connection refused), as a pod a NetworkPolicy closes.
-  podDialer: (pod) => ({ host: '127.0.0.1', port: processes.get(pod.metadata.name ?? '')?.port ?? 1 }),
+  podDialer: (pod) => {
+    dials.set(pod.metadata.name ?? '', (dials.get(pod.metadata.name ?? '') ?? 0) + 1)
+    return { host: '127.0.0.1', port: processes.get(pod.metadata.name ?? '')?.port ?? 1 }
+  },
 })
 t.teardown(async () => {
   for (const s of sidecars) s.kill('SIGKILL')
@@ -211,4 +216,10 @@ t.test('pods the operator cannot reach: PodUnreachable names each pod and the Ne
   })
   t.equal(condition(served, 'SecretsLoaded')?.reason, 'PodUnreachable', 'the cache serves: SecretsLoaded does not count towards Ready')
   t.ok((bed.metrics.counts['failed:PodUnreachable'] ?? 0) >= 1, 'the reconcile failures metric, by reason')
+  // The tries back off, doubling from the 100 ms retry period (reload.ts RELOAD_MAX_RETRY_MS): over
+  // 3 s at most five more, where a fixed period makes some thirty.
+  const from = dials.get('far-0') ?? 0
+  await new Promise((r) => setTimeout(r, 3000))
+  const tries = (dials.get('far-0') ?? 0) - from
+  t.ok(tries >= 1 && tries <= 6, `the operator tried far-0 again ${tries} times in 3 s`)
 })

@@ -18,7 +18,12 @@ const MC = { apiVersion: 'cache.example.com/v1alpha1', kind: 'Memcached' } as co
 type Condition = { type: string; status: string; reason: string; message: string }
 
 const processes = new Map<string, Memcached>()
-const dial = (pod: KubeObject) => ({ host: '127.0.0.1', port: processes.get(pod.metadata.name ?? '')?.port ?? 1 })
+/** Dials by pod name: each a try of the operator's to reach that pod's memcached. */
+const dials = new Map<string, number>()
+const dial = (pod: KubeObject) => {
+  dials.set(pod.metadata.name ?? '', (dials.get(pod.metadata.name ?? '') ?? 0) + 1)
+  return { host: '127.0.0.1', port: processes.get(pod.metadata.name ?? '')?.port ?? 1 }
+}
 const bed = await startBed({ chart, reloadRetryMs: 100, reloadSettleMs: 0, podDialer: dial })
 t.teardown(async () => {
   for (const p of processes.values()) await p.stop()
@@ -131,6 +136,12 @@ t.test('pods resized whose memcached the operator cannot reach: MemoryResized Fa
   for (const p of await podsOf(bed, 'far')) t.equal(statusResources(p)?.resources?.limits?.memory, memcachedOf(p).resources.limits?.memory, `${p.metadata.name}: resized by the kubelet all the same`)
   t.ok((await events(bed, 'far')).some((e) => e.type === 'Warning' && e.reason === 'ResizeFailed'))
   t.ok((bed.metrics.counts['failed:ResizeFailed'] ?? 0) >= 1, 'the reconcile failures metric, by reason')
+  // The tries back off, doubling from the 100 ms retry period up to RESIZE_MAX_RETRY_MS: over 3 s
+  // at most five more, where a fixed period makes some thirty (each a read of every pod and an event).
+  const from = dials.get('far-0') ?? 0
+  await new Promise((r) => setTimeout(r, 3000))
+  const tries = (dials.get('far-0') ?? 0) - from
+  t.ok(tries >= 1 && tries <= 6, `the operator tried far-0 again ${tries} times in 3 s`)
 })
 
 t.test('a cluster without pods/resize (before 1.33): a larger memoryMB restarts the pods, and an event says why', async (t) => {

@@ -21,6 +21,7 @@
  */
 import type { Logger } from 'pino'
 import type { KubeClient, KubeObject } from '../controller/client.ts'
+import { Backoff } from '../controller/clock.ts'
 import { describeProblem } from '../memcached/certificate.ts'
 import { MemcachedConnection, MemcachedError, type MemcachedTarget } from '../memcached/connection.ts'
 import type { ConditionInput } from './conditions.ts'
@@ -47,6 +48,13 @@ export const RELOAD_REASONS = {
 
 /** How soon a CR whose pods have not loaded a Secret yet is looked at again. */
 export const RELOAD_RETRY_MS = 10_000
+/**
+ * The longest wait between two tries of a CR whose pods refuse the reload or cannot be reached:
+ * the waits double from the retry period up to this (a failing item backs off, as in
+ * controller-runtime), so a fleet whose memcached the operator cannot reach costs the API server
+ * little. Waiting for the kubelet is not a failure and keeps the retry period.
+ */
+export const RELOAD_MAX_RETRY_MS = 5 * 60_000
 /**
  * How long the kubelet may take to update a mounted Secret before it is reported as not loaded:
  * its sync period (1 min) plus its Secret cache's TTL (1 min by default), with margin.
@@ -111,6 +119,8 @@ export class Reloader {
   #pendingSince = new Map<string, { key: string; since: number }>()
   /** By CR uid: the last warning recorded, so that a resync does not repeat it. */
   #warned = new Map<string, string>()
+  /** By CR uid: its consecutive failed tries (ReloadFailed, PodUnreachable), while they last. */
+  #failures = new Map<string, Backoff>()
 
   constructor(deps: ReloaderDeps) {
     this.#d = deps
@@ -124,6 +134,14 @@ export class Reloader {
     this.#pods.delete(crUid)
     this.#pendingSince.delete(crUid)
     this.#warned.delete(crUid)
+    this.#failures.delete(crUid)
+  }
+
+  /** The wait before the next try of a CR whose try failed: doubling from the retry period. */
+  #failedRetry(crUid: string): number {
+    const backoff = this.#failures.get(crUid) ?? new Backoff({ initialMs: this.#retryMs, maxMs: Math.max(this.#retryMs, RELOAD_MAX_RETRY_MS), jitter: 0.1 })
+    this.#failures.set(crUid, backoff)
+    return backoff.next()
   }
 
   /**
@@ -194,13 +212,14 @@ export class Reloader {
     await this.#announce(cr, plan, outcomes)
     const failed = [...outcomes].filter(([, o]) => o.kind === 'failed') as [string, { message: string }][]
     if (failed.length > 0) {
-      return { condition: await this.#warn(cr, log, RELOAD_REASONS.ReloadFailed, failed.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')), requeueAfterMs: this.#retryMs }
+      return { condition: await this.#warn(cr, log, RELOAD_REASONS.ReloadFailed, failed.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')), requeueAfterMs: this.#failedRetry(crUid) }
     }
     const unreachable = [...outcomes].filter(([, o]) => o.kind === 'unreachable') as [string, { message: string }][]
     if (unreachable.length > 0) {
       const message = `${unreachable.map(([pod, o]) => `pod ${pod}: ${o.message}`).join('; ')} (the operator reaches memcached's port on each pod: a NetworkPolicy must admit it)`
-      return { condition: await this.#warn(cr, log, RELOAD_REASONS.PodUnreachable, message), requeueAfterMs: this.#retryMs }
+      return { condition: await this.#warn(cr, log, RELOAD_REASONS.PodUnreachable, message), requeueAfterMs: this.#failedRetry(crUid) }
     }
+    this.#failures.delete(crUid)
     const waiting = [...outcomes].filter(([, o]) => o.kind === 'waiting') as [string, { what: string }][]
     if (waiting.length > 0) {
       const pending = this.#pendingSince.get(crUid)

@@ -17,6 +17,7 @@
 import type { Logger } from 'pino'
 import type { Memcached } from '../api/memcached.ts'
 import { isNotFound, type KubeClient, type KubeObject } from '../controller/client.ts'
+import { Backoff } from '../controller/clock.ts'
 import { MemcachedConnection, type MemcachedTarget } from '../memcached/connection.ts'
 import type { RenderedObject } from '../render/manifest.ts'
 import type { ConditionInput } from './conditions.ts'
@@ -38,6 +39,13 @@ export const RESIZE_REASONS = {
 
 /** How soon a CR whose pods are being resized is looked at again. */
 export const RESIZE_RETRY_MS = 2_000
+/**
+ * The longest wait between two tries of a CR whose pods' memcached refuses or does not answer
+ * cache_memlimit: the waits double from the retry period (2 s, 4 s, 8 s…) up to this, so that a
+ * fleet of unreachable pods does not draw a pod read and an event per CR every 2 s from the API
+ * server (controller-runtime backs a failing item off the same way, 5 ms to 1,000 s).
+ */
+export const RESIZE_MAX_RETRY_MS = 5 * 60_000
 /** How long the answer of discovery about pods/resize is kept. */
 const DISCOVERY_TTL_MS = 5 * 60_000
 
@@ -73,6 +81,8 @@ export class Resizer {
   #done = new Map<string, Map<string, number>>()
   /** By CR uid: the last restart announced, so that a reconcile does not repeat it. */
   #announced = new Map<string, string>()
+  /** By CR uid: its consecutive failed tries, while they last. */
+  #failures = new Map<string, Backoff>()
   #served: { value: boolean; at: number } | undefined
 
   constructor(deps: ResizerDeps) {
@@ -85,6 +95,7 @@ export class Resizer {
     this.#targets.delete(crUid)
     this.#done.delete(crUid)
     this.#announced.delete(crUid)
+    this.#failures.delete(crUid)
   }
 
   /**
@@ -173,12 +184,15 @@ export class Resizer {
     if (resized.length > 0) await this.#d.events.record(cr, 'Normal', RESIZE_REASONS.MemoryResized, `memoryMB ${target.memoryMB} in place on ${resized.sort().join(', ')} (pods/resize, then memcached's cache_memlimit); no pod restarted`, 'Resize')
     const retry = this.#d.retryMs ?? RESIZE_RETRY_MS
     if (failed.length > 0) {
+      const backoff = this.#failures.get(uid) ?? new Backoff({ initialMs: retry, maxMs: Math.max(retry, RESIZE_MAX_RETRY_MS), jitter: 0.1 })
+      this.#failures.set(uid, backoff)
       const message = failed.join('; ')
       log.warn({ reason: RESIZE_REASONS.ResizeFailed, err: message }, 'memory not resized in place')
       this.#d.failed?.(RESIZE_REASONS.ResizeFailed)
       await this.#d.events.record(cr, 'Warning', RESIZE_REASONS.ResizeFailed, message, 'Resize')
-      return { condition: { type: MEMORY_RESIZED, status: 'False', reason: RESIZE_REASONS.ResizeFailed, message }, requeueAfterMs: retry }
+      return { condition: { type: MEMORY_RESIZED, status: 'False', reason: RESIZE_REASONS.ResizeFailed, message }, requeueAfterMs: backoff.next() }
     }
+    this.#failures.delete(uid)
     if (waiting.length > 0) return { condition: { type: MEMORY_RESIZED, status: 'False', reason: RESIZE_REASONS.Resizing, message: waiting.join('; ') }, requeueAfterMs: retry }
     return { condition: { type: MEMORY_RESIZED, status: 'True', reason: RESIZE_REASONS.Resized, message: `every ready pod (${live.length}) runs with memoryMB ${target.memoryMB}, resized in place` } }
   }
