@@ -264,9 +264,8 @@ async function spawnOperator(args: string[]) {
   while ((await op.reconciles()) < N) await sleep(100)
   const user = clientFor(sandbox, 'bench-user/1', 'bench-storm')
   const names = Array.from({ length: Math.min(N, env('BENCH_STORM_CRS', 200)) }, (_, i) => `mc-${i}`)
-  const memoryMB = Number((sandbox.cluster.store.get('cache.example.com/memcacheds', 'default', 'mc-0')?.shared().spec as { memoryMB?: number } | undefined)?.memoryMB ?? 64) + 1
   console.log(`\n429 storm (an operator with --kube-api-qps ${qps} --kube-api-burst ${burst}, its caches synced and every CR reconciled once):`)
-  printFigures(await stormWindow({ sandbox, chart, user, names, qps, burst, metrics: op.metrics }, { windowS: env('BENCH_STORM_WINDOW_S', 10), retryAfterS: env('BENCH_STORM_RETRY_AFTER', 0), memoryMB }), '  ')
+  printFigures(await stormWindow({ sandbox, chart, user, names, qps, burst, metrics: op.metrics }, { windowS: env('BENCH_STORM_WINDOW_S', 10), retryAfterS: env('BENCH_STORM_RETRY_AFTER', 0), mark: 'storm' }), '  ')
   user.close()
   op.proc.kill('SIGTERM')
   await new Promise((r) => op.proc.once('exit', r))
